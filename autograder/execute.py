@@ -1,0 +1,229 @@
+"""nbgrader's Execute step, split over two kernels.
+
+`IsolatedExecute` replaces nbgrader's `Execute` preprocessor in autograde:
+
+* every cell the student can change or see run (solution, provided and
+  visible-check cells) runs in the student's kernel, started inside the
+  sandbox (autograder.sandbox);
+* every graded test cell runs in a separate *test kernel*: a clean Python
+  process that never runs student code, where each exercise name is a proxy
+  into the student's kernel (autograder.probe). Its outputs are replaced by
+  the grader's own record: an error when the test failed, nothing when it
+  passed. Log lines on stderr, display hooks or printed numbers cannot
+  change a score.
+
+It also survives a dead kernel (the tests after it fail with the reason, the
+points before it stay), enforces a time limit for the whole notebook, and
+writes what happened to `report_file` (JSON) for the grader's reports.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from jupyter_client import KernelManager
+from nbclient.exceptions import DeadKernelError
+from nbformat import NotebookNode
+from traitlets import Integer, List, Unicode
+
+from nbgrader.preprocessors import Execute
+from nbgrader.utils import is_grade, is_solution
+
+from autograder.sandbox import SandboxKernelManager, bubblewrap_works
+
+TESTS_KERNEL_STARTUP = """
+import os, sys, warnings
+warnings.filterwarnings("ignore")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from autograder.probe import StudentKernel as __AutograderStudentKernel
+__autograder_kernel__ = __AutograderStudentKernel.from_env()
+del __AutograderStudentKernel
+"""
+
+
+def _error_output(ename: str, evalue: str, traceback: list[str] | None = None) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                        traceback=traceback or [f"{ename}: {evalue}"])
+
+
+def names_used(source: str) -> set[str]:
+    """Names a cell reads (so that only those get bound to proxies)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+class IsolatedExecute(Execute):
+    """Execute student cells in the sandbox and graded tests in a clean kernel."""
+
+    report_file = Unicode("", help="Where to write the JSON record of the run.").tag(config=True)
+    lab_id = Unicode("", help="The lab being graded (selects the references).").tag(config=True)
+    exercise_names = List(Unicode(), help="Names hidden tests may call.").tag(config=True)
+    seed = Unicode("0", help="Secret seed of the hidden tests' inputs.").tag(config=True)
+    notebook_timeout = Integer(900, help="Seconds for the whole notebook.").tag(config=True)
+    tests_kernel_python = Unicode("", help="Python of the test kernel (default: this one).").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs["kernel_manager_class"] = SandboxKernelManager
+        super().__init__(*args, **kwargs)
+        self._tests_km = None
+        self._tests_kc = None
+        self._tests_dir = None
+        self._record = {}
+        self._deadline = None
+        self._stopped = ""
+
+    # -- the whole notebook --------------------------------------------------
+    def preprocess(self, nb, resources=None, km=None):
+        self._record = {
+            "sandbox": "bubblewrap" if bubblewrap_works() else "none",
+            "stopped": "",
+            "tests": {},
+            "cells_run": 0,
+        }
+        self._stopped = ""
+        self._deadline = time.monotonic() + self.notebook_timeout
+        started = time.monotonic()
+        try:
+            return super().preprocess(nb, resources, km)
+        except DeadKernelError as error:  # the kernel died outside a cell
+            self._stop(f"the notebook's kernel died ({error})")
+            return nb, resources
+        finally:
+            self._shutdown_tests_kernel()
+            self._record["stopped"] = self._stopped
+            self._record["seconds"] = round(time.monotonic() - started, 2)
+            if self.report_file:
+                Path(self.report_file).write_text(json.dumps(self._record, indent=1))
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        grade_cell = is_grade(cell) and not is_solution(cell)
+        if not self._stopped and time.monotonic() > self._deadline:
+            self._stop(f"the notebook ran past its time limit of {self.notebook_timeout} s")
+        if self._stopped:
+            cell.outputs = []
+            if grade_cell:
+                self._fail(cell, "NotGraded", f"Not run: {self._stopped}.")
+            return cell, resources
+        if grade_cell:
+            self._run_test_cell(cell)
+            return cell, resources
+        try:
+            self._record["cells_run"] += 1
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError as error:
+            reason = "the notebook's kernel died"
+            if "memory" in str(error).lower():
+                reason += " (out of memory?)"
+            cell.outputs.append(_error_output("DeadKernelError", str(error)))
+            self._stop(f"{reason} in cell {index}")
+            return cell, resources
+
+    def _stop(self, reason: str) -> None:
+        self._stopped = reason
+        self._record["stopped"] = reason
+
+    def _fail(self, cell, ename: str, evalue: str, traceback=None) -> None:
+        cell.outputs = [_error_output(ename, evalue, traceback)]
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        self._record["tests"][grade_id] = {"passed": False, "ename": ename, "evalue": evalue}
+
+    # -- the test kernel -----------------------------------------------------
+    def _start_tests_kernel(self) -> None:
+        self._tests_dir = tempfile.mkdtemp(prefix="labkit-tests-")
+        student_km = self.km
+        connection_file = student_km.connection_file
+        pgid = getattr(getattr(student_km, "provisioner", None), "pgid", None)
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith("AUTOGRADER_")}
+        env.update(
+            AUTOGRADER_STUDENT_CONNECTION=connection_file,
+            AUTOGRADER_EXCHANGE=str(Path(student_km.ipc_dir) / "exchange"),
+            AUTOGRADER_LAB=self.lab_id,
+            AUTOGRADER_SEED=self.seed,
+            TF_CPP_MIN_LOG_LEVEL="3",
+            PYTHONWARNINGS="ignore",
+            MPLBACKEND="Agg",
+        )
+        if pgid:
+            env["AUTOGRADER_STUDENT_PGID"] = str(pgid)
+        km = KernelManager(kernel_name="python3", transport="ipc",
+                           ip=str(Path(self._tests_dir) / "tests"),
+                           connection_file=str(Path(self._tests_dir) / "tests.json"))
+        km.start_kernel(env=env, cwd=self._tests_dir,
+                        extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)
+        self._tests_km, self._tests_kc = km, kc
+        status, error = self._tests_execute(TESTS_KERNEL_STARTUP, 120)
+        if status != "ok":
+            raise RuntimeError(f"the grader's test kernel failed to start: {error}")
+
+    def _shutdown_tests_kernel(self) -> None:
+        if self._tests_kc is not None:
+            self._tests_kc.stop_channels()
+        if self._tests_km is not None:
+            try:
+                self._tests_km.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001
+                pass
+        self._tests_km = self._tests_kc = None
+
+    def _tests_execute(self, code: str, timeout: float):
+        """Run ``code`` in the test kernel: ("ok", None) or ("error", content)."""
+        kc = self._tests_kc
+        msg_id = kc.execute(code, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._tests_km.interrupt_kernel()
+                return "timeout", {"ename": "CellTimeoutError",
+                                   "evalue": f"the tests took longer than {timeout:.0f} s",
+                                   "traceback": []}
+            try:
+                reply = kc.get_shell_msg(timeout=min(remaining, 1.0))
+            except Exception:  # noqa: BLE001 - queue.Empty
+                continue
+            if reply["parent_header"].get("msg_id") != msg_id:
+                continue
+            self._drain_iopub()
+            content = reply["content"]
+            if content["status"] == "ok":
+                return "ok", None
+            return "error", content
+
+    def _drain_iopub(self) -> None:
+        while True:
+            try:
+                self._tests_kc.get_iopub_msg(timeout=0.01)
+            except Exception:  # noqa: BLE001 - queue.Empty
+                return
+
+    def _run_test_cell(self, cell) -> None:
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        if self._tests_kc is None:
+            self._start_tests_kernel()
+        names = sorted(set(self.exercise_names) & names_used(cell.source)
+                       - set(dir(builtins)))
+        status, content = self._tests_execute(
+            f"__autograder_kernel__.bind(globals(), {names!r})", 60)
+        if status == "ok":
+            status, content = self._tests_execute(cell.source, self.timeout or 300)
+        if status == "ok":
+            cell.outputs = []
+            self._record["tests"][grade_id] = {"passed": True}
+        else:
+            self._fail(cell, content.get("ename", "Error"), content.get("evalue", ""),
+                       content.get("traceback"))

@@ -1,0 +1,168 @@
+"""Code the test kernel sends into the student's kernel for each call.
+
+This file is read as text and executed inside the student's kernel with a
+fresh namespace for every request, so that nothing of it has to survive
+between calls. It imports nothing from the kit. It reads a request (JSON and
+an .npz of arrays, allow_pickle=False) from the exchange folder, runs the
+call on the student's object, and writes the answer the same way.
+
+Whatever it returns is only data (numbers, strings, arrays, references to
+objects that stay in the student's kernel): the comparison with references
+happens in the test kernel, which the student's code never touches.
+"""
+
+import builtins
+import json
+import traceback
+
+import numpy
+
+_REGISTRY_NAME = "__autograder_objects__"
+
+
+def _registry():
+    registry = getattr(builtins, _REGISTRY_NAME, None)
+    if not isinstance(registry, dict):
+        registry = {}
+        setattr(builtins, _REGISTRY_NAME, registry)
+    return registry
+
+
+def _to_array(value):
+    if isinstance(value, numpy.ndarray):
+        return value
+    if isinstance(value, (numpy.generic,)):
+        return numpy.asarray(value)
+    try:
+        from keras import ops
+
+        return numpy.asarray(ops.convert_to_numpy(value))
+    except Exception:  # noqa: BLE001
+        return numpy.asarray(value)
+
+
+def _is_tensor_like(value):
+    kind = type(value)
+    module = getattr(kind, "__module__", "") or ""
+    if isinstance(value, (numpy.ndarray, numpy.generic)):
+        return True
+    if module.startswith(("tensorflow", "torch", "jax", "jaxlib", "keras")):
+        return hasattr(value, "shape") and hasattr(value, "dtype")
+    return False
+
+
+def _encode(value, arrays):
+    if value is None or isinstance(value, (bool, str)):
+        return {"t": "plain", "v": value}
+    if isinstance(value, int):
+        return {"t": "plain", "v": int(value)}
+    if isinstance(value, float):
+        return {"t": "plain", "v": float(value)}
+    if isinstance(value, (tuple, list)):
+        return {"t": type(value).__name__, "v": [_encode(item, arrays) for item in value]}
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {"t": "dict", "v": {key: _encode(item, arrays) for key, item in value.items()}}
+    if _is_tensor_like(value):
+        array = _to_array(value)
+        if array.dtype == object:
+            raise TypeError(f"returned an array of Python objects ({type(value).__name__})")
+        key = f"a{len(arrays)}"
+        arrays[key] = array
+        return {"t": "array", "key": key}
+    registry = _registry()
+    handle = len(registry) + 1
+    registry[handle] = value
+    return {"t": "ref", "id": handle, "type": type(value).__name__}
+
+
+def _decode(encoded, arrays):
+    kind = encoded["t"]
+    if kind == "plain":
+        return encoded["v"]
+    if kind in ("list", "tuple"):
+        items = [_decode(item, arrays) for item in encoded["v"]]
+        return items if kind == "list" else tuple(items)
+    if kind == "dict":
+        return {key: _decode(item, arrays) for key, item in encoded["v"].items()}
+    if kind == "array":
+        return arrays[encoded["key"]]
+    if kind == "tensor":
+        from keras import ops
+
+        return ops.convert_to_tensor(arrays[encoded["key"]])
+    if kind == "ref":
+        return _registry()[encoded["id"]]
+    raise ValueError(f"unknown value kind {kind!r}")
+
+
+def _resolve(target, user_ns):
+    if "name" in target:
+        name = target["name"]
+        if name not in user_ns:
+            raise NameError(
+                f"`{name}` is not defined in the notebook. Run its cell, and keep "
+                f"the name exactly `{name}`."
+            )
+        return user_ns[name]
+    return _registry()[target["id"]]
+
+
+def handle(request_path):
+    """Serve one request; the answer goes next to the request file."""
+    with open(request_path, encoding="utf-8") as handle_:
+        request = json.load(handle_)
+    answer_path = request["answer"]
+    arrays_in = {}
+    if request.get("arrays"):
+        with numpy.load(request["arrays"], allow_pickle=False) as loaded:
+            arrays_in = {key: loaded[key] for key in loaded.files}
+    arrays_out = {}
+    shell = get_ipython()  # noqa: F821 - defined in every IPython kernel
+    user_ns = shell.user_ns
+    patched = {}
+    try:
+        for name, source in request.get("stand_ins", {}).items():
+            namespace = {}
+            exec(compile(source, f"<stand-in {name}>", "exec"), namespace)
+            patched[name] = user_ns.get(name, _MISSING)
+            user_ns[name] = namespace[name]
+        target = _resolve(request["target"], user_ns)
+        operation = request["op"]
+        if operation == "call":
+            args = _decode(request["args"], arrays_in)
+            kwargs = _decode(request["kwargs"], arrays_in)
+            result = target(*args, **kwargs)
+        elif operation == "getattr":
+            result = getattr(target, request["attr"])
+        elif operation == "callmethod":
+            args = _decode(request["args"], arrays_in)
+            kwargs = _decode(request["kwargs"], arrays_in)
+            result = getattr(target, request["attr"])(*args, **kwargs)
+        else:
+            raise ValueError(f"unknown operation {operation!r}")
+        answer = {"ok": True, "value": _encode(result, arrays_out)}
+    except BaseException as error:  # noqa: BLE001 - reported to the test kernel
+        lines = traceback.format_exception(type(error), error, error.__traceback__)
+        answer = {
+            "ok": False,
+            "type": type(error).__name__,
+            "message": str(error)[:2000],
+            "traceback": "".join(lines)[-4000:],
+        }
+    finally:
+        for name, previous in patched.items():
+            if previous is _MISSING:
+                user_ns.pop(name, None)
+            else:
+                user_ns[name] = previous
+    if arrays_out:
+        numpy.savez(answer_path + ".npz", **arrays_out)
+        answer["arrays"] = answer_path + ".npz"
+    with open(answer_path + ".tmp", "w", encoding="utf-8") as handle_:
+        json.dump(answer, handle_)
+    import os
+
+    os.replace(answer_path + ".tmp", answer_path)
+
+
+_MISSING = object()

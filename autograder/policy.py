@@ -1,0 +1,21 @@
+"""The numerical policy of the grader, in one place.
+
+Every comparison of a student's numbers with a reference goes through these
+values (see autograder/testing.py). References are computed in float64 NumPy
+from the same float32 inputs (and, for layers, from the student's own
+weights), so the only differences left are float32 rounding in the student's
+code. The tolerances below leave room for that and nothing else.
+
+TF32: GPUs from Ampere on may round float32 matmuls to TF32 (relative error
+up to ~2e-3). The locked setup cell of every lab turns it off on every
+backend (labkit.setup.configure_precision), so the same tolerances hold on
+CPU and GPU.
+"""
+
+#: Relative tolerance for float32 results against float64 references.
+RTOL = 1e-4
+#: Absolute tolerance (matters where the expected value is close to 0).
+ATOL = 1e-5
+#: Seconds a single call into the student's kernel may take before it is
+#: interrupted and counted as a failure of that test.
+CALL_TIMEOUT_S = 60

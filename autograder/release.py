@@ -1,0 +1,149 @@
+"""From one source per lab to the nbgrader source notebook and the student notebook.
+
+solutions/<lab>/<notebook>.py is a jupytext "percent" file. Its code cells
+carry one short marker on the `# %%` line, which this module turns into
+nbgrader's cell metadata:
+
+    # %% nbgrader="solution" grade_id="dot_scores"            the student's answer
+    # %% nbgrader="tests" grade_id="test_dot_scores" points=1 hidden tests (graded)
+    # %% nbgrader="locked" grade_id="check_dot_scores"        provided, read-only code
+
+`release` then runs nbgrader's own `generate_assignment` on it and writes the
+student notebook to labs/<lab>/<notebook>.ipynb, without outputs.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+from autograder import course
+from autograder.labs import Lab, labkit_requirement
+
+PLACEHOLDER = "{{LABKIT_REQUIREMENT}}"
+KINDS = ("solution", "tests", "locked")
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+class SourceError(ValueError):
+    """A lab source that breaks the authoring conventions."""
+
+
+def _nbgrader_metadata(kind: str, grade_id: str, points) -> dict:
+    metadata = {
+        "grade": kind == "tests",
+        "grade_id": grade_id,
+        "locked": kind in ("tests", "locked"),
+        "schema_version": 3,
+        "solution": kind == "solution",
+        "task": False,
+    }
+    if kind == "tests":
+        metadata["points"] = points
+    return metadata
+
+
+def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
+    """The nbgrader source notebook (solutions and hidden tests included)."""
+    notebook = jupytext.read(lab.source_path, fmt="py:percent")
+    where = lab.source_path.name
+    seen: set[str] = set()
+    for index, cell in enumerate(notebook.cells):
+        kind = cell.metadata.pop("nbgrader", None)
+        grade_id = cell.metadata.pop("grade_id", None)
+        points = cell.metadata.pop("points", None)
+        cell.metadata.pop("lines_to_next_cell", None)
+        cell.metadata.pop("jupyter", None)
+        cell.source = cell.source.replace(PLACEHOLDER, labkit_requirement())
+        if cell.cell_type == "code":
+            if kind not in KINDS:
+                raise SourceError(
+                    f"{where}: code cell {index} has nbgrader={kind!r}; every code cell "
+                    f"needs one of {KINDS} with a grade_id. Cell starts: "
+                    f"{cell.source[:60]!r}"
+                )
+            if not grade_id or grade_id in seen:
+                raise SourceError(
+                    f"{where}: code cell {index} needs a unique grade_id "
+                    f"(got {grade_id!r})."
+                )
+            if kind == "tests" and not (isinstance(points, (int, float)) and points > 0):
+                raise SourceError(
+                    f"{where}: tests cell {grade_id!r} needs points=<positive number>."
+                )
+            seen.add(grade_id)
+            cell.metadata["nbgrader"] = _nbgrader_metadata(kind, grade_id, points)
+            cell.id = grade_id.replace("_", "-")
+        else:
+            cell.id = f"md-{index}"
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    _check_contract(lab, notebook)
+    notebook.metadata = {
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+    }
+    notebook.nbformat, notebook.nbformat_minor = 4, 5
+    return notebook
+
+
+def _check_contract(lab: Lab, notebook) -> None:
+    """Each curriculum exercise has one solution cell and one tests cell."""
+    grade_ids = [
+        cell.metadata["nbgrader"]["grade_id"]
+        for cell in notebook.cells
+        if "nbgrader" in cell.metadata
+    ]
+    solutions = [
+        cell.metadata["nbgrader"]["grade_id"]
+        for cell in notebook.cells
+        if cell.metadata.get("nbgrader", {}).get("solution")
+    ]
+    if sorted(solutions) != sorted(lab.exercises):
+        raise SourceError(
+            f"{lab.source_path.name}: solution cells are {solutions}, but the "
+            f"curriculum's exercises of {lab.id} are {list(lab.exercises)}."
+        )
+    for exercise in lab.exercises:
+        if f"test_{exercise}" not in grade_ids:
+            raise SourceError(
+                f"{lab.source_path.name}: exercise {exercise!r} has no tests cell "
+                f"(grade_id 'test_{exercise}')."
+            )
+
+
+def write_notebook(notebook, path: Path) -> None:
+    """Write a notebook in a stable form (sorted keys, one trailing newline)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nbformat.writes(notebook, version=4) + "\n", encoding="utf-8")
+
+
+def student_notebook(lab: Lab, work_dir: Path | None = None) -> nbformat.NotebookNode:
+    """Generate the student notebook of ``lab`` through nbgrader generate_assignment."""
+    with tempfile.TemporaryDirectory(prefix="labkit-release-") as scratch:
+        root = Path(work_dir or scratch) / "course"
+        api = course.prepare_course(root, lab, f"sqlite:///{Path(scratch) / 'release.db'}")
+        del api
+        released = root / "release" / lab.id / f"{lab.notebook}.ipynb"
+        notebook = nbformat.read(released, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    notebook.metadata = {
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+    }
+    return notebook
+
+
+def release(lab: Lab, destination: Path | None = None) -> Path:
+    """Regenerate labs/<lab>/<notebook>.ipynb (or ``destination``)."""
+    path = destination or lab.student_path
+    write_notebook(student_notebook(lab), path)
+    return path

@@ -1,0 +1,202 @@
+"""The student's kernel, started inside a sandbox.
+
+On Linux with bubblewrap (Debian/Ubuntu package `bubblewrap`), the kernel of
+a submission sees a read-only system (/usr, /etc, the Python installation,
+the kit's virtual environment and the student helpers) and nothing else of
+this machine: not the course folder, the gradebook, solutions/, the
+references, the submissions of other students or the output folder. It has
+no network (`--unshare-net`), a private /tmp, a scratch working directory,
+a minimal environment (no grader secrets such as a database URL), and
+resource limits (address space, file size, processes) set with setrlimit.
+It talks to the grader over ZeroMQ ipc sockets in a folder bound into the
+sandbox, since loopback TCP is gone with the network.
+
+Where bubblewrap is missing or cannot run (macOS, some containers), the
+kernel runs with the same environment, working directory and limits but
+without the file-system and network isolation; the grader says so in its
+log and in every student's notes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Dict, List, Unicode
+
+#: System folders the kernel may read.
+SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                "/opt/conda")
+#: Environment variables passed through from the grader (nothing else is).
+PASSTHROUGH_ENV = ("LANG", "LC_ALL", "KERAS_BACKEND", "CUDA_VISIBLE_DEVICES",
+                   "XLA_PYTHON_CLIENT_PREALLOCATE", "TZ")
+
+
+@dataclass
+class Limits:
+    """Resource limits of one student kernel."""
+
+    memory_bytes: int = 6 * 1024**3
+    file_size_bytes: int = 256 * 1024**2
+    processes: int = 4096
+    open_files: int = 4096
+
+
+@dataclass
+class SandboxSpec:
+    """What one student kernel may see.
+
+    Attributes:
+        scratch: writable working directory (also HOME) of the kernel.
+        ipc_dir: writable folder holding the ZeroMQ sockets and the
+            exchange files of the test kernel.
+        hidden: folders to hide even if they lie inside a readable path.
+        readable: extra folders the kernel may read.
+    """
+
+    scratch: Path
+    ipc_dir: Path
+    hidden: list[Path] = field(default_factory=list)
+    readable: list[Path] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
+
+
+@functools.lru_cache(maxsize=1)
+def bubblewrap_works() -> bool:
+    """Whether `bwrap` exists here and can start a process with our options."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False
+    try:
+        result = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--unshare-net", "--die-with-parent", "true"],
+            capture_output=True, timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0
+
+
+def _python_paths() -> list[Path]:
+    """The interpreter's installation, the venv, and editable student helpers."""
+    paths = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent}
+    try:
+        import labkit
+
+        paths.add(Path(labkit.__file__).resolve().parent)
+    except ImportError:
+        pass
+    return sorted(paths)
+
+
+def bwrap_prefix(spec: SandboxSpec) -> list[str]:
+    """The bubblewrap command line that wraps the kernel command."""
+    args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
+            "--unshare-uts", "--hostname", "grader"]
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in _python_paths() + [Path(p) for p in spec.readable]:
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc",
+             "--tmpfs", "/tmp"]
+    for device in sorted(Path("/dev").glob("nvidia*")):
+        args += ["--dev-bind", str(device), str(device)]
+    for path in spec.hidden:
+        if any(_inside(path, Path(p)) for p in _python_paths() + list(spec.readable)):
+            args += ["--tmpfs", str(path)]
+    args += ["--bind", str(spec.scratch), str(spec.scratch),
+             "--bind", str(spec.ipc_dir), str(spec.ipc_dir),
+             "--chdir", str(spec.scratch), "--"]
+    return args
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        Path(path).resolve().relative_to(Path(folder).resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def rlimit_prefix(limits: Limits) -> list[str]:
+    """`prlimit` in front of the kernel command (util-linux), where it exists."""
+    prlimit = shutil.which("prlimit")
+    if not prlimit:
+        return []
+    return [prlimit, f"--as={limits.memory_bytes}", f"--fsize={limits.file_size_bytes}",
+            f"--nproc={limits.processes}", f"--nofile={limits.open_files}", "--core=0"]
+
+
+def kernel_environment(spec: SandboxSpec) -> dict[str, str]:
+    """The whole environment of the student kernel."""
+    env = {name: os.environ[name] for name in PASSTHROUGH_ENV if name in os.environ}
+    env.update(
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin",
+                              "/usr/bin", "/bin"]),
+        HOME=str(spec.scratch),
+        IPYTHONDIR=str(spec.scratch / ".ipython"),
+        MPLCONFIGDIR=str(spec.scratch / ".matplotlib"),
+        MPLBACKEND="Agg",
+        PYTHONNOUSERSITE="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        TF_CPP_MIN_LOG_LEVEL="3",
+        JPY_SESSION_NAME="",
+    )
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel manager that starts the kernel inside the sandbox.
+
+    Configured with the folders of one submission; uses the ipc transport
+    so that the kernel needs no network.
+    """
+
+    scratch = Unicode("", help="Writable working folder of the kernel.").tag(config=True)
+    ipc_dir = Unicode("", help="Folder for the kernel's sockets.").tag(config=True)
+    hidden = List(Unicode(), help="Folders hidden from the kernel.").tag(config=True)
+    readable = List(Unicode(), help="Extra folders the kernel may read.").tag(config=True)
+    limits = Dict(help="Overrides of sandbox.Limits fields.").tag(config=True)
+
+    def _spec(self) -> SandboxSpec:
+        return SandboxSpec(
+            scratch=Path(self.scratch), ipc_dir=Path(self.ipc_dir),
+            hidden=[Path(p) for p in self.hidden],
+            readable=[Path(p) for p in self.readable],
+            limits=Limits(**self.limits),
+        )
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        spec = self._spec()
+        if not self.scratch or not self.ipc_dir:
+            raise ValueError("SandboxKernelManager needs `scratch` and `ipc_dir`.")
+        spec.scratch.mkdir(parents=True, exist_ok=True)
+        spec.ipc_dir.mkdir(parents=True, exist_ok=True)
+        self.transport = "ipc"
+        self.ip = str(spec.ipc_dir / "kernel")
+        self.connection_file = str(spec.ipc_dir / "kernel.json")
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        command = super().format_kernel_cmd(extra_arguments)
+        spec = self._spec()
+        prefix = bwrap_prefix(spec) if bubblewrap_works() else []
+        return rlimit_prefix(spec.limits) + prefix + command
+
+    async def _async_start_kernel(self, **kw):
+        spec = self._spec()
+        kw["env"] = kernel_environment(spec)
+        kw["cwd"] = str(spec.scratch)
+        return await super()._async_start_kernel(**kw)

@@ -1,0 +1,111 @@
+"""Helpers for hidden tests.
+
+Hidden tests run in the grader's clean test kernel, never in the student's
+process: there, each student name (``dot_scores``, ``MultiHeadAttention``...)
+is a proxy that calls into the student's sandboxed kernel with the inputs the
+test gives it and brings back plain NumPy arrays. The comparisons below
+therefore run on code the student cannot touch.
+
+The messages they raise end up in the student's feedback: they say what was
+called, what was wrong (shape, NaN, values) and by how much, and never print
+the reference values in full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+
+from autograder import policy
+
+__all__ = [
+    "rng",
+    "as_array",
+    "assert_shape",
+    "assert_finite",
+    "assert_close",
+    "assert_true",
+]
+
+
+def rng(label: str) -> np.random.Generator:
+    """A random generator for the inputs of one test.
+
+    The seed mixes a secret chosen by the grader for each grading run
+    (``AUTOGRADER_SEED``) with ``label``, so the inputs cannot be known in
+    advance by a submission, yet a run can be replayed with the same seed.
+    """
+    secret = os.environ.get("AUTOGRADER_SEED", "0")
+    digest = hashlib.sha256(f"{secret}:{label}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def as_array(value, what: str) -> np.ndarray:
+    """``value`` as a NumPy array, or an AssertionError that says why not."""
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        raise AssertionError(
+            f"{what}: expected an array or tensor, got {type(value).__name__} "
+            f"({error})."
+        ) from None
+    if array.dtype == object:
+        raise AssertionError(
+            f"{what}: expected a numeric array or tensor, got {type(value).__name__}."
+        )
+    return array
+
+
+def assert_shape(actual, expected_shape, what: str) -> np.ndarray:
+    """Check the shape of ``actual``; returns it as an array."""
+    array = as_array(actual, what)
+    expected_shape = tuple(int(n) for n in expected_shape)
+    if tuple(array.shape) != expected_shape:
+        raise AssertionError(
+            f"{what}: returned shape {tuple(array.shape)}, expected {expected_shape}."
+        )
+    return array
+
+
+def assert_finite(actual, what: str) -> np.ndarray:
+    """Check that ``actual`` has no NaN or infinity."""
+    array = as_array(actual, what)
+    if np.issubdtype(array.dtype, np.number) and not np.all(np.isfinite(array)):
+        count = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        raise AssertionError(
+            f"{what}: {count} of {array.size} values are NaN or infinite."
+        )
+    return array
+
+
+def assert_close(actual, expected, what: str, rtol: float | None = None,
+                 atol: float | None = None) -> None:
+    """Check shape, finiteness and values of ``actual`` against ``expected``.
+
+    Tolerances default to the grader's numerical policy (autograder.policy).
+    """
+    rtol = policy.RTOL if rtol is None else rtol
+    atol = policy.ATOL if atol is None else atol
+    expected = np.asarray(expected, dtype=np.float64)
+    array = assert_shape(actual, expected.shape, what)
+    array = assert_finite(array, what).astype(np.float64)
+    difference = np.abs(array - expected)
+    allowed = atol + rtol * np.abs(expected)
+    bad = difference > allowed
+    if np.any(bad):
+        worst = np.unravel_index(np.argmax(difference - allowed), difference.shape)
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {array.size} values differ from the "
+            f"expected ones (largest difference {float(difference[worst]):.3g} at "
+            f"index {tuple(int(i) for i in worst)})."
+        )
+
+
+def assert_true(condition, message: str) -> None:
+    """``assert`` that survives ``python -O`` and always carries a message."""
+    if not bool(condition):
+        raise AssertionError(message)

@@ -1,0 +1,472 @@
+"""Finding submissions and student ids (autograder/names.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import names
+from autograder.names import collect_submissions, parse_gradescope_metadata, sanitize_id
+
+LAB, STEM = "lab1", "lab1_attention"
+NOTEBOOK = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+
+
+def make_folder(root: Path, files: dict[str, bytes | str], mtimes: dict[str, float] | None = None) -> Path:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        if mtimes and name in mtimes:
+            os.utime(path, (mtimes[name], mtimes[name]))
+    return root
+
+
+def make_zip(path: Path, files: dict[str, bytes | str],
+             dates: dict[str, tuple] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in files.items():
+            info = zipfile.ZipInfo(name, date_time=(dates or {}).get(name, (2024, 1, 1, 12, 0, 0)))
+            archive.writestr(info, content)
+    return path
+
+
+def collect(path) -> dict[str, names.Submission]:
+    found = collect_submissions(path, LAB, STEM)
+    by_id = {s.student_id: s for s in found}
+    assert len(by_id) == len(found), "student ids must be unique"
+    return by_id
+
+
+def ids_of(files, tmp_path, as_zip=False) -> list[str]:
+    if as_zip:
+        return sorted(collect(make_zip(tmp_path / "subs.zip", files)))
+    return sorted(collect(make_folder(tmp_path / "subs", files)))
+
+
+# ---------------------------------------------------------------- id rules
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_plain_stem_in_top_folder(tmp_path, as_zip):
+    files = {"alice.ipynb": NOTEBOOK, "s1234567.ipynb": NOTEBOOK}
+    assert ids_of(files, tmp_path, as_zip) == ["alice", "s1234567"]
+
+
+def test_plain_stem_keeps_data_and_source_name(tmp_path):
+    found = collect(make_folder(tmp_path, {"alice.ipynb": NOTEBOOK}))
+    assert found["alice"].data == NOTEBOOK
+    assert found["alice"].source_name == "alice.ipynb"
+    assert found["alice"].problem == ""
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_lab_notebook_in_student_folder(tmp_path, as_zip):
+    files = {
+        "alice/lab1_attention.ipynb": NOTEBOOK,
+        "bob/lab1/lab1_attention.ipynb": NOTEBOOK,
+    }
+    assert ids_of(files, tmp_path, as_zip) == ["alice", "bob"]
+
+
+def test_nested_source_name_is_relative(tmp_path):
+    found = collect(make_folder(tmp_path, {"bob/lab1/lab1_attention.ipynb": NOTEBOOK}))
+    assert found["bob"].source_name == "bob/lab1/lab1_attention.ipynb"
+
+
+@pytest.mark.parametrize("name", [
+    "Copy of lab1_attention.ipynb",
+    "lab1_attention (1).ipynb",
+    "Copy of Copy of lab1_attention.ipynb",
+    "lab1_attention - Copy.ipynb",
+])
+def test_colab_and_browser_duplicates_in_student_folder(tmp_path, name):
+    found = collect(make_folder(tmp_path, {f"alice/{name}": NOTEBOOK}))
+    assert list(found) == ["alice"]
+    assert found["alice"].problem == ""
+    assert found["alice"].source_name == f"alice/{name}"
+
+
+def test_duplicates_of_one_student_grade_the_newest(tmp_path):
+    files = {"alice/lab1_attention.ipynb": b'{"old": 1}',
+             "alice/lab1_attention (1).ipynb": b'{"new": 1}',
+             "alice/Copy of lab1_attention.ipynb": b'{"older": 1}'}
+    mtimes = {"alice/lab1_attention.ipynb": 1_000_000,
+              "alice/lab1_attention (1).ipynb": 2_000_000,
+              "alice/Copy of lab1_attention.ipynb": 500_000}
+    found = collect(make_folder(tmp_path, files, mtimes))
+    alice = found["alice"]
+    assert alice.source_name == "alice/lab1_attention (1).ipynb"
+    assert alice.data == b'{"new": 1}'
+    assert alice.problem == ""
+    assert "3 files for this student" in alice.note
+    assert "the newest" in alice.note
+    assert "alice/lab1_attention.ipynb" in alice.note
+
+
+def test_duplicates_in_zip_use_zip_dates(tmp_path):
+    files = {"alice/lab1_attention.ipynb": b'{"new": 1}',
+             "alice/Copy of lab1_attention.ipynb": b'{"old": 1}'}
+    dates = {"alice/lab1_attention.ipynb": (2024, 3, 2, 0, 0, 0),
+             "alice/Copy of lab1_attention.ipynb": (2024, 3, 1, 0, 0, 0)}
+    found = collect(make_zip(tmp_path / "s.zip", files, dates))
+    assert found["alice"].source_name == "alice/lab1_attention.ipynb"
+
+
+def test_same_date_prefers_exact_name(tmp_path):
+    files = {"alice/Copy of lab1_attention.ipynb": b'{"copy": 1}',
+             "alice/lab1_attention.ipynb": b'{"exact": 1}'}
+    found = collect(make_zip(tmp_path / "s.zip", files))
+    assert found["alice"].data == b'{"exact": 1}'
+    assert "closest name" in found["alice"].note
+
+
+def test_lab_named_notebook_beats_other_notebook(tmp_path):
+    files = {"alice/scratch.ipynb": b'{"scratch": 1}', "alice/lab1_attention.ipynb": NOTEBOOK,
+             "alice/helpers.py": b"x = 1\n"}
+    mtimes = {"alice/scratch.ipynb": 3_000_000, "alice/lab1_attention.ipynb": 1_000_000}
+    found = collect(make_folder(tmp_path, files, mtimes))
+    assert found["alice"].source_name == "alice/lab1_attention.ipynb"
+    assert "alice/helpers.py" in found["alice"].note
+    assert found["alice"].problem == ""
+
+
+def test_top_level_duplicates_are_one_student(tmp_path):
+    files = {"alice.ipynb": b'{"a": 1}', "alice (1).ipynb": b'{"b": 1}'}
+    mtimes = {"alice.ipynb": 1_000_000, "alice (1).ipynb": 2_000_000}
+    found = collect(make_folder(tmp_path, files, mtimes))
+    assert list(found) == ["alice"]
+    assert found["alice"].source_name == "alice (1).ipynb"
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_canvas_bulk_download(tmp_path, as_zip):
+    files = {
+        "doejane_12345_6789_lab1_attention.ipynb": NOTEBOOK,
+        "smithjohn_LATE_23456_7890_lab1_attention.ipynb": NOTEBOOK,
+        "leeann_34567_8901_Copy of lab1_attention.ipynb": NOTEBOOK,
+        "kimbo_45678_9012_lab1_attention-1.ipynb": NOTEBOOK,
+    }
+    assert ids_of(files, tmp_path, as_zip) == [
+        "doejane_12345", "kimbo_45678", "leeann_34567", "smithjohn_23456"]
+
+
+def test_canvas_late_is_a_note_and_resubmission_is_no_problem(tmp_path):
+    files = {"smithjohn_LATE_23456_7890_lab1_attention.ipynb": NOTEBOOK,
+             "kimbo_45678_9012_lab1_attention-1.ipynb": NOTEBOOK}
+    found = collect(make_folder(tmp_path, files))
+    assert found["smithjohn_23456"].problem == ""
+    assert "late" in found["smithjohn_23456"].note.lower()
+    assert found["kimbo_45678"].problem == ""
+    assert found["kimbo_45678"].note == ""
+
+
+def test_canvas_two_files_of_one_student(tmp_path):
+    files = {"doejane_12345_6789_lab1_attention.ipynb": NOTEBOOK,
+             "doejane_12345_6790_notes.txt": b"my notes"}
+    found = collect(make_folder(tmp_path, files))
+    assert list(found) == ["doejane_12345"]
+    assert found["doejane_12345"].source_name == "doejane_12345_6789_lab1_attention.ipynb"
+    assert found["doejane_12345"].problem == ""
+
+
+def test_canvas_other_lab_and_py(tmp_path):
+    files = {"doejane_12345_6789_lab2_multihead_attention.ipynb": NOTEBOOK,
+             "smithjohn_23456_7890_lab1_attention.py": b"x = 1\n"}
+    found = collect(make_folder(tmp_path, files))
+    assert found["doejane_12345"].problem == (
+        "this looks like lab2's notebook (lab2_multihead_attention.ipynb), not lab1's")
+    assert found["smithjohn_23456"].problem.startswith(
+        "not a notebook: .py uploaded; expected a .ipynb")
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_moodle_folders(tmp_path, as_zip):
+    files = {
+        "Jane Doe_123456_assignsubmission_file_/lab1_attention.ipynb": NOTEBOOK,
+        "José María O'Neil_234567_assignsubmission_file_/Copy of lab1_attention.ipynb": NOTEBOOK,
+    }
+    assert ids_of(files, tmp_path, as_zip) == ["Jane_Doe_123456", "Jose_Maria_ONeil_234567"]
+
+
+def test_moodle_file_and_onlinetext_are_one_student(tmp_path):
+    files = {
+        "Jane Doe_123456_assignsubmission_file_/lab1_attention.ipynb": NOTEBOOK,
+        "Jane Doe_123456_assignsubmission_onlinetext_/onlinetext.html": b"<p>hi</p>",
+    }
+    found = collect(make_folder(tmp_path, files))
+    assert list(found) == ["Jane_Doe_123456"]
+    assert found["Jane_Doe_123456"].problem == ""
+
+
+def test_moodle_html_only_still_gets_a_row(tmp_path):
+    files = {"Jane Doe_123456_assignsubmission_onlinetext_/onlinetext.html": b"<p>hi</p>"}
+    found = collect(make_folder(tmp_path, files))
+    assert found["Jane_Doe_123456"].problem.startswith("not a notebook: .html uploaded")
+    assert found["Jane_Doe_123456"].data == b"<p>hi</p>"
+
+
+GRADESCOPE_METADATA = """\
+---
+submission_98765:
+  :submitters:
+  - :name: Jane Doe
+    :sid: '123456'
+    :email: jane@example.com
+  :created_at: 2024-03-01 10:00:00.000000000 -08:00
+  :score: 10.0
+:submission_11111:
+  :submitters:
+  - :name: Bob
+    :sid: ''
+    :email: "bob.b@example.com"
+submission_22222:
+  :submitters: []
+"""
+
+
+def test_gradescope_without_metadata(tmp_path):
+    files = {"submission_98765/lab1_attention.ipynb": NOTEBOOK}
+    assert ids_of(files, tmp_path) == ["submission_98765"]
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_gradescope_with_metadata(tmp_path, as_zip):
+    files = {
+        "assignment_42_export/submission_metadata.yml": GRADESCOPE_METADATA,
+        "assignment_42_export/submission_98765/lab1_attention.ipynb": NOTEBOOK,
+        "assignment_42_export/submission_11111/lab1_attention.ipynb": NOTEBOOK,
+        "assignment_42_export/submission_22222/lab1_attention.ipynb": NOTEBOOK,
+    }
+    assert ids_of(files, tmp_path, as_zip) == ["123456", "bob.b", "submission_22222"]
+
+
+def test_gradescope_metadata_at_top(tmp_path):
+    files = {"submission_metadata.yml": GRADESCOPE_METADATA,
+             "submission_98765/lab1_attention.ipynb": NOTEBOOK}
+    found = collect(make_folder(tmp_path, files))
+    assert list(found) == ["123456"]
+    assert "submission_98765" in found["123456"].note
+
+
+def test_parse_gradescope_metadata():
+    assert parse_gradescope_metadata(GRADESCOPE_METADATA) == {
+        "submission_98765": "123456", "submission_11111": "bob.b"}
+
+
+def test_other_lab_notebook_in_student_folder(tmp_path):
+    found = collect(make_folder(tmp_path, {"alice/lab2_multihead_attention.ipynb": NOTEBOOK}))
+    assert found["alice"].problem == (
+        "this looks like lab2's notebook (lab2_multihead_attention.ipynb), not lab1's")
+    assert found["alice"].data == NOTEBOOK
+
+
+def test_other_lab_notebook_loses_to_the_right_one(tmp_path):
+    files = {"alice/lab2_multihead_attention.ipynb": NOTEBOOK,
+             "alice/lab1_attention.ipynb": NOTEBOOK}
+    mtimes = {"alice/lab2_multihead_attention.ipynb": 9_000_000}
+    found = collect(make_folder(tmp_path, files, mtimes))
+    assert found["alice"].source_name == "alice/lab1_attention.ipynb"
+    assert found["alice"].problem == ""
+
+
+def test_other_lab_name_in_top_folder_is_taken_as_is(tmp_path):
+    found = collect(make_folder(tmp_path, {"lab2_multihead_attention.ipynb": NOTEBOOK}))
+    assert list(found) == ["lab2_multihead_attention"]
+    assert found["lab2_multihead_attention"].problem == ""
+    assert "looks like a lab notebook" in found["lab2_multihead_attention"].note
+
+
+def test_single_wrapping_folder_is_looked_through(tmp_path):
+    files = {"export/alice.ipynb": NOTEBOOK, "export/bob.ipynb": NOTEBOOK,
+             "export/carol/lab1_attention.ipynb": NOTEBOOK}
+    assert ids_of(files, tmp_path, as_zip=True) == ["alice", "bob", "carol"]
+
+
+def test_one_student_folder_is_not_a_wrapper(tmp_path):
+    files = {"alice/lab1/lab1_attention.ipynb": NOTEBOOK, "alice/notes.txt": b"notes",
+             "alice/old/lab1_attention.ipynb": NOTEBOOK}
+    assert ids_of(files, tmp_path, as_zip=True) == ["alice"]
+
+
+# ---------------------------------------------------------------- sanitizing
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("alice", "alice"),
+    ("Jane Doe", "Jane_Doe"),
+    ("José  María", "Jose_Maria"),
+    ("o'neil+x@y", "oneilxy"),
+    (".hidden", "hidden"),
+    ("a/b\\c", "abc"),
+    ("张伟", ""),
+])
+def test_sanitize_id(raw, expected):
+    assert sanitize_id(raw) == expected
+
+
+def test_id_never_empty(tmp_path):
+    files = {"张伟_123456_assignsubmission_file_/lab1_attention.ipynb": NOTEBOOK,
+             "张伟/lab1_attention.ipynb": NOTEBOOK,
+             "李娜.ipynb": NOTEBOOK}
+    found = collect(make_folder(tmp_path, files))
+    assert sorted(found) == ["123456", "lab1_attention", "student"]
+    assert all(found.values())
+
+
+def test_clashing_ids_are_made_unique(tmp_path):
+    files = {"jane doe.ipynb": b'{"a": 1}', "jane_doe.ipynb": b'{"b": 1}',
+             "jane_doe-2.ipynb": b'{"c": 1}'}
+    found = collect(make_folder(tmp_path, files))
+    assert sorted(found) == ["jane_doe", "jane_doe-2", "jane_doe-3"]
+    assert found["jane_doe"].source_name == "jane doe.ipynb"
+    assert found["jane_doe-2"].source_name == "jane_doe-2.ipynb"
+    assert found["jane_doe-3"].source_name == "jane_doe.ipynb"
+
+
+def test_top_file_and_folder_with_same_name_are_two_rows(tmp_path):
+    files = {"alice.ipynb": NOTEBOOK, "alice/lab1_attention.ipynb": NOTEBOOK}
+    found = collect(make_folder(tmp_path, files))
+    assert sorted(found) == ["alice", "alice-2"]
+
+
+# ---------------------------------------------------------------- problems
+
+
+def test_empty_file(tmp_path):
+    found = collect(make_folder(tmp_path, {"alice.ipynb": b"", "bob/lab1_attention.ipynb": b" \n"}))
+    assert found["alice"].problem.startswith("empty file")
+    assert found["alice"].data == b""
+    assert found["bob"].problem.startswith("empty file")
+
+
+def test_empty_file_loses_to_a_real_one(tmp_path):
+    files = {"alice/lab1_attention.ipynb": b"", "alice/Copy of lab1_attention.ipynb": NOTEBOOK}
+    mtimes = {"alice/lab1_attention.ipynb": 9_000_000}
+    found = collect(make_folder(tmp_path, files, mtimes))
+    assert found["alice"].data == NOTEBOOK
+    assert found["alice"].problem == ""
+
+
+@pytest.mark.parametrize("name, ext", [("alice.py", ".py"), ("alice.html", ".html"),
+                                       ("alice.pdf", ".pdf")])
+def test_not_a_notebook(tmp_path, name, ext):
+    found = collect(make_folder(tmp_path, {name: b"content"}))
+    assert found["alice"].problem.startswith(f"not a notebook: {ext} uploaded; expected a .ipynb")
+    assert found["alice"].data == b"content"
+
+
+def test_py_in_student_folder(tmp_path):
+    found = collect(make_folder(tmp_path, {"alice/lab1_attention.py": b"x = 1\n"}))
+    assert found["alice"].problem.startswith("not a notebook: .py uploaded; expected a .ipynb")
+
+
+def test_browser_renamed_notebook_is_graded(tmp_path):
+    found = collect(make_folder(tmp_path, {"alice/lab1_attention.ipynb.txt": NOTEBOOK}))
+    assert found["alice"].problem == ""
+    assert "renamed by the browser" in found["alice"].note
+
+
+def test_noise_is_ignored(tmp_path):
+    files = {
+        "alice.ipynb": NOTEBOOK,
+        "__MACOSX/._alice.ipynb": b"junk",
+        ".ipynb_checkpoints/alice-checkpoint.ipynb": NOTEBOOK,
+        "bob/.ipynb_checkpoints/lab1_attention-checkpoint.ipynb": NOTEBOOK,
+        "bob/lab1_attention.ipynb": NOTEBOOK,
+        ".DS_Store": b"junk",
+        "submission_metadata.yml": "---\n",
+        "carol/.DS_Store": b"junk",
+    }
+    for as_zip in (False, True):
+        (tmp_path / str(as_zip)).mkdir()
+        assert ids_of(files, tmp_path / str(as_zip), as_zip) == ["alice", "bob"]
+
+
+def test_zip_member_too_large(tmp_path, monkeypatch):
+    monkeypatch.setattr(names, "MAX_FILE_BYTES", 100)
+    found = collect(make_zip(tmp_path / "s.zip", {"alice.ipynb": b"x" * 200,
+                                                   "bob.ipynb": NOTEBOOK[:90]}))
+    assert found["alice"].data is None
+    assert found["alice"].problem.startswith("file too large")
+    assert found["bob"].problem == ""
+
+
+def test_zip_member_lying_about_its_size(tmp_path, monkeypatch):
+    """A member whose header claims a small size never yields more, nor crashes."""
+    path = make_zip(tmp_path / "s.zip", {"alice.ipynb": b"x" * 200})
+    archive = zipfile.ZipFile(path)
+    archive.infolist()[0].file_size = 10
+    entries = names._zip_entries(archive)
+    assert entries[0].data() is None
+    assert entries[0].problem.startswith("could not read the file")
+    archive.close()
+
+
+def test_read_is_cut_at_the_limit(monkeypatch):
+    import io
+    monkeypatch.setattr(names, "MAX_FILE_BYTES", 100)
+    entry = names._Entry("a.ipynb", ("a.ipynb",), 10, 0.0,
+                         names._entry_reader(lambda: io.BytesIO(b"x" * 1000)))
+    assert entry.data() is None
+    assert entry.problem.startswith("file too large")
+
+
+def test_zip_path_traversal_names_are_only_names(tmp_path):
+    files = {"../../evil/lab1_attention.ipynb": NOTEBOOK, "/abs/bob.ipynb": NOTEBOOK,
+             "carol.ipynb": NOTEBOOK}
+    found = collect(make_zip(tmp_path / "s.zip", files))
+    assert sorted(found) == ["abs", "carol", "evil"]
+    assert found["evil"].source_name == "../../evil/lab1_attention.ipynb"
+    assert not (tmp_path / "evil").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zip"]
+
+
+def test_folder_symlink_not_followed(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not read")
+    subs = make_folder(tmp_path / "subs", {"bob.ipynb": NOTEBOOK})
+    (subs / "alice.ipynb").symlink_to(secret)
+    found = collect(subs)
+    assert found["alice"].data is None
+    assert "symbolic link" in found["alice"].problem
+
+
+def test_empty_folder_gives_nothing(tmp_path):
+    assert collect_submissions(tmp_path, LAB, STEM) == []
+
+
+# ---------------------------------------------------------------- bad paths
+
+
+def test_missing_path_error(tmp_path):
+    with pytest.raises(ValueError) as error:
+        collect_submissions(tmp_path / "nope", LAB, STEM)
+    message = str(error.value)
+    assert "does not exist" in message
+    assert "folder" in message and ".zip" in message
+    assert "nope" in message
+
+
+def test_invalid_zip_error(tmp_path):
+    bad = tmp_path / "subs.zip"
+    bad.write_bytes(b"this is not a zip")
+    with pytest.raises(ValueError) as error:
+        collect_submissions(bad, LAB, STEM)
+    message = str(error.value)
+    assert "not a valid zip file" in message
+    assert "unzip" in message
+
+
+def test_single_notebook_path_error(tmp_path):
+    single = tmp_path / "alice.ipynb"
+    single.write_bytes(NOTEBOOK)
+    with pytest.raises(ValueError) as error:
+        collect_submissions(single, LAB, STEM)
+    message = str(error.value)
+    assert "neither a folder nor a zip" in message
+    assert "put it in a folder" in message

@@ -1,0 +1,245 @@
+"""Output files of a grading run (autograder/reports.py)."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+
+from autograder.reports import (
+    common_failures,
+    format_score,
+    normalize_message,
+    pass_rates,
+    score_histogram,
+    write_gradebook_table,
+    write_reports,
+)
+from autograder.results import ExerciseResult, SubmissionResult
+
+HOSTILE = "<script>alert(1)</script>"
+SECRET_NOTE = "NOTE-FOR-INSTRUCTOR-ONLY hidden test source: assert dot_scores(q, k)"
+
+
+def ex(name, score, max_score, message=""):
+    return ExerciseResult(name, score, max_score, message)
+
+
+@pytest.fixture
+def results():
+    return [
+        SubmissionResult("bob", "lab1", 7.000001, 10, exercises=[
+            ex("dot_scores", 4, 4), ex("softmax", 3.000001, 4, "values differ: max error 0.031"),
+            ex("attention", 0, 2, "shape (2, 3) expected, got (3, 2)"),
+        ], source_name="bob.ipynb", notes=[SECRET_NOTE]),
+        SubmissionResult("alice", "lab1", 10, 10, exercises=[
+            ex("dot_scores", 4, 4), ex("softmax", 4, 4), ex("attention", 2, 2),
+        ], source_name="alice.ipynb"),
+        SubmissionResult("carol", "lab1", 2.5, 10, exercises=[
+            ex("dot_scores", 2.5, 4, HOSTILE), ex("softmax", 0, 4, "values differ: max error 0.5"),
+            ex("attention", 0, 2, "shape (4, 5) expected, got (5, 4)"),
+        ], source_name="carol.ipynb"),
+        SubmissionResult("dave", "lab1", 0, 10, status="invalid notebook: not JSON " + HOSTILE,
+                         source_name="dave.py", notes=["converted from .py"]),
+    ]
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+# ---------------------------------------------------------------- CSV
+
+
+def test_written_paths(tmp_path, results):
+    paths = write_reports(results, tmp_path / "out", "Lab 1: Attention")
+    assert sorted(paths) == ["exercises.csv", "feedback/alice.html", "feedback/bob.html",
+                             "feedback/carol.html", "feedback/dave.html", "grades.csv",
+                             "report.html"]
+    assert all(p.is_file() for p in paths.values())
+    assert paths["grades.csv"] == tmp_path / "out" / "grades.csv"
+
+
+def test_grades_csv(tmp_path, results):
+    paths = write_reports(results, tmp_path, "Lab 1")
+    assert read_csv(paths["grades.csv"]) == [
+        ["student_id", "lab", "score", "max_score", "status"],
+        ["alice", "lab1", "10", "10", "graded"],
+        ["bob", "lab1", "7", "10", "graded"],
+        ["carol", "lab1", "2.5", "10", "graded"],
+        ["dave", "lab1", "0", "10", "invalid notebook: not JSON " + HOSTILE],
+    ]
+    assert paths["grades.csv"].read_text().splitlines()[0] == "student_id,lab,score,max_score,status"
+
+
+def test_exercises_csv(tmp_path, results):
+    paths = write_reports(results, tmp_path, "Lab 1")
+    rows = read_csv(paths["exercises.csv"])
+    assert rows[0] == ["student_id", "lab", "exercise", "score", "max_score", "message"]
+    assert rows[1:4] == [
+        ["alice", "lab1", "dot_scores", "4", "4", ""],
+        ["alice", "lab1", "softmax", "4", "4", ""],
+        ["alice", "lab1", "attention", "2", "2", ""],
+    ]
+    assert rows[5] == ["bob", "lab1", "softmax", "3", "4", "values differ: max error 0.031"]
+    assert rows[7] == ["carol", "lab1", "dot_scores", "2.5", "4", HOSTILE]
+    assert len(rows) == 1 + 9  # dave has no exercise rows
+
+
+def test_csv_formula_injection_is_defused(tmp_path):
+    results = [SubmissionResult("eve", "lab1", 0, 1, status="=HYPERLINK(\"x\")",
+                                exercises=[ex("a", 0, 1, "@SUM(1)")])]
+    paths = write_reports(results, tmp_path, "Lab 1")
+    assert read_csv(paths["grades.csv"])[1][4] == "'=HYPERLINK(\"x\")"
+    assert read_csv(paths["exercises.csv"])[1][5] == "'@SUM(1)"
+
+
+@pytest.mark.parametrize("value, text", [
+    (7, "7"), (7.0, "7"), (7.5, "7.5"), (7.000001, "7"), (6.9999999, "7"), (1 / 3, "0.33"),
+    (0.125, "0.12"), (-0.0, "0"), (None, ""), (float("nan"), ""),
+])
+def test_format_score(value, text):
+    assert format_score(value) == text
+
+
+# ---------------------------------------------------------------- feedback
+
+
+def test_feedback_content(tmp_path, results):
+    hints = {"softmax": "Subtract the row maximum before exp.",
+             "attention": "Check which axis you transpose.",
+             "dot_scores": "Scale by sqrt(d_k)."}
+    paths = write_reports(results, tmp_path, "Lab 1: Attention", hints=hints)
+    page = paths["feedback/bob.html"].read_text(encoding="utf-8")
+    assert "Lab 1: Attention" in page
+    assert "7 / 10" in page
+    assert "graded" in page
+    assert "&#10003;" in page  # dot_scores passed
+    assert "values differ: max error 0.031" in page
+    assert "shape (2, 3) expected, got (3, 2)" in page
+    assert "Subtract the row maximum before exp." in page
+    assert "Check which axis you transpose." in page
+    assert "Scale by sqrt(d_k)." not in page  # passed: no hint
+    assert "<script" not in page.lower()
+
+
+def test_feedback_has_no_notes(tmp_path, results):
+    paths = write_reports(results, tmp_path, "Lab 1")
+    for name, path in paths.items():
+        if name.startswith("feedback/"):
+            page = path.read_text(encoding="utf-8")
+            assert "NOTE-FOR-INSTRUCTOR-ONLY" not in page
+            assert "hidden test source" not in page
+            assert "converted from .py" not in page
+    assert "NOTE-FOR-INSTRUCTOR-ONLY" in paths["report.html"].read_text(encoding="utf-8")
+
+
+def test_feedback_escapes_hostile_text(tmp_path, results):
+    results.append(SubmissionResult("mallory", "lab1", 0, 10, status=HOSTILE,
+                                    exercises=[ex(HOSTILE, 0, 1, HOSTILE)]))
+    paths = write_reports(results, tmp_path, "Lab <b>1</b>", hints={HOSTILE: HOSTILE})
+    for name in ("feedback/carol.html", "feedback/dave.html", "feedback/mallory.html",
+                 "report.html"):
+        page = paths[name].read_text(encoding="utf-8")
+        assert HOSTILE not in page, name
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, name
+        assert "<b>1</b>" not in page, name
+
+
+def test_feedback_filename_stays_in_folder(tmp_path):
+    results = [SubmissionResult("../../escape", "lab1", 0, 1),
+               SubmissionResult("Alice", "lab1", 0, 1), SubmissionResult("alice", "lab1", 0, 1)]
+    paths = write_reports(results, tmp_path / "out", "Lab 1")
+    feedback = sorted(n for n in paths if n.startswith("feedback/"))
+    assert feedback == ["feedback/Alice.html", "feedback/_.._escape.html", "feedback/alice-2.html"]
+    assert all((tmp_path / "out" / "feedback") == paths[n].parent for n in feedback)
+
+
+def test_pages_are_self_contained(tmp_path, results):
+    paths = write_reports(results, tmp_path, "Lab 1")
+    for name, path in paths.items():
+        if name.endswith(".html"):
+            page = path.read_text(encoding="utf-8")
+            assert "<script" not in page.lower()
+            assert not re.search(r"(src|href)\s*=", page, re.IGNORECASE)
+            assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+            assert "https://" not in page
+
+
+# ---------------------------------------------------------------- report
+
+
+def test_score_histogram_bins():
+    assert score_histogram([0, 0.5, 1, 7, 7.5, 9.99, 10, 10, 6.9999999], 10) == [
+        2, 1, 0, 0, 0, 0, 0, 3, 0, 1, 2]
+    assert score_histogram([], 3) == [0, 0, 0, 0]
+    assert score_histogram([-1, 12], 4) == [1, 0, 0, 0, 1]  # clipped
+    assert score_histogram([2.5, 3.5], 3.5) == [0, 0, 1, 1]  # 3.5 -> bin 3
+
+
+def test_report_contents(tmp_path, results):
+    paths = write_reports(results, tmp_path, "Lab 1: Attention")
+    page = paths["report.html"].read_text(encoding="utf-8")
+    assert "<svg" in page
+    assert re.search(r"Submissions</th><td class=\"num\">4<", page)
+    # mean of 7.000001, 10, 2.5, 0 = 4.875 -> "4.88"; median = 4.75
+    assert ">4.88<" in page and ">4.75<" in page
+    bars = re.findall(r'<rect class="bin"[^>]*><title>(\d+): (\d+)</title>', page)
+    counts = {int(k): int(v) for k, v in bars}
+    assert len(counts) == 11
+    assert counts[0] == 1 and counts[2] == 1 and counts[7] == 1 and counts[10] == 1
+    assert sum(counts.values()) == 4
+    # curriculum order
+    assert page.index(">dot_scores<") < page.index(">softmax<") < page.index(">attention<")
+    # non-graded submissions with their reasons
+    assert "dave.py" in page
+    assert "invalid notebook: not JSON &lt;script&gt;" in page
+
+
+def test_pass_rates_in_curriculum_order(results):
+    assert pass_rates(results) == [("dot_scores", 2, 3), ("softmax", 1, 3), ("attention", 1, 3)]
+
+
+def test_normalize_message():
+    assert normalize_message("max abs error 0.031 at [2, 3]") == "max abs error # at [#, #]"
+    assert normalize_message("got -1e-05\n  and  4") == "got # and #"
+
+
+def test_common_failures_group_numbers(results):
+    failures = common_failures(results)
+    assert failures["softmax"] == [(2, "values differ: max error 0.031")]
+    assert failures["attention"] == [(2, "shape (2, 3) expected, got (3, 2)")]
+    assert failures["dot_scores"] == [(1, HOSTILE)]
+
+
+def test_common_failures_top_five():
+    results = [SubmissionResult(f"s{i}", "lab1", 0, 1, exercises=[ex("a", 0, 1, f"error kind {chr(97 + i % 7)}")])
+               for i in range(30)]
+    failures = common_failures(results)["a"]
+    assert len(failures) == 5
+    assert [count for count, _ in failures] == [5, 5, 4, 4, 4]
+
+
+def test_report_with_no_results(tmp_path):
+    paths = write_reports([], tmp_path, "Lab 1")
+    assert read_csv(paths["grades.csv"]) == [["student_id", "lab", "score", "max_score", "status"]]
+    assert "Submissions</th><td class=\"num\">0<" in paths["report.html"].read_text()
+
+
+# ---------------------------------------------------------------- terminal
+
+
+def test_gradebook_table(results):
+    results.append(SubmissionResult("zed", "lab1", 1.5, 10, status="kernel died: " + "x" * 100))
+    lines = write_gradebook_table(results).splitlines()
+    assert lines[0].split() == ["student_id", "score", "status"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    assert lines[2].split() == ["alice", "10/10", "graded"]
+    assert lines[3].split() == ["bob", "7/10", "graded"]
+    assert lines[4].split()[:2] == ["carol", "2.5/10"]
+    zed = lines[-1]
+    status = zed.split("  ")[-1].strip()
+    assert len(status) == 60 and status.endswith("...")
+    assert status.startswith("kernel died: xxx")
