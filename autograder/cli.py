@@ -17,8 +17,8 @@ warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
 def _release(args) -> int:
-    from autograder.labs import available_labs, get_lab
-    from autograder.release import release
+    from autograder.labs import KIT_ROOT, available_labs, get_lab
+    from autograder.release import release, update_readme
 
     labs = [get_lab(args.lab)] if args.lab else available_labs()
     for lab in labs:
@@ -26,6 +26,8 @@ def _release(args) -> int:
         path = release(lab)
         print(f"{lab.id}: wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}"
               f" ({time.monotonic() - started:.1f} s)")
+    if update_readme(KIT_ROOT / "README.md"):
+        print("README.md: updated the Colab links of the labs")
     return 0
 
 

@@ -81,6 +81,14 @@ def _read_notebook(data: bytes) -> tuple[nbformat.NotebookNode | None, str]:
     except UnicodeDecodeError:
         return None, "not a notebook: the file is not UTF-8 text; upload the .ipynb"
     try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, (
+            f"invalid notebook: not complete JSON (line {error.lineno}, column "
+            f"{error.colno}: {error.msg}); the file may be cut short: download the "
+            f".ipynb again and resubmit"
+        )
+    try:
         notebook = nbformat.reads(text, as_version=4)
     except Exception as error:  # noqa: BLE001 - any parse failure is the student's file
         first_line = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""

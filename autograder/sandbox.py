@@ -195,8 +195,10 @@ class SandboxKernelManager(AsyncKernelManager):
         prefix = bwrap_prefix(spec) if bubblewrap_works() else []
         return rlimit_prefix(spec.limits) + prefix + command
 
-    async def _async_start_kernel(self, **kw):
+    async def start_kernel(self, **kw):
+        # AsyncKernelManager.start_kernel is the base class's function object,
+        # so the override must be of start_kernel itself.
         spec = self._spec()
         kw["env"] = kernel_environment(spec)
         kw["cwd"] = str(spec.scratch)
-        return await super()._async_start_kernel(**kw)
+        return await self._async_start_kernel(**kw)

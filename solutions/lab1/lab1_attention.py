@@ -1,0 +1,807 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 1 — Attention from scratch
+#
+# Attention turns a query and a set of keys into weights, and the weights into
+# a weighted sum of values. In this lab you build it from the ground up with
+# NumPy and `keras.ops`:
+#
+# 1. `dot_scores`: how similar a query is to each key;
+# 2. `softmax`: scores to weights, without overflow;
+# 3. `attention_pool`: weights to a context vector;
+# 4. `bilinear_scores` and `additive_scores`: two other similarity functions;
+# 5. `scaled_dot_product_attention`: the Transformer's version, with a mask.
+#
+# Along the way you reproduce the lecture's worked examples (the score 0.62, the two
+# meanings of "apple", the look-ahead mask) and see why scores are divided by
+# $\sqrt{d_k}$.
+#
+# **Time:** about 60–90 minutes.
+#
+# **How to work.** Run the cells from top to bottom. Replace each
+# `raise NotImplementedError()` with your code, then run the check cell below it.
+# A check prints `✓` when it passes. Hidden tests on other inputs grade your
+# notebook, so a passing check is necessary, not sufficient. Read-only cells
+# (setup, checks, demos) are locked.
+
+# %% nbgrader="locked" grade_id="colab_setup"
+# Colab only: installs this lab's helpers (pinned). Does nothing anywhere else.
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and importlib.util.find_spec("labkit") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{{LABKIT_REQUIREMENT}}"], check=True)
+
+# %% nbgrader="locked" grade_id="setup"
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quieter TensorFlow start-up
+
+import numpy as np
+import keras
+from keras import ops
+import matplotlib.pyplot as plt
+
+import labkit
+from labkit import checks, plots
+
+# Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
+# tolerances hold on any machine.
+precision = labkit.configure_precision()
+np.set_printoptions(precision=4, suppress=True)
+print(f"Keras {keras.__version__}, backend {keras.config.backend()}, {precision}")
+
+# %% [markdown]
+# ## 1. Similarity as a dot product
+#
+# A decoder state (the **query**) looks at the encoder states (the **keys**) and
+# asks how similar each one is to it. The simplest answer is the dot product,
+# one score per key:
+#
+# $$s_i = q \cdot k_i = \sum_{j=1}^{d} q_j\, k_{i,j}.$$
+#
+# Write `dot_scores` for a query of shape `(..., d)` and keys of shape
+# `(..., n, d)`; the leading `...` are batch dimensions, the same in both. NumPy or
+# `keras.ops` both work; a loop over the keys is fine too.
+
+# %% nbgrader="solution" grade_id="dot_scores"
+def dot_scores(query, keys):
+    """Dot-product similarity of a query with each of n keys.
+
+    Args:
+        query: array `(..., d)`.
+        keys: array `(..., n, d)`, same batch dimensions `...` as `query`.
+
+    Returns:
+        Scores `(..., n)`: `scores[..., i] = query . keys[..., i, :]`.
+    """
+    ### BEGIN SOLUTION
+    query = np.asarray(query)
+    keys = np.asarray(keys)
+    return np.sum(query[..., None, :] * keys, axis=-1)  # (..., n)
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_dot_scores"
+# Visible check: the lecture's example, then a batch of two queries.
+checks.check_close(
+    dot_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2], [0.1, 0.9], [0.5, 0.5]])),
+    [0.62, 0.34, 0.5],
+    "dot_scores: query (0.7, 0.3) against three keys",
+    hint="multiply the query with each key entry by entry and sum over the last axis.",
+)
+checks.check_close(
+    dot_scores(np.array([[0.7, 0.3], [1.0, 0.0]]),
+               np.array([[[0.8, 0.2], [0.1, 0.9], [0.5, 0.5]],
+                         [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]])),
+    [[0.62, 0.34, 0.5], [1.0, 3.0, 5.0]],
+    "dot_scores: a batch of 2 queries, keys (2, 3, 2)",
+    hint="query[b] meets only keys[b]; add an axis to the query (query[..., None, :]) "
+         "so it broadcasts over the n keys.",
+)
+
+# %% nbgrader="tests" grade_id="test_dot_scores" points=1
+# Hidden tests of `dot_scores` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_dot_scores():
+    import numpy as np
+    from autograder.testing import rng, assert_close
+    from autograder.references import lab1 as reference
+
+    assert_close(dot_scores(np.array([0.7, 0.3], dtype="float32"),
+                            np.array([[0.8, 0.2]], dtype="float32")),
+                 [0.62], "dot_scores(query (0.7, 0.3), keys [(0.8, 0.2)])")
+    r = rng("dot_scores")
+    for query_shape, keys_shape in [((5,), (7, 5)),
+                                    ((3, 5), (3, 7, 5)),
+                                    ((2, 3, 4), (2, 3, 6, 4))]:
+        query = r.normal(size=query_shape).astype("float32")
+        keys = r.normal(size=keys_shape).astype("float32")
+        expected = reference.dot_scores(query, keys)
+        assert_close(dot_scores(query, keys), expected,
+                     f"dot_scores(query {query_shape}, keys {keys_shape})")
+
+
+_hidden_test_dot_scores()
+del _hidden_test_dot_scores
+### END HIDDEN TESTS
+
+# %% nbgrader="locked" grade_id="demo_dot_scores"
+# The lecture's worked example: encoder state (0.8, 0.2), decoder state (0.7, 0.3).
+encoder_states = np.array([[0.8, 0.2]])
+decoder_state = np.array([0.7, 0.3])
+print("score:", dot_scores(decoder_state, encoder_states))  # 0.8*0.7 + 0.2*0.3 = 0.62
+
+# %% [markdown]
+# ## 2. From scores to weights: a stable softmax
+#
+# Softmax turns scores into positive weights that sum to 1 along one axis.
+# `np.exp(1000)` overflows to `inf`, so subtract the largest entry of each slice
+# first; that leaves the result unchanged:
+#
+# $$\operatorname{softmax}(x)_i = \frac{e^{x_i - m}}{\sum_j e^{x_j - m}}, \qquad m = \max_j x_j.$$
+#
+# An entry of `-inf` (a masked key) must get weight exactly 0. Keep the reduced
+# axis (`keepdims=True`) so the maximum and the sum broadcast back along `axis`.
+
+# %% nbgrader="solution" grade_id="softmax"
+def softmax(x, axis=-1):
+    """Numerically stable softmax along `axis`.
+
+    Args:
+        x: array of any shape; may hold `-inf` (weight 0) and huge values
+            such as 1000 (no overflow).
+        axis: the axis along which the weights sum to 1.
+
+    Returns:
+        An array of the shape of `x`, non-negative, summing to 1 along `axis`.
+    """
+    ### BEGIN SOLUTION
+    x = np.asarray(x)
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    exponentials = np.exp(shifted)
+    return exponentials / np.sum(exponentials, axis=axis, keepdims=True)
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_softmax"
+# Visible check: small rows you can verify by hand.
+checks.check_close(softmax(np.array([1.0, 2.0, 3.0])), [0.09003, 0.24473, 0.66524],
+                   "softmax([1, 2, 3])")
+checks.check_close(softmax(np.array([1000.0, 1001.0])), [0.26894, 0.73106],
+                   "softmax([1000, 1001]) (no overflow)",
+                   hint="np.exp(1000) is inf; subtract the maximum before np.exp.")
+checks.check_close(softmax(np.array([0.7, -np.inf])), [1.0, 0.0],
+                   "softmax([0.7, -inf]) (a masked entry gets weight 0)")
+checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), axis=0),
+                   np.full((2, 3), 0.5), "softmax(x (2, 3), axis=0)",
+                   hint="use the `axis` argument (with keepdims=True) in np.max and np.sum.")
+
+# %% nbgrader="tests" grade_id="test_softmax" points=2
+# Hidden tests of `softmax` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_softmax():
+    import numpy as np
+    from autograder.testing import (rng, as_array, assert_close, assert_shape,
+                                    assert_finite, assert_true)
+    from autograder.references import lab1 as reference
+
+    r = rng("softmax")
+
+    def check(x, axis, what, call):
+        expected = reference.softmax(x, axis=axis)
+        weights = as_array(call(), what)
+        assert_shape(weights, x.shape, what)
+        weights = assert_finite(weights, what).astype(np.float64)
+        assert_true(np.all(weights >= -1e-7), f"{what}: some weights are negative.")
+        sums = weights.sum(axis=axis)
+        assert_true(np.allclose(sums, 1.0, atol=1e-4),
+                    f"{what}: the weights along axis {axis} do not sum to 1 "
+                    f"(sums range from {sums.min():.3g} to {sums.max():.3g}); "
+                    "normalise along `axis`, with keepdims=True.")
+        assert_close(weights, expected, what)
+        return weights
+
+    # Default axis (the last one) on a non-square matrix, and a vector.
+    x = (3 * r.normal(size=(4, 7))).astype("float32")
+    check(x, -1, "softmax(x (4, 7))", lambda: softmax(x))
+    v = (3 * r.normal(size=(6,))).astype("float32")
+    check(v, -1, "softmax(x (6,))", lambda: softmax(v))
+
+    # Other axes, passed by keyword; non-square so a wrong axis cannot pass.
+    for shape, axis in [((5, 3), 0), ((2, 4, 3), 1), ((2, 4, 3), -1), ((3, 2, 5), 0)]:
+        y = (3 * r.normal(size=shape)).astype("float32")
+        check(y, axis, f"softmax(x {shape}, axis={axis})",
+              lambda y=y, axis=axis: softmax(y, axis=axis))
+
+    # Huge inputs: no overflow at +1000 and no 0/0 at -1000, row by row.
+    big = np.stack([1000 + r.normal(size=5), -1000 + r.normal(size=5),
+                    10 * r.normal(size=5), 5000 + r.normal(size=5)]).astype("float32")
+    check(big, -1, "softmax(x (4, 5)) with rows near 1000, -1000, 0 and 5000",
+          lambda: softmax(big))
+    check(big.T.copy(), 0, "softmax(x (5, 4), axis=0) with columns near 1000, -1000, 0 and 5000",
+          lambda: softmax(big.T.copy(), axis=0))
+
+    # -inf entries get weight 0 (every row keeps at least one finite entry).
+    masked = (2 * r.normal(size=(3, 6))).astype("float32")
+    hidden = r.random(size=(3, 6)) < 0.4
+    hidden[:, r.integers(6)] = False
+    masked[hidden] = -np.inf
+    what = f"softmax(x (3, 6)) with {int(hidden.sum())} entries equal to -inf"
+    weights = check(masked, -1, what, lambda: softmax(masked))
+    assert_true(np.all(np.abs(weights[hidden]) <= 1e-7),
+                f"{what}: the -inf entries must get weight 0.")
+
+
+_hidden_test_softmax()
+del _hidden_test_softmax
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The lecture's look-ahead example: each word of "I am a student" may only look
+# at itself and the words before it, so later scores are `-inf`. Your softmax
+# turns each row into weights over the visible words.
+
+# %% nbgrader="locked" grade_id="demo_softmax"
+tokens = ["I", "am", "a", "student"]
+inf = np.inf
+look_ahead_scores = np.array([
+    [0.7, -inf, -inf, -inf],
+    [0.1, 0.6, -inf, -inf],
+    [0.1, 0.3, 0.6, -inf],
+    [0.1, 0.3, 0.3, 0.3],
+])
+look_ahead_weights = checks.to_numpy(softmax(look_ahead_scores, axis=-1))
+print(look_ahead_weights.round(2))  # rows: [1], [0.38 0.62], [0.26 0.32 0.43], ...
+plots.heatmap(look_ahead_weights, tokens, tokens, "softmax of the look-ahead scores")
+plt.show()
+
+# %% [markdown]
+# ## 3. Attention as a soft look-up
+#
+# Think of a table of (key, value) pairs: a database returns the value whose key
+# matches the query; attention returns every value, weighted by how well its key
+# matches. With weights $\alpha = \operatorname{softmax}(s)$ from the dot scores,
+# the **context** is
+#
+# $$c = \sum_{i=1}^{n} \alpha_i\, v_i.$$
+#
+# Write `attention_pool` for a query `(..., d)`, keys `(..., n, d)` and values
+# `(..., n, d_v)`, returning `(context, weights)` in that order. Use unscaled dot
+# scores here; you may call your `dot_scores` and `softmax`.
+
+# %% nbgrader="solution" grade_id="attention_pool"
+def attention_pool(query, keys, values):
+    """Dot-product attention of a query over n (key, value) pairs.
+
+    Args:
+        query: array `(..., d)`.
+        keys: array `(..., n, d)`.
+        values: array `(..., n, d_v)`.
+
+    Returns:
+        A tuple `(context, weights)`: context `(..., d_v)`, the weighted sum of
+        the values; weights `(..., n)`, the softmax of the dot scores over the
+        n keys.
+    """
+    ### BEGIN SOLUTION
+    weights = softmax(dot_scores(query, keys), axis=-1)  # (..., n)
+    context = np.sum(weights[..., None] * np.asarray(values), axis=-2)  # (..., d_v)
+    return context, weights
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_attention_pool"
+# Visible check: the query (1, 0) scores 1 with the first key and 0 with the
+# second, so the weights are softmax([1, 0]) = [0.731, 0.269].
+result = checks.check_tuple(
+    attention_pool(np.array([1.0, 0.0]), np.array([[1.0, 0.0], [0.0, 1.0]]),
+                   np.array([[10.0, 0.0], [0.0, 10.0]])),
+    2, "attention_pool", hint="return context, weights (a tuple, context first).")
+checks.check_close(result[1], [0.73106, 0.26894], "attention_pool: weights (second item)",
+                   hint="weights = softmax of the dot scores of the query with each key.")
+checks.check_close(result[0], [7.3106, 2.6894], "attention_pool: context (first item)",
+                   hint="context = sum over i of weights[i] * values[i].")
+context, weights = checks.check_tuple(
+    attention_pool(np.ones((4, 3)), np.ones((4, 5, 3)), np.ones((4, 5, 2))), 2,
+    "attention_pool (batched)")
+checks.check_shape(context, (4, 2), "attention_pool: context of a batch of 4",
+                   hint="sum the weighted values over the key axis (-2).")
+checks.check_shape(weights, (4, 5), "attention_pool: weights of a batch of 4")
+
+# %% nbgrader="tests" grade_id="test_attention_pool" points=2
+# Hidden tests of `attention_pool` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_attention_pool():
+    import numpy as np
+    from autograder.testing import (rng, assert_close, assert_shape,
+                                    assert_finite, assert_true)
+    from autograder.references import lab1 as reference
+
+    r = rng("attention_pool")
+    cases = [((6,), (5, 6), (5, 3)),
+             ((4, 6), (4, 5, 6), (4, 5, 3)),
+             ((2, 3, 6), (2, 3, 5, 6), (2, 3, 5, 3))]
+    for query_shape, keys_shape, values_shape in cases:
+        query = r.normal(size=query_shape).astype("float32")
+        keys = r.normal(size=keys_shape).astype("float32")
+        values = r.normal(size=values_shape).astype("float32")
+        expected_context, expected_weights = reference.attention_pool(query, keys, values)
+        what = (f"attention_pool(query {query_shape}, keys {keys_shape}, "
+                f"values {values_shape})")
+        result = attention_pool(query, keys, values)
+        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
+                    f"{what}: returned {type(result).__name__}, expected a tuple "
+                    "(context, weights).")
+        context, weights = result
+        weights = assert_shape(weights, expected_weights.shape,
+                               f"{what}, weights (second item)")
+        context = assert_shape(context, expected_context.shape,
+                               f"{what}, context (first item)")
+        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
+        assert_true(np.allclose(weights.sum(axis=-1), 1.0, atol=1e-4),
+                    f"{what}: the weights do not sum to 1 over the "
+                    f"{keys_shape[-2]} keys.")
+        if not np.allclose(weights, expected_weights, rtol=1e-4, atol=1e-5):
+            scaled = reference.softmax(
+                reference.dot_scores(query, keys) / np.sqrt(query_shape[-1]), axis=-1)
+            assert_true(not np.allclose(weights, scaled, rtol=1e-4, atol=1e-5),
+                        f"{what}: the weights are scaled by 1/sqrt(d); attention_pool "
+                        "uses the plain (unscaled) dot scores.")
+        assert_close(weights, expected_weights, f"{what}, weights")
+        assert_close(context, expected_context, f"{what}, context")
+
+
+_hidden_test_attention_pool()
+del _hidden_test_attention_pool
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Back to the lecture: a weight of 0.7 scales the encoder state (0.8, 0.2) down
+# to (0.56, 0.14), and the context adds up such weighted states. Below, the
+# decoder state (0.7, 0.3) attends over three encoder states.
+
+# %% nbgrader="locked" grade_id="demo_attention_pool"
+print("0.7 * (0.8, 0.2) =", 0.7 * np.array([0.8, 0.2]))
+
+words = ["I", "like", "pizza"]
+encoder_states = np.array([[0.8, 0.2], [0.1, 0.9], [0.4, 0.4]])
+context, weights = attention_pool(np.array([0.7, 0.3]), encoder_states, encoder_states)
+print("scores: ", dot_scores(np.array([0.7, 0.3]), encoder_states))  # [0.62 0.34 0.4]
+print("weights:", checks.to_numpy(weights), " context:", checks.to_numpy(context))
+plots.bars(weights, words, "weights of the query (0.7, 0.3)")
+plt.show()
+
+# %% [markdown]
+# ## 4. Contextual embeddings: two apples
+#
+# A word vector alone cannot tell "My favourite fruit is apple" from "My favourite
+# brand is apple". A weighted sum can: pull `apple` towards the word it attends
+# to. With the lecture's vectors, weights 0.8/0.2 over (apple, fruit) and
+# 0.9/0.1 over (apple, brand) give two different apples.
+
+# %% nbgrader="locked" grade_id="demo_apple"
+apple, fruit, brand = np.array([5.0, 7.0]), np.array([0.0, 8.0]), np.array([6.0, 0.0])
+apple_fruit = np.array([0.8, 0.2]) @ np.stack([apple, fruit])  # [4.0, 7.2]
+apple_brand = np.array([0.9, 0.1]) @ np.stack([apple, brand])  # [5.1, 6.3]
+print("apple in 'favourite fruit':", apple_fruit, "  apple in 'favourite brand':", apple_brand)
+plots.vectors({"apple": apple, "fruit": fruit, "brand": brand,
+               "apple (fruit)": apple_fruit, "apple (brand)": apple_brand},
+              "one word, two contexts")
+plt.show()
+
+# %% [markdown]
+# ## 5. Other ways to compare a query with a key
+#
+# The dot product needs queries and keys of the same size and has nothing to
+# learn. The **bilinear** score puts a matrix $W$ of shape `(d_q, d_k)` in between,
+# so queries and keys may differ in size and $W$ can be learned:
+#
+# $$s_i = q^\top W k_i.$$
+#
+# Write `bilinear_scores`. With `W` the identity it is the dot product again.
+
+# %% nbgrader="solution" grade_id="bilinear_scores"
+def bilinear_scores(query, keys, W):
+    """Bilinear similarity q^T W k_i of a query with each of n keys.
+
+    Args:
+        query: array `(..., d_q)`.
+        keys: array `(..., n, d_k)`.
+        W: array `(d_q, d_k)`.
+
+    Returns:
+        Scores `(..., n)`.
+    """
+    ### BEGIN SOLUTION
+    projected = np.asarray(query) @ np.asarray(W)  # (..., d_k)
+    return np.sum(projected[..., None, :] * np.asarray(keys), axis=-1)  # (..., n)
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_bilinear_scores"
+# Visible check: W = identity gives the dot product; then a W of shape (2, 3).
+checks.check_close(
+    bilinear_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2], [0.1, 0.9]]), np.eye(2)),
+    [0.62, 0.34], "bilinear_scores with W = identity")
+checks.check_close(
+    bilinear_scores(np.array([1.0, 0.0]), np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]),
+                    np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])),
+    [1.0, 3.0], "bilinear_scores with W (2, 3)",
+    hint="q^T W has the size of a key (d_k); then take its dot product with each key.")
+checks.check_shape(bilinear_scores(np.ones((4, 2)), np.ones((4, 5, 3)), np.ones((2, 3))),
+                   (4, 5), "bilinear_scores on a batch of 4")
+
+# %% nbgrader="tests" grade_id="test_bilinear_scores" points=1
+# Hidden tests of `bilinear_scores` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_bilinear_scores():
+    import numpy as np
+    from autograder.testing import rng, assert_close
+    from autograder.references import lab1 as reference
+
+    r = rng("bilinear_scores")
+    cases = [((4,), (6, 3), (4, 3)),
+             ((2, 4), (2, 6, 3), (4, 3)),
+             ((5,), (6, 5), (5, 5)),  # square W, not symmetric
+             ((2, 3, 5), (2, 3, 4, 5), (5, 5))]
+    for query_shape, keys_shape, W_shape in cases:
+        query = r.normal(size=query_shape).astype("float32")
+        keys = r.normal(size=keys_shape).astype("float32")
+        W = r.normal(size=W_shape).astype("float32")
+        expected = reference.bilinear_scores(query, keys, W)
+        assert_close(bilinear_scores(query, keys, W), expected,
+                     f"bilinear_scores(query {query_shape}, keys {keys_shape}, "
+                     f"W {W_shape})")
+
+
+_hidden_test_bilinear_scores()
+del _hidden_test_bilinear_scores
+### END HIDDEN TESTS
+
+# %% nbgrader="locked" grade_id="demo_bilinear_scores"
+# W weights the coordinates: doubling the first one doubles its part of the score.
+W = np.array([[2.0, 0.0], [0.0, 1.0]])
+print(bilinear_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2]]), W))  # 2*0.56 + 0.06 = 1.18
+
+# %% [markdown]
+# ### Additive (MLP) attention
+#
+# The **additive** score feeds the query and the key, stacked into one vector
+# $[q; k_i]$ of size `d_q + d_k`, through a one-hidden-layer network with `h`
+# tanh units:
+#
+# $$s_i = w_2^\top \tanh\!\left(W_1^\top [q; k_i]\right).$$
+#
+# Write `additive_scores`: the query comes first in the stack, and the same query
+# pairs with each of the n keys.
+
+# %% nbgrader="solution" grade_id="additive_scores"
+def additive_scores(query, keys, W1, w2):
+    """Additive (MLP) similarity w2^T tanh(W1^T [q; k_i]) for each of n keys.
+
+    Args:
+        query: array `(..., d_q)`.
+        keys: array `(..., n, d_k)`.
+        W1: array `(d_q + d_k, h)`.
+        w2: array `(h,)`.
+
+    Returns:
+        Scores `(..., n)`.
+    """
+    ### BEGIN SOLUTION
+    query, keys = np.asarray(query), np.asarray(keys)
+    repeated = np.broadcast_to(query[..., None, :],
+                               keys.shape[:-1] + query.shape[-1:])  # (..., n, d_q)
+    stacked = np.concatenate([repeated, keys], axis=-1)  # (..., n, d_q + d_k)
+    hidden = np.tanh(stacked @ np.asarray(W1))  # (..., n, h)
+    return hidden @ np.asarray(w2)  # (..., n)
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_additive_scores"
+# Visible check: with one hidden unit that adds q_1 and k_2, the score of the
+# key (0.8, 0.2) for the query (0.7, 0.3) is tanh(0.7 + 0.2) = tanh(0.9).
+W1 = np.array([[1.0], [0.0], [0.0], [1.0]])  # rows: q_1, q_2, k_1, k_2
+checks.check_close(
+    additive_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2], [0.1, 0.9]]), W1,
+                    np.array([1.0])),
+    [0.71630, 0.92167], "additive_scores: tanh(q_1 + k_2) for two keys",
+    hint="stack the query first: [q; k] = concatenate([q, k]); then tanh(W1^T [q; k]) . w2.")
+checks.check_shape(
+    additive_scores(np.ones((4, 3)), np.ones((4, 5, 2)), np.ones((5, 7)), np.ones(7)),
+    (4, 5), "additive_scores on a batch of 4 (d_q=3, d_k=2, h=7)",
+    hint="repeat the query once per key (np.broadcast_to) before stacking.")
+
+# %% nbgrader="tests" grade_id="test_additive_scores" points=2
+# Hidden tests of `additive_scores` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_additive_scores():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.references import lab1 as reference
+
+    r = rng("additive_scores")
+    cases = [((3,), (5, 4), 6),
+             ((2, 3), (2, 5, 4), 6),
+             ((4,), (5, 4), 3),  # d_q == d_k
+             ((2, 2, 3), (2, 2, 5, 4), 6)]
+    for query_shape, keys_shape, h in cases:
+        d_q, d_k = query_shape[-1], keys_shape[-1]
+        query = r.normal(size=query_shape).astype("float32")
+        keys = r.normal(size=keys_shape).astype("float32")
+        W1 = (0.7 * r.normal(size=(d_q + d_k, h))).astype("float32")
+        w2 = r.normal(size=(h,)).astype("float32")
+        expected = reference.additive_scores(query, keys, W1, w2)
+        what = (f"additive_scores(query {query_shape}, keys {keys_shape}, "
+                f"W1 {(d_q + d_k, h)}, w2 {(h,)})")
+        scores = as_array(additive_scores(query, keys, W1, w2), what)
+        if scores.shape == expected.shape and not np.allclose(scores, expected,
+                                                              rtol=1e-4, atol=1e-5):
+            pre = (np.broadcast_to(query[..., None, :], keys_shape[:-1] + (d_q,))
+                   .astype(np.float64) @ W1[:d_q] + keys.astype(np.float64) @ W1[d_q:])
+            swapped = np.tanh(keys.astype(np.float64) @ W1[:d_k]
+                              + np.broadcast_to(query[..., None, :], keys_shape[:-1] + (d_q,))
+                              .astype(np.float64) @ W1[d_k:]) @ w2
+            for guess, hint in [(pre @ w2, "tanh seems to be missing"),
+                                (swapped, "the stack looks like [k; q]; the query "
+                                          "comes first: [q; k]")]:
+                assert_true(not np.allclose(scores, guess, rtol=1e-4, atol=1e-5),
+                            f"{what}: {hint}.")
+        assert_close(scores, expected, what)
+
+
+_hidden_test_additive_scores()
+del _hidden_test_additive_scores
+### END HIDDEN TESTS
+
+# %% nbgrader="locked" grade_id="demo_additive_scores"
+# Four similarity functions, one query, three keys (all vectors of size 2).
+demo_rng = np.random.default_rng(1)
+query, keys = np.array([0.7, 0.3]), np.array([[0.8, 0.2], [0.1, 0.9], [0.4, 0.4]])
+W1, w2 = demo_rng.normal(size=(4, 3)), demo_rng.normal(size=3)
+for name, scores in [("dot", dot_scores(query, keys)),
+                     ("scaled dot", dot_scores(query, keys) / np.sqrt(2)),
+                     ("bilinear (W = I)", bilinear_scores(query, keys, np.eye(2))),
+                     ("additive", additive_scores(query, keys, W1, w2))]:
+    print(f"{name:>17}: scores {checks.to_numpy(scores)}  weights {checks.to_numpy(softmax(scores))}")
+
+# %% [markdown]
+# ## 6. Why divide by $\sqrt{d_k}$?
+#
+# Large scores make softmax peaked: almost all the weight goes to one key and the
+# others get nearly no gradient. The lecture's two-token exercise shows it: both
+# queries look for token B; multiplying the keys by 10 turns the weights
+# (0.27, 0.73) into (0.00005, 0.99995).
+
+# %% nbgrader="locked" grade_id="demo_peaked"
+queries = np.array([[0.0, 1.0], [0.0, 1.0]])  # both queries point at token B
+for key_scale in [1.0, 10.0]:
+    keys = key_scale * np.eye(2)  # token A = (1, 0), token B = (0, 1), scaled
+    weights = checks.to_numpy(softmax(queries @ keys.T, axis=-1))
+    print(f"keys x {key_scale:>4}: weights over (A, B) = {weights[0]}")
+
+# %% [markdown]
+# The dot product of two random vectors with $d$ independent entries of variance 1
+# is a sum of $d$ such products, so its variance is $d$: the longer the vectors,
+# the larger the scores and the more peaked the weights. Dividing by $\sqrt{d}$
+# brings the variance back to 1 whatever the size, as the plots below show
+# (10 keys, so uniform weights would be 0.1).
+
+# %% nbgrader="locked" grade_id="demo_scale_variance"
+demo_rng = np.random.default_rng(0)
+dims, n_keys, trials = [2, 4, 8, 16, 32, 64, 128, 256, 512], 10, 300
+variances, peak_plain, peak_scaled = [], [], []
+for d in dims:
+    scores = checks.to_numpy(dot_scores(demo_rng.normal(size=(trials, d)),
+                                        demo_rng.normal(size=(trials, n_keys, d))))
+    variances.append(scores.var())
+    peak_plain.append(checks.to_numpy(softmax(scores, axis=-1)).max(axis=-1).mean())
+    peak_scaled.append(checks.to_numpy(softmax(scores / np.sqrt(d), axis=-1)).max(axis=-1).mean())
+
+figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
+left.loglog(dims, variances, "o-", label="variance of q . k")
+left.loglog(dims, dims, "k--", label="d")
+left.set(xlabel="d", ylabel="variance", title="dot products grow with d")
+left.legend()
+right.semilogx(dims, peak_plain, "o-", label="softmax(q . k)")
+right.semilogx(dims, peak_scaled, "o-", label="softmax(q . k / sqrt(d))")
+right.axhline(1 / n_keys, color="gray", linestyle=":", label="uniform")
+right.set(xlabel="d", ylabel="largest weight (mean)", ylim=(0, 1.05),
+          title="scaling keeps weights spread")
+right.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 7. Scaled dot-product attention with a mask
+#
+# The Transformer computes all queries at once, as matrices, and scales the scores:
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V.$$
+#
+# A boolean `mask` (`True` = may attend) broadcasts against the scores
+# `(..., T_q, T_k)`; a masked score must end with weight 0, e.g. by replacing it
+# with a large negative number such as `-1e9` before the softmax. A row whose keys
+# are all masked must still give finite numbers (no NaN). Write it with `keras.ops`
+# (`ops.matmul`, `ops.swapaxes`, `ops.where`, `ops.softmax`) so it runs on any backend.
+
+# %% nbgrader="solution" grade_id="scaled_dot_product_attention"
+def scaled_dot_product_attention(query, key, value, mask=None):
+    """Scaled dot-product attention, written with `keras.ops`.
+
+    Args:
+        query: tensor `(..., T_q, d_k)`.
+        key: tensor `(..., T_k, d_k)`.
+        value: tensor `(..., T_k, d_v)`.
+        mask: optional boolean tensor broadcastable to `(..., T_q, T_k)`;
+            True where a query may attend to a key.
+
+    Returns:
+        A tuple `(output, weights)`: output `(..., T_q, d_v)`, weights
+        `(..., T_q, T_k)` (each row sums to 1; masked keys get 0).
+    """
+    ### BEGIN SOLUTION
+    query = ops.convert_to_tensor(query)
+    key = ops.convert_to_tensor(key)
+    value = ops.convert_to_tensor(value)
+    d_k = query.shape[-1]
+    scores = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., T_q, T_k)
+    scores = scores / ops.sqrt(ops.cast(d_k, scores.dtype))
+    if mask is not None:
+        scores = ops.where(ops.cast(mask, "bool"), scores, ops.full_like(scores, -1e9))
+    weights = ops.softmax(scores, axis=-1)  # (..., T_q, T_k)
+    output = ops.matmul(weights, value)  # (..., T_q, d_v)
+    return output, weights
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_scaled_dot_product_attention"
+# Visible check: one query (1, 0), keys (1, 0) and (0, 1), d_k = 2. The scores
+# are (1/sqrt(2), 0), so the weights are softmax([0.7071, 0]) = [0.6698, 0.3302].
+q, k, v = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 2.0], [3.0, 4.0]])
+output, weights = checks.check_tuple(scaled_dot_product_attention(q, k, v), 2,
+                                     "scaled_dot_product_attention",
+                                     hint="return output, weights (output first).")
+checks.check_close(weights, [[0.66976, 0.33024]], "scaled_dot_product_attention: weights",
+                   hint="divide the scores Q K^T by sqrt(d_k), then softmax over the keys (last axis).")
+checks.check_close(output, [[1.66048, 2.66048]], "scaled_dot_product_attention: output",
+                   hint="output = weights @ V.")
+output, weights = scaled_dot_product_attention(q, k, v, mask=np.array([[False, True]]))
+checks.check_close(weights, [[0.0, 1.0]], "scaled_dot_product_attention: weights with the first key masked",
+                   hint="mask is True where attention is allowed; masked scores get a large negative value.")
+checks.check_close(output, [[3.0, 4.0]], "scaled_dot_product_attention: output with the first key masked")
+checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8)), np.ones((2, 4, 5, 8)),
+                                                np.ones((2, 4, 5, 6)))[0],
+                   (2, 4, 3, 6), "scaled_dot_product_attention: output for (B, heads, T_q, d_k) inputs",
+                   hint="transpose only the last two axes of the keys: ops.swapaxes(key, -1, -2).")
+
+# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention" points=2
+# Hidden tests of `scaled_dot_product_attention` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_scaled_dot_product_attention():
+    import numpy as np
+    from autograder.testing import (rng, assert_close, assert_shape,
+                                    assert_finite, assert_true)
+    from autograder.references import lab1 as reference
+
+    r = rng("scaled_dot_product_attention")
+
+    def run(query_shape, key_shape, value_shape, mask=None, mask_text="none",
+            pass_mask=True):
+        query = r.normal(size=query_shape).astype("float32")
+        key = r.normal(size=key_shape).astype("float32")
+        value = r.normal(size=value_shape).astype("float32")
+        expected_output, expected_weights = reference.scaled_dot_product_attention(
+            query, key, value, mask=mask)
+        what = (f"scaled_dot_product_attention(query {query_shape}, key {key_shape}, "
+                f"value {value_shape}, mask={mask_text})")
+        if pass_mask:
+            result = scaled_dot_product_attention(query, key, value, mask=mask)
+        else:
+            result = scaled_dot_product_attention(query, key, value)
+        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
+                    f"{what}: returned {type(result).__name__}, expected a tuple "
+                    "(output, weights).")
+        output, weights = result
+        weights = assert_shape(weights, expected_weights.shape,
+                               f"{what}, weights (second item)")
+        output = assert_shape(output, expected_output.shape,
+                              f"{what}, output (first item)")
+        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
+        output = assert_finite(output, f"{what}, output").astype(np.float64)
+        allowed = np.ones(weights.shape, dtype=bool) if mask is None else \
+            np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape)
+        live = allowed.any(axis=-1)  # rows with at least one key allowed
+        if mask is not None:  # (fully masked rows are not graded, only finite)
+            assert_true(np.all(np.abs(weights[~allowed & live[..., None]]) <= 1e-6),
+                        f"{what}: masked keys (mask False) must get weight 0; "
+                        "mask True means 'may attend'.")
+        sums = weights.sum(axis=-1)[live]
+        assert_true(np.allclose(sums, 1.0, atol=1e-4),
+                    f"{what}: the weights of a query do not sum to 1 over the keys "
+                    "(softmax over the last axis).")
+        if not np.allclose(weights[live], expected_weights[live], rtol=1e-4, atol=1e-5):
+            scores = np.einsum("...qd,...kd->...qk", query.astype(np.float64), key)
+            if mask is not None:
+                scores = np.where(allowed, scores, -np.inf)
+            d_k = query_shape[-1]
+            for guess, hint in [(scores, "the scores are not scaled; divide by sqrt(d_k)"),
+                                (scores / d_k, "the scores are divided by d_k; divide "
+                                               "by sqrt(d_k)")]:
+                assert_true(not np.allclose(weights[live],
+                                            reference.softmax(guess, axis=-1)[live],
+                                            rtol=1e-4, atol=1e-5),
+                            f"{what}: {hint}.")
+        assert_close(weights[live], expected_weights[live], f"{what}, weights")
+        assert_close(output[live], expected_output[live], f"{what}, output")
+
+    # No mask: argument left out, then passed as None; 2-D, 3-D and 4-D inputs.
+    run((3, 8), (5, 8), (5, 4), pass_mask=False)
+    run((2, 3, 8), (2, 5, 8), (2, 5, 4), mask=None)
+    run((2, 2, 4, 16), (2, 2, 6, 16), (2, 2, 6, 3), pass_mask=False)
+
+    # Look-ahead mask (T, T), broadcast over a batch of 2.
+    causal = np.tril(np.ones((5, 5), dtype=bool))
+    run((2, 5, 8), (2, 5, 8), (2, 5, 3), mask=causal, mask_text="causal (5, 5)")
+
+    # Padding mask (B, 1, 1, T_k) on 4-D inputs.
+    padding = np.ones((2, 1, 1, 6), dtype=bool)
+    padding[0, ..., 4:] = False
+    padding[1, ..., 2:] = False
+    run((2, 2, 4, 16), (2, 2, 6, 16), (2, 2, 6, 3), mask=padding,
+        mask_text="padding (2, 1, 1, 6)")
+
+    # Random mask (T_q, T_k) with one query whose keys are all masked: finite.
+    random_mask = r.random(size=(4, 7)) < 0.6
+    random_mask[:, 0] = True
+    random_mask[2, :] = False
+    run((2, 4, 8), (2, 7, 8), (2, 7, 5), mask=random_mask,
+        mask_text="(4, 7) with a fully masked row")
+
+
+_hidden_test_scaled_dot_product_attention()
+del _hidden_test_scaled_dot_product_attention
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Self-attention over "I am a student", with random query and key projections:
+# without a mask every word looks at every word; with the look-ahead mask each
+# word sees only itself and the words before it, so the first row is `[1, 0, 0, 0]`.
+
+# %% nbgrader="locked" grade_id="demo_scaled_dot_product_attention"
+demo_rng = np.random.default_rng(7)
+tokens = ["I", "am", "a", "student"]
+embeddings = demo_rng.normal(size=(4, 8)).astype("float32")  # (T, d_model)
+W_query, W_key = demo_rng.normal(size=(2, 8, 8)).astype("float32")
+queries, keys = embeddings @ W_query, embeddings @ W_key  # (T, d_k)
+look_ahead = np.tril(np.ones((4, 4), dtype=bool))  # True on and below the diagonal
+
+figure, axes = plt.subplots(1, 2, figsize=(10, 4))
+for ax, mask, title in [(axes[0], None, "no mask"), (axes[1], look_ahead, "look-ahead mask")]:
+    output, weights = scaled_dot_product_attention(queries, keys, embeddings, mask=mask)
+    plots.heatmap(weights, tokens, tokens, title, ax=ax, vmax=1.0)
+plt.tight_layout()
+plt.show()
+print("output with the look-ahead mask:", tuple(output.shape))
+
+# %% [markdown]
+# ## Conclusion
+#
+# Attention is three steps: score each key against the query, turn the scores
+# into weights with a softmax, and return the weighted sum of the values. You
+# wrote four scoring functions (dot, bilinear, additive and scaled dot), a softmax
+# that survives huge and masked inputs, and the masked, batched
+# `scaled_dot_product_attention` that every Transformer layer uses. Lab 2 wraps it
+# in learned projections and runs several heads side by side:
+# `keras.layers.MultiHeadAttention`, rebuilt from scratch.

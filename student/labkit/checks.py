@@ -1,0 +1,116 @@
+"""Visible checks: the cells that follow each exercise in the labs.
+
+Each check prints a short "✓ <what>" when it passes and raises an
+AssertionError that says what happened, what was expected and a hint when it
+does not. They accept NumPy arrays, Python numbers and lists, and tensors of
+any Keras backend.
+
+These checks use small, hand-checkable examples. Your notebook is graded by
+other (hidden) tests on other inputs, so passing these is necessary, not
+sufficient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["to_numpy", "check_close", "check_shape", "check_true", "check_tuple"]
+
+_MAX_SHOWN = 24  # arrays up to this many values are printed in full
+
+
+def _fail(message: str, hint: str = ""):
+    if hint:
+        message = f"{message}\nHint: {hint}"
+    raise AssertionError(message)
+
+
+def to_numpy(value, what: str = "value") -> np.ndarray:
+    """``value`` (array, number, list or backend tensor) as a NumPy array."""
+    if isinstance(value, np.ndarray):
+        return value
+    if value is None:
+        _fail(f"{what}: got None, expected an array or tensor.",
+              "did the function forget a `return` statement?")
+    if isinstance(value, (tuple, list)) and any(
+        not np.isscalar(item) and not isinstance(item, (list, tuple, np.ndarray))
+        for item in value
+    ):
+        # A tuple of tensors, e.g. (output, weights): check each part on its own.
+        _fail(f"{what}: got a {type(value).__name__} of {len(value)} items, "
+              "expected a single array or tensor.")
+    try:
+        from keras import ops
+
+        if ops.is_tensor(value):
+            return np.asarray(ops.convert_to_numpy(value))
+    except ImportError:
+        pass
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        _fail(f"{what}: could not read {type(value).__name__} as an array ({error}).")
+    if array.dtype == object:
+        _fail(f"{what}: expected numbers, got {type(value).__name__}.")
+    return array
+
+
+def _show(array: np.ndarray) -> str:
+    if array.size <= _MAX_SHOWN:
+        return np.array2string(np.asarray(array, dtype=np.float64), precision=4,
+                               suppress_small=True, separator=", ")
+    return f"array of shape {array.shape}"
+
+
+def check_shape(actual, expected_shape, what: str, hint: str = "") -> np.ndarray:
+    """Check the shape of ``actual``; returns it as a NumPy array."""
+    array = to_numpy(actual, what)
+    expected_shape = tuple(int(n) for n in expected_shape)
+    if tuple(array.shape) != expected_shape:
+        _fail(f"{what}: the shape is {tuple(array.shape)}, expected {expected_shape}.",
+              hint)
+    print(f"✓ {what}: shape {expected_shape}")
+    return array
+
+
+def check_close(actual, expected, what: str, rtol: float = 1e-4,
+                atol: float = 1e-5, hint: str = "") -> np.ndarray:
+    """Check shape, finiteness and values of ``actual`` against ``expected``.
+
+    Values pass when ``|actual - expected| <= atol + rtol * |expected|``.
+    Returns ``actual`` as a NumPy array.
+    """
+    array = to_numpy(actual, what)
+    expected = np.asarray(expected, dtype=np.float64)
+    if tuple(array.shape) != tuple(expected.shape):
+        _fail(f"{what}: the shape is {tuple(array.shape)}, expected "
+              f"{tuple(expected.shape)}.", hint)
+    values = array.astype(np.float64)
+    if not np.all(np.isfinite(values)):
+        count = int(values.size - np.count_nonzero(np.isfinite(values)))
+        _fail(f"{what}: {count} of {values.size} values are NaN or infinite.\n"
+              f"Got:      {_show(values)}", hint)
+    difference = np.abs(values - expected)
+    bad = difference > atol + rtol * np.abs(expected)
+    if np.any(bad):
+        _fail(f"{what}: {int(bad.sum())} of {values.size} values are wrong "
+              f"(largest difference {float(difference.max()):.3g}).\n"
+              f"Got:      {_show(values)}\nExpected: {_show(expected)}", hint)
+    print(f"✓ {what}")
+    return array
+
+
+def check_true(condition, what: str, message: str = "", hint: str = "") -> None:
+    """Check a condition; ``message`` says what went wrong when it is false."""
+    if not bool(condition):
+        _fail(f"{what}: {message or 'the condition does not hold'}.", hint)
+    print(f"✓ {what}")
+
+
+def check_tuple(result, length: int, what: str, hint: str = "") -> tuple:
+    """Check that ``result`` is a tuple (or list) of ``length`` items; returns it."""
+    if not isinstance(result, (tuple, list)) or len(result) != length:
+        got = (f"a {type(result).__name__} of {len(result)} items"
+               if isinstance(result, (tuple, list)) else type(result).__name__)
+        _fail(f"{what}: returned {got}, expected a tuple of {length} items.", hint)
+    return tuple(result)

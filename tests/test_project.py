@@ -1,0 +1,70 @@
+"""The project's own files agree with each other."""
+
+from __future__ import annotations
+
+import tomllib
+
+from packaging.requirements import Requirement
+
+from autograder.labs import LABS, available_labs, colab_url, labkit_requirement
+
+
+def _normal(requirement: str) -> str:
+    return str(Requirement(requirement))
+
+
+def test_environment_yml_lists_the_pyproject_dependencies(root):
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    wanted = {_normal(r) for r in pyproject["project"]["dependencies"]}
+    wanted |= {_normal(r) for r in pyproject["project"]["optional-dependencies"]["dev"]}
+    lines = [line.strip() for line in (root / "environment.yml").read_text().splitlines()]
+    pip_lines = [line[2:].strip().strip('"') for line in lines
+                 if line.startswith("- ") and not line.startswith("- python")
+                 and line not in ("- pip", "- pip:", "- conda-forge")]
+    listed = {_normal(line) for line in pip_lines if not line.startswith("-e ")}
+    assert listed == wanted, (
+        f"environment.yml and pyproject.toml differ: only in environment.yml "
+        f"{sorted(listed - wanted)}, only in pyproject.toml {sorted(wanted - listed)}"
+    )
+    assert "-e ./student" in pip_lines and "-e ." in pip_lines
+
+
+def test_ci_runs_make_test(root):
+    script = (root / ".ci" / "run").read_text()
+    assert "make test" in script
+
+
+def test_readme_shows_the_two_commands_and_a_colab_badge_per_lab(root):
+    readme = (root / "README.md").read_text()
+    assert "make demo" in readme and "make test" in readme
+    for lab in available_labs():
+        assert colab_url(lab) in readme, f"README lacks the Colab badge of {lab.id}"
+
+
+def test_every_available_lab_has_its_student_notebook(root):
+    assert available_labs(), "no lab has a source"
+    for lab in available_labs():
+        assert lab.student_path.exists(), f"run `make labs`: {lab.student_path} is missing"
+
+
+def test_labkit_requirement_is_pinned_to_the_configured_ref(root):
+    settings = tomllib.loads((root / "course.toml").read_text())
+    requirement = labkit_requirement()
+    assert requirement.startswith("labkit @ git+")
+    assert f"@{settings['public']['ref']}#subdirectory=student" in requirement
+
+
+def test_lab_ids_follow_the_curriculum():
+    assert list(LABS) == ["lab1", "lab2", "lab3", "lab4", "lab5"]
+    assert LABS["lab1"].exercises == (
+        "dot_scores", "softmax", "attention_pool", "bilinear_scores",
+        "additive_scores", "scaled_dot_product_attention",
+    )
+
+
+def test_readme_badge_table_is_up_to_date(root):
+    from autograder.release import README_BEGIN, README_END, badge_table
+
+    text = (root / "README.md").read_text()
+    block = text[text.index(README_BEGIN) + len(README_BEGIN): text.index(README_END)]
+    assert block.strip() == badge_table(), "run `make labs` to refresh the README's badges"
