@@ -97,6 +97,13 @@ class IsolatedExecute(Execute):
         except DeadKernelError as error:  # the kernel died outside a cell
             self._stop(f"the notebook's kernel died ({error})")
             return nb, resources
+        except RuntimeError as error:
+            if self._record["cells_run"]:
+                raise
+            # The student's kernel never started: the grader's set-up, not the
+            # student, is at fault. Say so instead of scoring anything.
+            self._record["grader_error"] = f"the student kernel did not start: {error}"
+            raise
         finally:
             self._shutdown_tests_kernel()
             self._record["stopped"] = self._stopped

@@ -33,6 +33,7 @@ import nbformat
 
 from autograder import course, names, reports
 from autograder.labs import KIT_ROOT, Lab, get_lab
+from autograder.normalize import normalize
 from autograder.results import GRADED, ExerciseResult, SubmissionResult
 
 
@@ -156,6 +157,9 @@ class Grader:
         if target.parent.exists():
             shutil.rmtree(target.parent)
         target.parent.mkdir(parents=True)
+        release_path = self.root / "release" / self.lab.id / f"{self.lab.notebook}.ipynb"
+        notebook, repairs = normalize(notebook, nbformat.read(release_path, as_version=4))
+        notes = list(notes) + repairs
         nbformat.write(notebook, target)
         (target.parent / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
         work = Path(tempfile.mkdtemp(prefix="lk-"))
@@ -167,6 +171,10 @@ class Grader:
             record = json.loads(record_path.read_text()) if record_path.exists() else {}
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        if record.get("grader_error"):
+            return _failed(student_id, self.lab, self.points,
+                           f"grader error: {record['grader_error']}"[:300],
+                           submission.source_name, notes)
         if not outcome["success"]:
             reason = _last_error_line(outcome.get("error") or outcome.get("log") or "")
             return _failed(student_id, self.lab, self.points,

@@ -98,8 +98,10 @@ def _python_paths() -> list[Path]:
 
 def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     """The bubblewrap command line that wraps the kernel command."""
+    # A private /tmp first: the binds below may lie inside /tmp (a checkout
+    # or a virtual environment there) and must stay visible on top of it.
     args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
-            "--unshare-uts", "--hostname", "grader"]
+            "--unshare-uts", "--hostname", "grader", "--tmpfs", "/tmp"]
     for path in SYSTEM_PATHS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -108,8 +110,7 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     for path in _python_paths() + [Path(p) for p in spec.readable]:
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
-    args += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc",
-             "--tmpfs", "/tmp"]
+    args += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc"]
     for device in sorted(Path("/dev").glob("nvidia*")):
         args += ["--dev-bind", str(device), str(device)]
     for path in spec.hidden:

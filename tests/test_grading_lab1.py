@@ -58,6 +58,53 @@ def dot_scores(query, keys):
 '''
 
 
+NOISE = r'''
+import sys, warnings, logging
+import tensorflow as tf            # TensorFlow's own start-up lines on stderr
+print("a line on stderr", file=sys.stderr)
+warnings.warn("a Python warning")
+logging.getLogger("tensorflow").warning("a TensorFlow log line")
+tf.get_logger().error("an error-level log line that is not an error")
+'''
+
+
+def _answered(correct):
+    notebook = nbformat.read(LAB.student_path, as_version=4)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in correct:
+            cell.source = correct[grade_id]
+    return notebook
+
+
+def _write_damaged(batch, correct):
+    """Correct answers in notebooks damaged the ways GRADING.md lists."""
+    noisy = _answered(correct)
+    for cell in noisy.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = NOISE + "\n" + cell.source
+    nbformat.write(noisy, batch / "noisy.ipynb")
+
+    deleted = _answered(correct)
+    deleted.cells = [c for c in deleted.cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id") != "test_softmax"]
+    nbformat.write(deleted, batch / "deleted_tests.ipynb")
+
+    duplicated = _answered(correct)
+    position = next(i for i, c in enumerate(duplicated.cells)
+                    if c.metadata.get("nbgrader", {}).get("grade_id") == "test_dot_scores")
+    duplicated.cells.insert(position, nbformat.from_dict(
+        json.loads(json.dumps(duplicated.cells[position]))))
+    duplicated.cells[position].id = "a-copy"
+    nbformat.write(duplicated, batch / "duplicated_tests.ipynb")
+
+    dying = _answered(correct)
+    for cell in dying.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "attention_pool":
+            cell.source = "import os\nos._exit(1)\n" + cell.source
+    nbformat.write(dying, batch / "kernel_dies.ipynb")
+
+
 def _load_build():
     spec = importlib.util.spec_from_file_location(
         "build_samples", ROOT / "data" / "sample_submissions" / "build.py")
@@ -85,6 +132,7 @@ def graded(tmp_path_factory):
         elif grade_id in correct:
             cell.source = correct[grade_id]
     nbformat.write(hostile, batch / "mallory.ipynb")
+    _write_damaged(batch, correct)
     result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet",
                      "--seed", "tests")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -167,3 +215,18 @@ def test_report_and_feedback_files_exist(graded):
     assert (out / "report.html").read_text().count("<svg") >= 2
     students = set(graded["grades"])
     assert {page.stem for page in (out / "feedback").glob("*.html")} == students
+
+
+@pytest.mark.parametrize("student", ["noisy", "deleted_tests", "duplicated_tests"])
+def test_logs_and_damaged_test_cells_do_not_cost_a_correct_notebook(graded, student):
+    row = graded["grades"][student]
+    assert (float(row["score"]), row["status"]) == (10, "graded"), row
+
+
+def test_a_kernel_that_dies_keeps_the_points_earned_before(graded):
+    row = graded["grades"]["kernel_dies"]
+    # dot_scores (1) and softmax (2) were tested before the kernel died.
+    assert float(row["score"]) == 3, row
+    assert row["status"].startswith("partly graded") and "died" in row["status"], row
+    rows = graded["exercises"]["kernel_dies"]
+    assert "died" in rows["additive_scores"]["message"]
