@@ -107,6 +107,29 @@ def _resolve(target, user_ns):
     return _registry()[target["id"]]
 
 
+def _class_path(kind):
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _describe(target):
+    """What an object is: its class, base classes and (for layers) sublayers."""
+    kind = target if isinstance(target, type) else type(target)
+    description = {
+        "class": _class_path(kind),
+        "bases": [_class_path(base) for base in kind.__mro__[1:]],
+        "sublayers": [],
+    }
+    flatten = getattr(target, "_flatten_layers", None)
+    if callable(flatten) and not isinstance(target, type):
+        for layer in flatten(include_self=False, recursive=True):
+            description["sublayers"].append({
+                "name": getattr(layer, "name", ""),
+                "class": _class_path(type(layer)),
+                "bases": [_class_path(base) for base in type(layer).__mro__[1:]],
+            })
+    return description
+
+
 def handle(request_path):
     """Serve one request; the answer goes next to the request file."""
     with open(request_path, encoding="utf-8") as handle_:
@@ -138,6 +161,8 @@ def handle(request_path):
             args = _decode(request["args"], arrays_in)
             kwargs = _decode(request["kwargs"], arrays_in)
             result = getattr(target, request["attr"])(*args, **kwargs)
+        elif operation == "describe":
+            result = _describe(target)
         else:
             raise ValueError(f"unknown operation {operation!r}")
         answer = {"ok": True, "value": _encode(result, arrays_out)}

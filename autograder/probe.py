@@ -204,6 +204,15 @@ class RemoteObject:
                                     f"{self._label}.{attr}", self._stand_ins,
                                     attr=attr, args=args, kwargs=kwargs)
 
+    def describe(self) -> dict:
+        """Class, base classes and nested sublayers of the student's object.
+
+        Returns {"class": "module.Name", "bases": [...], "sublayers":
+        [{"name", "class", "bases"}, ...]} (sublayers for Keras layers only).
+        """
+        return self._kernel.request("describe", self._target, self._label,
+                                    self._stand_ins)
+
     @property
     def remote_type(self) -> str | None:
         """The class name of the object in the student's kernel."""

@@ -1,0 +1,115 @@
+"""The proxies hidden tests use, against a real (unsandboxed) kernel."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+from jupyter_client import KernelManager
+
+from autograder.probe import StudentCodeError, StudentKernel, Tensor
+
+STUDENT_CODE = textwrap.dedent('''
+    import time
+    import numpy as np
+    import keras
+
+    def helper(x):
+        return x + 100            # a wrong helper the stand-in must replace
+
+    def uses_helper(x):
+        return helper(x)
+
+    def pair(x):
+        return x * 2, {"sum": float(np.sum(x)), "name": "pair"}
+
+    def broken(x):
+        raise ValueError("shapes do not match")
+
+    def loops():
+        while True:
+            time.sleep(0.01)
+
+    class Wrapper(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.inner = keras.layers.Dense(3)
+        def call(self, x):
+            return self.inner(x)
+
+    def backend_kind(x):
+        return type(x).__module__.split(".")[0]
+''')
+
+STAND_IN = "def helper(x):\n    return x + 1\n"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    work = tmp_path_factory.mktemp("probe")
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(work), env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    client.execute_interactive(STUDENT_CODE, timeout=120)
+    student = StudentKernel(manager.connection_file, str(work / "exchange"),
+                            pgid=os.getpgid(manager.provisioner.pid), timeout=5)
+    yield student
+    client.stop_channels()
+    manager.shutdown_kernel(now=True)
+
+
+def test_a_call_brings_back_arrays_and_plain_values(kernel):
+    namespace: dict = {}
+    kernel.bind(namespace, ["pair"])
+    doubled, info = namespace["pair"](np.arange(3.0))
+    np.testing.assert_array_equal(doubled, [0.0, 2.0, 4.0])
+    assert info == {"sum": 3.0, "name": "pair"}
+
+
+def test_the_students_exception_becomes_a_readable_failure(kernel):
+    namespace: dict = {}
+    kernel.bind(namespace, ["broken", "missing_name"])
+    with pytest.raises(StudentCodeError, match="`broken` raised ValueError: shapes do not match"):
+        namespace["broken"](np.zeros(2))
+    with pytest.raises(StudentCodeError, match="`missing_name` is not defined"):
+        namespace["missing_name"](1)
+
+
+def test_stand_ins_replace_other_exercises_only_during_the_call(kernel):
+    namespace: dict = {}
+    kernel.stand_ins_for = lambda name: {"helper": STAND_IN} if name == "uses_helper" else {}
+    kernel.bind(namespace, ["uses_helper", "helper"])
+    assert namespace["uses_helper"](np.ones(1))[0] == 2.0       # the stand-in
+    assert namespace["helper"](np.ones(1))[0] == 101.0          # the student's, restored
+
+
+def test_layers_stay_remote_and_can_be_described(kernel):
+    namespace: dict = {}
+    kernel.bind(namespace, ["Wrapper"])
+    layer = namespace["Wrapper"]()
+    output = layer(np.ones((2, 4), "float32"))
+    assert output.shape == (2, 3)
+    assert [w.shape for w in layer.get_weights()] == [(4, 3), (3,)]
+    description = layer.describe()
+    assert description["class"].endswith("Wrapper")
+    assert [s["class"].rsplit(".", 1)[-1] for s in description["sublayers"]] == ["Dense"]
+
+
+def test_tensors_are_sent_as_backend_tensors_when_asked(kernel):
+    namespace: dict = {}
+    kernel.bind(namespace, ["backend_kind"])
+    assert namespace["backend_kind"](np.ones(2)) == "numpy"
+    assert namespace["backend_kind"](Tensor(np.ones(2))) != "numpy"
+
+
+def test_a_runaway_call_is_interrupted_and_the_kernel_answers_again(kernel):
+    namespace: dict = {}
+    kernel.bind(namespace, ["loops", "pair"])
+    with pytest.raises(StudentCodeError, match="did not return within 5 s"):
+        namespace["loops"]()
+    doubled, _ = namespace["pair"](np.ones(1))
+    assert doubled[0] == 2.0
