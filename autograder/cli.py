@@ -38,7 +38,8 @@ def _grade(args) -> int:
     started = time.monotonic()
     results, paths = grade(args.lab, Path(args.submissions), Path(args.out),
                            db_url=args.db, course_dir=args.course_dir, seed=args.seed,
-                           progress=not args.quiet)
+                           progress=not args.quiet, cell_timeout=args.cell_timeout,
+                           notebook_timeout=args.notebook_timeout)
     print(write_gradebook_table(results))
     seconds = time.monotonic() - started
     print(f"\n{len(results)} submissions of {args.lab} graded in {seconds:.1f} s.")
@@ -60,7 +61,8 @@ def _demo(args) -> int:
         out = Path(args.out) / lab.id
         status |= _grade(argparse.Namespace(lab=lab.id, submissions=str(samples), out=str(out),
                                             db=None, course_dir=None, seed=args.seed,
-                                            quiet=False))
+                                            quiet=False, cell_timeout=120,
+                                            notebook_timeout=900))
         print()
     return status
 
@@ -84,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--course-dir", type=Path,
                        help="nbgrader course folder (default: OUT/nbgrader)")
     grade.add_argument("--seed", help="seed of the hidden tests' inputs (default: random)")
+    grade.add_argument("--cell-timeout", type=int, default=120,
+                       help="seconds one cell may run (default 120)")
+    grade.add_argument("--notebook-timeout", type=int, default=900,
+                       help="seconds the whole notebook may run (default 900)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(func=_grade)
 

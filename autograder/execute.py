@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from jupyter_client import KernelManager
-from nbclient.exceptions import DeadKernelError
+from jupyter_core.utils import run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from traitlets import Integer, List, Unicode
 
@@ -128,6 +129,13 @@ class IsolatedExecute(Execute):
         try:
             self._record["cells_run"] += 1
             return super().preprocess_cell(cell, resources, index)
+        except CellTimeoutError as error:
+            # The kernel did not answer after the interrupt that follows a
+            # time-out: treat it as dead if it is, else go on with the next cell.
+            cell.outputs.append(_error_output("CellTimeoutError", str(error).splitlines()[0]))
+            if not run_sync(self.km.is_alive)():
+                self._stop(f"the notebook's kernel stopped answering in cell {index}")
+            return cell, resources
         except DeadKernelError as error:
             reason = "the notebook's kernel died"
             if "memory" in str(error).lower():

@@ -269,7 +269,8 @@ def _progress(items, enabled: bool):
 
 def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = None,
           course_dir: Path | None = None, seed: str | None = None, progress: bool = True,
-          hints: dict[str, str] | None = None) -> tuple[list[SubmissionResult], dict]:
+          hints: dict[str, str] | None = None, cell_timeout: int = 120,
+          notebook_timeout: int = 900) -> tuple[list[SubmissionResult], dict]:
     """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``."""
     submissions = Path(submissions)
     if not submissions.exists():
@@ -277,7 +278,8 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
             f"Submissions not found: {submissions} does not exist. Give a folder of "
             f".ipynb files or a .zip downloaded from your LMS."
         )
-    grader = Grader(lab_id, out_dir, db_url=db_url, course_dir=course_dir, seed=seed)
+    grader = Grader(lab_id, out_dir, db_url=db_url, course_dir=course_dir, seed=seed,
+                    cell_timeout=cell_timeout, notebook_timeout=notebook_timeout)
     results = grader.grade_all(submissions, progress=progress)
     if hints is None:
         hints = _hints(grader.lab)

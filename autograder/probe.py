@@ -19,7 +19,6 @@ import itertools
 import json
 import os
 import secrets
-import signal
 import time
 from pathlib import Path
 
@@ -155,12 +154,19 @@ class StudentKernel:
                 return reply
 
     def _interrupt(self) -> None:
-        if self.pgid:
+        """Interrupt the student's kernel by a control message.
+
+        (A signal to its process group would also reach the sandbox's
+        bubblewrap process, which exits on SIGINT and takes the kernel along.)
+        """
+        message = self.client.session.msg("interrupt_request", content={})
+        self.client.control_channel.send(message)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:   # let the interrupted call finish
             try:
-                os.killpg(self.pgid, signal.SIGINT)
-            except OSError:
-                pass
-            time.sleep(1.0)
+                self.client.get_shell_msg(timeout=0.5)
+            except Exception:  # noqa: BLE001 - queue.Empty
+                break
 
 
 def _describe_failure(label: str, answer: dict) -> str:

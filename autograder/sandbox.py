@@ -196,6 +196,17 @@ class SandboxKernelManager(AsyncKernelManager):
         prefix = bwrap_prefix(spec) if bubblewrap_works() else []
         return rlimit_prefix(spec.limits) + prefix + command
 
+    async def interrupt_kernel(self):
+        """Interrupt by message, not by signal.
+
+        A SIGINT to the kernel's process group would also reach bubblewrap,
+        which exits on it and takes the kernel with it (--die-with-parent).
+        An interrupt_request on the control channel reaches the kernel only.
+        """
+        message = self.session.msg("interrupt_request", content={})
+        self._connect_control_socket()
+        self.session.send(self._control_socket, message)
+
     async def start_kernel(self, **kw):
         # AsyncKernelManager.start_kernel is the base class's function object,
         # so the override must be of start_kernel itself.

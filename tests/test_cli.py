@@ -1,0 +1,62 @@
+"""The instructor's command line: errors, --db, time limits."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import sqlite3
+
+import nbformat
+
+from autograder.labs import LABS
+from tests.conftest import ROOT, run_cli
+
+
+def test_an_unknown_lab_is_a_clear_error_with_exit_status_2(tmp_path):
+    result = run_cli("grade", "lab9", str(tmp_path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "Unknown lab 'lab9'" in result.stderr and "lab1" in result.stderr
+
+
+def test_missing_submissions_are_a_clear_error(tmp_path):
+    result = run_cli("grade", "lab1", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr
+
+
+def test_an_empty_folder_grades_nothing_and_succeeds(tmp_path):
+    (tmp_path / "in").mkdir()
+    result = run_cli("grade", "lab1", str(tmp_path / "in"), "--out", str(tmp_path / "o"),
+                     "--quiet")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "o" / "grades.csv").read_text().splitlines() == [
+        "student_id,lab,score,max_score,status"]
+
+
+def test_db_url_puts_the_gradebook_where_asked_and_limits_stop_a_loop(tmp_path):
+    batch = tmp_path / "in"
+    batch.mkdir()
+    shutil.copy(ROOT / "data" / "sample_submissions" / "lab1" / "alice.ipynb", batch)
+    looping = nbformat.read(batch / "alice.ipynb", as_version=4)
+    for cell in looping.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "bilinear_scores":
+            cell.source = "while True:\n    pass\n" + cell.source
+    nbformat.write(looping, batch / "loopy.ipynb")
+    database = tmp_path / "elsewhere" / "class.db"
+    database.parent.mkdir()
+    result = run_cli("grade", "lab1", str(batch), "--out", str(tmp_path / "out"), "--quiet",
+                     "--db", f"sqlite:///{database}", "--cell-timeout", "10")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {r["student_id"]: r for r in csv.DictReader(open(tmp_path / "out" / "grades.csv"))}
+    assert float(rows["alice"]["score"]) == 10
+    # The loop costs the exercise it sits in; the cells after it still run.
+    exercises = {r["exercise"]: r for r in csv.DictReader(open(tmp_path / "out" / "exercises.csv"))
+                 if r["student_id"] == "loopy"}
+    assert float(exercises["bilinear_scores"]["score"]) == 0
+    assert float(rows["loopy"]["score"]) == 9, exercises
+    assert not (tmp_path / "out" / "nbgrader" / "gradebook.db").exists()
+    with sqlite3.connect(database) as connection:
+        students = {row[0] for row in connection.execute("select id from student")}
+        lab = LABS["lab1"]
+        assignments = {row[0] for row in connection.execute("select name from assignment")}
+    assert students == {"alice", "loopy"} and assignments == {lab.id}
