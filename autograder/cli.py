@@ -39,7 +39,8 @@ def _grade(args) -> int:
     results, paths = grade(args.lab, Path(args.submissions), Path(args.out),
                            db_url=args.db, course_dir=args.course_dir, seed=args.seed,
                            progress=not args.quiet, cell_timeout=args.cell_timeout,
-                           notebook_timeout=args.notebook_timeout)
+                           notebook_timeout=args.notebook_timeout, jobs=args.jobs,
+                           regrade=args.regrade)
     print(write_gradebook_table(results))
     seconds = time.monotonic() - started
     print(f"\n{len(results)} submissions of {args.lab} graded in {seconds:.1f} s.")
@@ -62,7 +63,8 @@ def _demo(args) -> int:
         status |= _grade(argparse.Namespace(lab=lab.id, submissions=str(samples), out=str(out),
                                             db=None, course_dir=None, seed=args.seed,
                                             quiet=False, cell_timeout=120,
-                                            notebook_timeout=900))
+                                            notebook_timeout=900, jobs=None,
+                                            regrade=True))
         print()
     return status
 
@@ -90,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds one cell may run (default 120)")
     grade.add_argument("--notebook-timeout", type=int, default=900,
                        help="seconds the whole notebook may run (default 900)")
+    grade.add_argument("--jobs", type=int, default=None,
+                       help="submissions graded at once (default: the number of cores)")
+    grade.add_argument("--regrade", action="store_true",
+                       help="grade everyone again, even those an earlier run in OUT finished")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(func=_grade)
 

@@ -21,12 +21,17 @@ in `status`.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import multiprocessing
+import os
 import secrets
 import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
@@ -99,43 +104,31 @@ def _read_notebook(data: bytes) -> tuple[nbformat.NotebookNode | None, str]:
     return notebook, ""
 
 
-class Grader:
-    """Grades the submissions of one lab into one output folder."""
+class Worker:
+    """Grades one submission at a time in a private nbgrader course folder.
 
-    def __init__(self, lab_id: str, out_dir: Path, db_url: str | None = None,
-                 course_dir: Path | None = None, seed: str | None = None,
+    Every worker has its own course folder and SQLite gradebook, so that
+    workers never write to one database at once (nbgrader's SQLite is not
+    safe for concurrent writers); `Grader` records what they found in the
+    class's gradebook, one submission at a time.
+    """
+
+    def __init__(self, lab_id: str, root: Path, seed: str, hidden: list[Path],
                  cell_timeout: int = 120, notebook_timeout: int = 900):
         self.lab = get_lab(lab_id)
-        self.out_dir = Path(out_dir).resolve()
-        self.root = Path(course_dir).resolve() if course_dir else self.out_dir / "nbgrader"
-        self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}"
-        self.seed = seed or secrets.token_hex(8)
+        self.root = Path(root).resolve()
+        self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
+        self.seed = seed
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
-        self.hidden: list[Path] = [self.root, self.out_dir, KIT_ROOT]
-
-    def prepare(self) -> None:
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.hidden = [Path(path) for path in hidden] + [self.root]
+        self.last_grades: dict[str, float] = {}
+        shutil.rmtree(self.root, ignore_errors=True)
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = _lab_points(self.api, self.lab)
-        (self.out_dir / "run.json").write_text(json.dumps(
-            {"lab": self.lab.id, "seed": self.seed, "db_url": _redact(self.db_url),
-             "course_dir": str(self.root)}, indent=1))
-
-    def grade_all(self, submissions_path: Path, progress: bool = True) -> list[SubmissionResult]:
-        self.hidden.append(Path(submissions_path).resolve())
-        self.prepare()
-        submissions = names.collect_submissions(submissions_path, self.lab.id,
-                                                self.lab.notebook)
-        results = []
-        bar = _progress(submissions, progress)
-        for submission in bar:
-            if hasattr(bar, "set_postfix_str"):
-                bar.set_postfix_str(submission.student_id[:20])
-            results.append(self.grade_one(submission))
-        return results
 
     def grade_one(self, submission: names.Submission) -> SubmissionResult:
+        self.last_grades = {}
         notes = [submission.note] if submission.note else []
         if submission.problem or submission.data is None:
             return _failed(submission.student_id, self.lab, self.points,
@@ -216,6 +209,7 @@ class Grader:
             notebook = gradebook.find_submission_notebook(self.lab.notebook, self.lab.id,
                                                           student_id)
             for grade in notebook.grades:
+                self.last_grades[grade.name] = float(grade.score or 0.0)
                 exercise = _exercise_of(grade.name)
                 if exercise not in self.lab.exercises:
                     continue
@@ -245,6 +239,181 @@ class Grader:
                                 status, source_name, exercises, list(notes))
 
 
+_WORKER: Worker | None = None
+
+
+def _start_worker(settings: dict) -> None:
+    """Initializer of a worker process: its own private course folder."""
+    global _WORKER
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    root = Path(settings["workers_dir"]) / f"w{os.getpid()}"
+    _WORKER = Worker(settings["lab_id"], root, settings["seed"], settings["hidden"],
+                     settings["cell_timeout"], settings["notebook_timeout"])
+
+
+def _work(submission: names.Submission):
+    """Grade one submission in this worker process."""
+    assert _WORKER is not None
+    result = _WORKER.grade_one(submission)
+    return result, dict(_WORKER.last_grades), str(_WORKER.root)
+
+
+def _digest(submission: names.Submission) -> str:
+    return hashlib.sha256(submission.data or submission.problem.encode()).hexdigest()
+
+
+class Grader:
+    """Grades the submissions of one lab into one output folder and gradebook.
+
+    Submissions are graded by `jobs` workers (processes), each in a private
+    course folder; this object alone writes their results into the class's
+    nbgrader gradebook (SQLite by default, any SQLAlchemy URL with `db_url`),
+    copies the autograded notebooks into the class's course folder, and keeps
+    each finished result in OUT/results/, so that an interrupted run, started
+    again, goes on where it stopped without grading anyone twice.
+    """
+
+    def __init__(self, lab_id: str, out_dir: Path, db_url: str | None = None,
+                 course_dir: Path | None = None, seed: str | None = None,
+                 cell_timeout: int = 120, notebook_timeout: int = 900, jobs: int = 1,
+                 regrade: bool = False):
+        self.lab = get_lab(lab_id)
+        self.out_dir = Path(out_dir).resolve()
+        self.root = Path(course_dir).resolve() if course_dir else self.out_dir / "nbgrader"
+        self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}"
+        self.seed = seed or self._previous_seed() or secrets.token_hex(8)
+        self.cell_timeout = cell_timeout
+        self.notebook_timeout = notebook_timeout
+        self.jobs = max(1, int(jobs))
+        self.regrade = regrade
+        self.hidden: list[Path] = [self.root, self.out_dir, KIT_ROOT]
+
+    def _previous_seed(self) -> str | None:
+        """The seed of an earlier run into the same folder (to resume it)."""
+        try:
+            run = json.loads((self.out_dir / "run.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return run.get("seed") if run.get("lab") == self.lab.id else None
+
+    def prepare(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "results").mkdir(exist_ok=True)
+        self.api = course.prepare_course(self.root, self.lab, self.db_url)
+        self.points = _lab_points(self.api, self.lab)
+        (self.out_dir / "run.json").write_text(json.dumps(
+            {"lab": self.lab.id, "seed": self.seed, "db_url": _redact(self.db_url),
+             "course_dir": str(self.root)}, indent=1))
+
+    # -- resuming --------------------------------------------------------------
+    def _cache_path(self, student_id: str) -> Path:
+        return self.out_dir / "results" / f"{student_id}.json"
+
+    def _cached(self, submission: names.Submission) -> SubmissionResult | None:
+        if self.regrade:
+            return None
+        try:
+            saved = json.loads(self._cache_path(submission.student_id).read_text())
+        except (OSError, ValueError):
+            return None
+        if saved.get("sha256") != _digest(submission) or saved.get("seed") != self.seed:
+            return None
+        result = saved["result"]
+        result["exercises"] = [ExerciseResult(**e) for e in result["exercises"]]
+        return SubmissionResult(**result)
+
+    def _save(self, submission: names.Submission, result: SubmissionResult) -> None:
+        path = self._cache_path(submission.student_id)
+        path.with_suffix(".tmp").write_text(json.dumps(
+            {"sha256": _digest(submission), "seed": self.seed, "result": asdict(result)}))
+        path.with_suffix(".tmp").replace(path)
+
+    # -- the batch -------------------------------------------------------------
+    def grade_all(self, submissions_path: Path, progress: bool = True) -> list[SubmissionResult]:
+        self.hidden.append(Path(submissions_path).resolve())
+        self.prepare()
+        submissions = names.collect_submissions(submissions_path, self.lab.id,
+                                                self.lab.notebook)
+        results: dict[str, SubmissionResult] = {}
+        pending = []
+        for submission in submissions:
+            cached = self._cached(submission)
+            if cached is not None:
+                results[submission.student_id] = cached
+            else:
+                pending.append(submission)
+        bar = _progress(len(submissions), progress, initial=len(results))
+        settings = {
+            "lab_id": self.lab.id, "seed": self.seed,
+            "hidden": [str(path) for path in self.hidden],
+            "workers_dir": str(self.root / ".workers"),
+            "cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
+        }
+        by_id = {submission.student_id: submission for submission in pending}
+        for result, grades, worker_root in self._run(pending, settings):
+            submission = by_id[result.student_id]
+            self._record(result, grades, Path(worker_root))
+            self._save(submission, result)
+            results[result.student_id] = result
+            if bar is not None:
+                bar.set_postfix_str(result.student_id[:20])
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        shutil.rmtree(self.root / ".workers", ignore_errors=True)
+        return [results[submission.student_id] for submission in submissions]
+
+    def _run(self, pending, settings):
+        """Yield (result, grades, worker_root) as submissions are graded."""
+        if not pending:
+            return
+        if self.jobs == 1 or len(pending) == 1:
+            _start_worker(settings)
+            for submission in pending:
+                yield _work(submission)
+            return
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)),
+                                 mp_context=context, initializer=_start_worker,
+                                 initargs=(settings,)) as pool:
+            futures = {pool.submit(_work, submission): submission for submission in pending}
+            for future in as_completed(futures):
+                try:
+                    yield future.result()
+                except Exception as error:  # noqa: BLE001 - a worker died: keep the row
+                    submission = futures[future]
+                    yield (_failed(submission.student_id, self.lab, self.points,
+                                   f"grader error: the grading worker failed "
+                                   f"({type(error).__name__}: {error})"[:300],
+                                   submission.source_name),
+                           {}, str(self.root / ".workers" / "lost"))
+
+    def _record(self, result: SubmissionResult, grades: dict[str, float],
+                worker_root: Path) -> None:
+        """Write one result into the class's gradebook and course folder."""
+        from nbgrader.api import Gradebook
+
+        student_id = result.student_id
+        for stage in ("submitted", "autograded"):
+            source = worker_root / stage / student_id / self.lab.id
+            target = self.root / stage / student_id / self.lab.id
+            if source.exists():
+                shutil.rmtree(target, ignore_errors=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(source, target)
+        with Gradebook(self.db_url) as gradebook:
+            gradebook.update_or_create_student(student_id)
+            gradebook.update_or_create_submission(self.lab.id, student_id)
+            notebook = gradebook.find_submission_notebook(self.lab.notebook, self.lab.id,
+                                                          student_id)
+            for grade in notebook.grades:
+                grade.auto_score = grades.get(grade.name, 0.0)
+                grade.needs_manual_grade = False
+            gradebook.db.commit()
+
+
 def _last_error_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:200] if lines else "no details"
@@ -257,20 +426,23 @@ def _redact(db_url: str) -> str:
     return db_url
 
 
-def _progress(items, enabled: bool):
+def _progress(total: int, enabled: bool, initial: int = 0):
+    """A progress bar with an ETA on stderr, or None."""
     if not enabled:
-        return items
+        return None
     try:
         from tqdm import tqdm
     except ImportError:
-        return items
-    return tqdm(items, desc="grading", unit="notebook", file=sys.stderr, dynamic_ncols=True)
+        return None
+    return tqdm(total=total, initial=initial, desc="grading", unit="notebook",
+                file=sys.stderr, dynamic_ncols=True)
 
 
 def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = None,
           course_dir: Path | None = None, seed: str | None = None, progress: bool = True,
           hints: dict[str, str] | None = None, cell_timeout: int = 120,
-          notebook_timeout: int = 900) -> tuple[list[SubmissionResult], dict]:
+          notebook_timeout: int = 900, jobs: int | None = None,
+          regrade: bool = False) -> tuple[list[SubmissionResult], dict]:
     """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``."""
     submissions = Path(submissions)
     if not submissions.exists():
@@ -279,7 +451,8 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
             f".ipynb files or a .zip downloaded from your LMS."
         )
     grader = Grader(lab_id, out_dir, db_url=db_url, course_dir=course_dir, seed=seed,
-                    cell_timeout=cell_timeout, notebook_timeout=notebook_timeout)
+                    cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                    jobs=jobs or os.cpu_count() or 1, regrade=regrade)
     results = grader.grade_all(submissions, progress=progress)
     if hints is None:
         hints = _hints(grader.lab)

@@ -60,3 +60,27 @@ def test_db_url_puts_the_gradebook_where_asked_and_limits_stop_a_loop(tmp_path):
         lab = LABS["lab1"]
         assignments = {row[0] for row in connection.execute("select name from assignment")}
     assert students == {"alice", "loopy"} and assignments == {lab.id}
+
+
+def test_parallel_grading_equals_serial_and_a_rerun_resumes(tmp_path):
+    batch = tmp_path / "in"
+    batch.mkdir()
+    for name in ("alice", "bob", "carol"):
+        shutil.copy(ROOT / "data" / "sample_submissions" / "lab1" / f"{name}.ipynb", batch)
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    for out, jobs in ((serial, "1"), (parallel, "2")):
+        result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet",
+                         "--seed", "same", "--jobs", jobs)
+        assert result.returncode == 0, result.stderr[-2000:]
+    for name in ("grades.csv", "exercises.csv"):
+        assert (serial / name).read_text() == (parallel / name).read_text()
+    # An interrupted run: one student's result is missing. The rerun grades
+    # that student only and keeps the rest.
+    saved = {p.name: p.stat().st_mtime_ns for p in (parallel / "results").glob("*.json")}
+    (parallel / "results" / "bob.json").unlink()
+    result = run_cli("grade", "lab1", str(batch), "--out", str(parallel), "--quiet")
+    assert result.returncode == 0, result.stderr[-2000:]
+    now = {p.name: p.stat().st_mtime_ns for p in (parallel / "results").glob("*.json")}
+    assert now["alice.json"] == saved["alice.json"] and now["carol.json"] == saved["carol.json"]
+    assert "bob.json" in now
+    assert (serial / "grades.csv").read_text() == (parallel / "grades.csv").read_text()

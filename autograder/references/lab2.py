@@ -1,0 +1,418 @@
+"""Reference implementations of lab 2 ("self-attention and multi-head attention").
+
+Instructor side only: never shipped with labs/ or the `labkit` package.
+
+Everything numeric here is float64 NumPy computed from what it is given (for
+layers: the inputs and the student's own weights, in the layout of
+`keras.layers.MultiHeadAttention`), written independently of the solution
+cells in solutions/lab2. ``keras_multi_head_attention`` is the one exception
+on purpose: it runs the Keras built-in layer with the student's weights copied
+in, so a hidden test can show that ``keras_mha.set_weights(student.get_weights())``
+really reproduces the student's layer.
+
+Besides the references it holds what the grader needs so that a mistake costs
+points in one exercise only (see autograder/references/lab1.py):
+
+- ``STAND_INS``: for each exercise, the OTHER exercises its solution may call.
+- ``STAND_IN_SOURCES``: a correct, self-contained version of each of those
+  (NumPy in, NumPy out; a backend tensor in, a tensor out, with ``keras.ops``).
+- ``HINTS``: one sentence per exercise for the feedback page.
+- ``borrowed_attention_classes``: what makes a "from scratch" layer not one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "mha_weight_shapes",
+    "keras_mha_weight_shapes",
+    "mha_parameter_count",
+    "self_attention",
+    "split_heads",
+    "merge_heads",
+    "allowed_mask",
+    "multi_head_attention",
+    "keras_multi_head_attention",
+    "borrowed_attention_classes",
+    "describe",
+    "tensor",
+    "raised",
+    "STAND_INS",
+    "STAND_IN_SOURCES",
+    "HINTS",
+]
+
+
+def _float64(value) -> np.ndarray:
+    return np.asarray(value, dtype=np.float64)
+
+
+# --- weight shapes ---------------------------------------------------------------
+
+
+def keras_mha_weight_shapes(query_dim, key_input_dim, value_input_dim, num_heads,
+                            key_dim, value_dim=None, use_bias=True):
+    """Shapes of `keras.layers.MultiHeadAttention(num_heads, key_dim, value_dim,
+    use_bias=use_bias)` built on a query of last dimension ``query_dim``, a key
+    of ``key_input_dim`` and a value of ``value_input_dim``, in the order of its
+    ``weights``: query, key, value and output projections, each kernel followed
+    by its bias. The output has the query's last dimension.
+    """
+    value_dim = key_dim if value_dim is None else value_dim
+    heads = int(num_heads)
+    kernels_and_biases = [
+        ((int(query_dim), heads, int(key_dim)), (heads, int(key_dim))),
+        ((int(key_input_dim), heads, int(key_dim)), (heads, int(key_dim))),
+        ((int(value_input_dim), heads, int(value_dim)), (heads, int(value_dim))),
+        ((heads, int(value_dim), int(query_dim)), (int(query_dim),)),
+    ]
+    shapes = []
+    for kernel, bias in kernels_and_biases:
+        shapes.append(kernel)
+        if use_bias:
+            shapes.append(bias)
+    return shapes
+
+
+def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
+    """The 8 weight shapes of Keras's MultiHeadAttention on inputs of size d_model."""
+    return keras_mha_weight_shapes(d_model, d_model, d_model, num_heads, key_dim,
+                                   value_dim)
+
+
+def mha_parameter_count(d_model, num_heads, key_dim, value_dim=None):
+    """Number of trainable numbers in those weights."""
+    return int(sum(math.prod(shape) for shape in
+                   mha_weight_shapes(d_model, num_heads, key_dim, value_dim)))
+
+
+# --- one head ----------------------------------------------------------------------
+
+
+def _masked_softmax(scores, allowed=None):
+    """Softmax over the last axis; False in ``allowed`` gets weight 0.
+
+    A row with no allowed entry gets all zeros (finite; such rows are not
+    graded).
+    """
+    scores = _float64(scores)
+    if allowed is not None:
+        scores = np.where(np.asarray(allowed, dtype=bool), scores, -np.inf)
+    with np.errstate(all="ignore"):
+        largest = np.max(scores, axis=-1, keepdims=True)
+        largest = np.where(np.isfinite(largest), largest, 0.0)
+        exponentials = np.exp(scores - largest)
+        total = np.sum(exponentials, axis=-1, keepdims=True)
+        return exponentials / np.where(total > 0, total, 1.0)
+
+
+def self_attention(inputs, weights, attention_mask=None):
+    """One head of self-attention with Dense projections.
+
+    Args:
+        inputs: `(B, T, d_model)`.
+        weights: ``[W_q, b_q, W_k, b_k, W_v, b_v]`` (kernels `(d_model, key_dim)`,
+            biases `(key_dim,)`), or ``[W_q, W_k, W_v]`` without biases.
+        attention_mask: boolean, broadcastable to `(B, T, T)`; True = may attend.
+
+    Returns:
+        ``(output (B, T, key_dim), scores (B, T, T))``.
+    """
+    x = _float64(inputs)
+    weights = [_float64(w) for w in weights]
+    if len(weights) == 3:
+        weights = [weights[0], 0.0, weights[1], 0.0, weights[2], 0.0]
+    W_q, b_q, W_k, b_k, W_v, b_v = weights
+    queries = x @ W_q + b_q  # (B, T, key_dim)
+    keys = x @ W_k + b_k  # (B, T, key_dim)
+    values = x @ W_v + b_v  # (B, T, key_dim)
+    key_dim = W_q.shape[-1]
+    scores = np.einsum("btd,bsd->bts", queries, keys) / np.sqrt(key_dim)
+    allowed = None if attention_mask is None else np.broadcast_to(
+        np.asarray(attention_mask, dtype=bool), scores.shape)
+    probabilities = _masked_softmax(scores, allowed)  # (B, T, T)
+    return np.einsum("bts,bsd->btd", probabilities, values), probabilities
+
+
+# --- heads ----------------------------------------------------------------------------
+
+
+def split_heads(x, num_heads):
+    """`(B, T, H * depth)` -> `(B, H, T, depth)`: head h holds features
+    h * depth ... (h + 1) * depth - 1 of every token."""
+    x = np.asarray(x)
+    batch, length, features = x.shape
+    depth = features // int(num_heads)
+    heads = np.empty((batch, int(num_heads), length, depth), dtype=x.dtype)
+    for h in range(int(num_heads)):
+        heads[:, h] = x[:, :, h * depth:(h + 1) * depth]
+    return heads
+
+
+def merge_heads(x):
+    """`(B, H, T, depth)` -> `(B, T, H * depth)`, the inverse of split_heads."""
+    x = np.asarray(x)
+    return np.concatenate([x[:, h] for h in range(x.shape[1])], axis=-1)
+
+
+# --- multi-head attention --------------------------------------------------------
+
+
+def allowed_mask(batch, query_length, key_length, attention_mask=None,
+                 use_causal_mask=False):
+    """Where a query may attend, `(B, T_q, T_k)` bool: the attention mask AND,
+    when asked, the causal mask (query i sees keys j <= i, as Keras does even
+    when T_q != T_k)."""
+    allowed = np.ones((batch, query_length, key_length), dtype=bool)
+    if attention_mask is not None:
+        allowed &= np.broadcast_to(np.asarray(attention_mask, dtype=bool), allowed.shape)
+    if use_causal_mask:
+        rows = np.arange(query_length)[:, None]
+        cols = np.arange(key_length)[None, :]
+        allowed &= cols <= rows
+    return allowed
+
+
+def multi_head_attention(query, value, weights, key=None, attention_mask=None,
+                         use_causal_mask=False):
+    """Multi-head attention in float64 from weights in the Keras layout.
+
+    Args:
+        query: `(B, T_q, d_q)`; value: `(B, T_k, d_v)`; key: `(B, T_k, d_k)`,
+            the value when None.
+        weights: the 8 arrays of ``keras.layers.MultiHeadAttention.get_weights()``
+            (query kernel `(d_q, H, key_dim)`, query bias `(H, key_dim)`, key
+            kernel, key bias, value kernel `(d_v, H, value_dim)`, value bias,
+            output kernel `(H, value_dim, d_q)`, output bias `(d_q,)`), or the 4
+            kernels when the layer has no biases.
+        attention_mask: boolean `(B, T_q, T_k)`, True = may attend.
+        use_causal_mask: also hide keys after the query's position.
+
+    Returns:
+        ``(output (B, T_q, d_q), scores (B, H, T_q, T_k))``; rows with no
+        allowed key get zero weights.
+    """
+    query, value = _float64(query), _float64(value)
+    key = value if key is None else _float64(key)
+    weights = [_float64(w) for w in weights]
+    if len(weights) == 4:
+        W_q, W_k, W_v, W_o = weights
+        b_q = np.zeros(W_q.shape[1:])
+        b_k = np.zeros(W_k.shape[1:])
+        b_v = np.zeros(W_v.shape[1:])
+        b_o = np.zeros(W_o.shape[-1:])
+    else:
+        W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o = weights
+    key_dim = W_q.shape[-1]
+    queries = np.einsum("btd,dhk->bhtk", query, W_q) + b_q[None, :, None, :]
+    keys = np.einsum("bsd,dhk->bhsk", key, W_k) + b_k[None, :, None, :]
+    values = np.einsum("bsd,dhv->bhsv", value, W_v) + b_v[None, :, None, :]
+    scores = np.einsum("bhtk,bhsk->bhts", queries, keys) / np.sqrt(key_dim)
+    allowed = allowed_mask(query.shape[0], query.shape[1], key.shape[1],
+                           attention_mask, use_causal_mask)
+    probabilities = _masked_softmax(scores, allowed[:, None, :, :])
+    context = np.einsum("bhts,bhsv->bthv", probabilities, values)
+    output = np.einsum("bthv,hvd->btd", context, W_o) + b_o
+    return output, probabilities
+
+
+def keras_multi_head_attention(weights, query, value, key=None, *, num_heads, key_dim,
+                               value_dim=None, use_bias=True, attention_mask=None,
+                               use_causal_mask=False):
+    """`keras.layers.MultiHeadAttention` with ``weights`` copied in (set_weights).
+
+    Returns ``(output, scores)`` as NumPy arrays (the explicit path of the Keras
+    layer, which returns its attention probabilities, at inference). Raises
+    whatever ``set_weights`` raises when the shapes do not fit.
+    """
+    import keras
+
+    layer = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
+                                            value_dim=value_dim, use_bias=use_bias)
+    arguments = {"key": key} if key is not None else {}
+    layer(query, value, **arguments)  # builds it
+    layer.set_weights([np.asarray(w, dtype="float32") for w in weights])
+    if attention_mask is not None:
+        arguments["attention_mask"] = np.asarray(attention_mask, dtype=bool)
+    output, scores = layer(query, value, return_attention_scores=True, training=False,
+                           use_causal_mask=use_causal_mask, **arguments)
+    return (np.asarray(keras.ops.convert_to_numpy(output)),
+            np.asarray(keras.ops.convert_to_numpy(scores)))
+
+
+# --- "from scratch" --------------------------------------------------------------------
+
+
+def borrowed_attention_classes(description: dict) -> list[str]:
+    """Classes in a student's layer that make it not "from scratch".
+
+    ``description`` is what ``RemoteObject.describe()`` returns: the class, its
+    bases and every nested sublayer (with bases). Any class defined outside the
+    student's notebook whose path names attention (Keras's MultiHeadAttention,
+    Attention, AdditiveAttention, GroupedQueryAttention, keras_hub's cached
+    attention, torch's MultiheadAttention...) is borrowed.
+    """
+    paths = [description.get("class", ""), *description.get("bases", [])]
+    for sublayer in description.get("sublayers", []):
+        paths += [sublayer.get("class", ""), *sublayer.get("bases", [])]
+    return sorted({path for path in paths
+                   if not path.startswith("__main__.") and "attention" in path.lower()})
+
+
+# --- the same hidden tests under the grader and in the source notebook ----------------
+#
+# Under the grader, student names are proxies (autograder.probe.RemoteObject);
+# when the source notebook runs top to bottom they are the solution's own
+# objects. These three helpers let one hidden test serve both.
+
+
+def _class_path(kind) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def describe(target) -> dict:
+    """``target.describe()`` of a proxy, or the same description of a local object:
+    {"class", "bases", "sublayers": [{"name", "class", "bases"}, ...]}."""
+    from autograder.probe import RemoteObject
+
+    if isinstance(target, RemoteObject):
+        return target.describe()
+    kind = target if isinstance(target, type) else type(target)
+    description = {"class": _class_path(kind),
+                   "bases": [_class_path(base) for base in kind.__mro__[1:]],
+                   "sublayers": []}
+    flatten = getattr(target, "_flatten_layers", None)
+    if callable(flatten) and not isinstance(target, type):
+        for layer in flatten(include_self=False, recursive=True):
+            description["sublayers"].append({
+                "name": getattr(layer, "name", ""),
+                "class": _class_path(type(layer)),
+                "bases": [_class_path(base) for base in type(layer).__mro__[1:]],
+            })
+    return description
+
+
+def tensor(array, like):
+    """``array`` to be passed as a backend tensor to ``like`` (a student name or
+    an object it returned)."""
+    from autograder.probe import RemoteObject, Tensor
+
+    if isinstance(like, RemoteObject):
+        return Tensor(array)
+    from keras import ops
+
+    return ops.convert_to_tensor(array)
+
+
+def raised(make) -> tuple[str | None, str]:
+    """Run ``make()``; return (the name of the exception it raised or None, message)."""
+    import re
+
+    from autograder.probe import StudentCodeError
+
+    try:
+        make()
+    except StudentCodeError as error:
+        match = re.search(r"raised (\w+)", str(error))
+        return (match.group(1) if match else "StudentCodeError"), str(error)
+    except Exception as error:  # noqa: BLE001 - the solution run in place
+        return type(error).__name__, str(error)
+    return None, ""
+
+
+#: For each exercise, the other exercises its solution may call. While the
+#: grader tests the key, each listed name is replaced in the student's kernel
+#: by its stand-in (also during calls on layers that exercise created).
+STAND_INS = {
+    "mha_weight_shapes": [],
+    "SelfAttention": [],
+    "split_heads": [],
+    "merge_heads": [],
+    "MultiHeadAttention": ["split_heads", "merge_heads", "mha_weight_shapes"],
+}
+
+
+_MHA_WEIGHT_SHAPES_SOURCE = '''
+def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
+    """The 8 weight shapes of keras.layers.MultiHeadAttention on d_model inputs."""
+    value_dim = key_dim if value_dim is None else value_dim
+    d, h, k, v = int(d_model), int(num_heads), int(key_dim), int(value_dim)
+    return [(d, h, k), (h, k), (d, h, k), (h, k), (d, h, v), (h, v), (h, v, d), (d,)]
+'''
+
+_SPLIT_HEADS_SOURCE = '''
+def split_heads(x, num_heads):
+    """(B, T, num_heads * depth) -> (B, num_heads, T, depth)."""
+    import numpy as np
+    from keras import ops
+
+    num_heads = int(num_heads)
+    if not isinstance(x, np.ndarray):  # a backend tensor (or a symbolic one)
+        batch, length, features = x.shape
+        batch = -1 if batch is None else batch
+        length = ops.shape(x)[1] if length is None else length
+        x = ops.reshape(x, (batch, length, num_heads, features // num_heads))
+        return ops.transpose(x, (0, 2, 1, 3))
+    batch, length, features = x.shape
+    return x.reshape(batch, length, num_heads, features // num_heads).transpose(0, 2, 1, 3)
+'''
+
+_MERGE_HEADS_SOURCE = '''
+def merge_heads(x):
+    """(B, num_heads, T, depth) -> (B, T, num_heads * depth)."""
+    import numpy as np
+    from keras import ops
+
+    if not isinstance(x, np.ndarray):  # a backend tensor (or a symbolic one)
+        batch, num_heads, length, depth = x.shape
+        batch = -1 if batch is None else batch
+        length = ops.shape(x)[2] if length is None else length
+        x = ops.transpose(x, (0, 2, 1, 3))
+        return ops.reshape(x, (batch, length, num_heads * depth))
+    batch, num_heads, length, depth = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(batch, length, num_heads * depth)
+'''
+
+#: name -> source of a correct, self-contained function with the curriculum
+#: signature, defined in the student's kernel in place of the student's own
+#: while another exercise is tested.
+STAND_IN_SOURCES = {
+    "mha_weight_shapes": _MHA_WEIGHT_SHAPES_SOURCE.strip() + "\n",
+    "split_heads": _SPLIT_HEADS_SOURCE.strip() + "\n",
+    "merge_heads": _MERGE_HEADS_SOURCE.strip() + "\n",
+}
+
+#: exercise -> one sentence shown on the feedback page of a student who lost
+#: its points.
+HINTS = {
+    "mha_weight_shapes": (
+        "Each input projection maps d_model numbers to num_heads vectors of key_dim "
+        "(value_dim for the value), so its kernel is (d_model, num_heads, key_dim) and "
+        "its bias (num_heads, key_dim); the output kernel (num_heads, value_dim, d_model) "
+        "maps them back, and value_dim=None means key_dim."
+    ),
+    "SelfAttention": (
+        "Project the inputs with query_dense, key_dense and value_dense, divide Q K^T by "
+        "sqrt(key_dim), give masked keys (mask False) a large negative score, take the "
+        "softmax over the keys (the last axis) and return weights @ V."
+    ),
+    "split_heads": (
+        "Reshape (B, T, H * depth) to (B, T, H, depth) first, then swap the T and H "
+        "axes with ops.transpose(x, (0, 2, 1, 3)); reshaping straight to "
+        "(B, H, T, depth) gives the right shape with the wrong numbers."
+    ),
+    "merge_heads": (
+        "Undo split_heads in reverse order: transpose (B, H, T, depth) to "
+        "(B, T, H, depth), then reshape to (B, T, H * depth)."
+    ),
+    "MultiHeadAttention": (
+        "Create the 8 weights in build in Keras's order and shapes, project with each "
+        "kernel, scale Q K^T by 1/sqrt(key_dim), combine attention_mask with the causal "
+        "mask (key j <= query i), softmax over the keys, apply dropout to the "
+        "probabilities only when training, and project back with the output kernel "
+        "to the query's size."
+    ),
+}
