@@ -149,9 +149,15 @@ def handle(request_path):
             exec(compile(source, f"<stand-in {name}>", "exec"), namespace)
             patched[name] = user_ns.get(name, _MISSING)
             user_ns[name] = namespace[name]
-        target = _resolve(request["target"], user_ns)
         operation = request["op"]
-        if operation == "call":
+        target = None if operation == "construct" else _resolve(request["target"], user_ns)
+        if operation == "construct":
+            namespace = {}
+            exec(compile(request["source"], "<grader fixture>", "exec"), namespace)
+            args = _decode(request["args"], arrays_in)
+            kwargs = _decode(request["kwargs"], arrays_in)
+            result = namespace[request["attr"]](*args, **kwargs)
+        elif operation == "call":
             args = _decode(request["args"], arrays_in)
             kwargs = _decode(request["kwargs"], arrays_in)
             result = target(*args, **kwargs)

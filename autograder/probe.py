@@ -89,8 +89,19 @@ class StudentKernel:
                                            self.stand_ins_for(name))
 
     # -- the wire ------------------------------------------------------------
+    def construct(self, source: str, name: str, *args, **kwargs) -> "RemoteObject":
+        """Build a grader-written object inside the student's kernel.
+
+        ``source`` (self-contained Python, imports inside) is executed in a
+        fresh namespace there and ``name(*args, **kwargs)`` is returned as a
+        remote object, e.g. a tiny model with hand-set weights to pass to the
+        student's decoding functions.
+        """
+        return self.request("construct", {}, name, {}, attr=name, args=args,
+                            kwargs=kwargs, source=source)
+
     def request(self, op: str, target: dict, label: str, stand_ins: dict,
-                attr: str | None = None, args=(), kwargs=None):
+                attr: str | None = None, args=(), kwargs=None, source: str | None = None):
         arrays: dict[str, np.ndarray] = {}
         number = next(self._counter)
         stem = self.exchange / f"{self._nonce}-{number}"
@@ -101,6 +112,7 @@ class StudentKernel:
             "args": _encode(list(args), arrays),
             "kwargs": _encode(dict(kwargs or {}), arrays),
             "stand_ins": stand_ins,
+            "source": source,
             "answer": str(stem) + ".answer.json",
             "arrays": None,
         }

@@ -113,3 +113,19 @@ def test_a_runaway_call_is_interrupted_and_the_kernel_answers_again(kernel):
         namespace["loops"]()
     doubled, _ = namespace["pair"](np.ones(1))
     assert doubled[0] == 2.0
+
+
+def test_grader_fixtures_are_built_inside_the_student_kernel(kernel):
+    source = textwrap.dedent('''
+        import numpy as np
+        class Fixed:
+            def __init__(self, value):
+                self.value = value
+            def __call__(self, x):
+                return np.asarray(x) * 0 + self.value
+    ''')
+    fixture = kernel.construct(source, "Fixed", 7.0)
+    assert fixture.remote_type == "Fixed"
+    namespace: dict = {}
+    kernel.bind(namespace, ["pair"])
+    np.testing.assert_array_equal(fixture(np.ones(2)), [7.0, 7.0])
