@@ -48,7 +48,7 @@ del __AutograderStudentKernel
 
 
 def construct_in_student_kernel(source, name, *args, **kwargs):
-    """Build a grader-written object (e.g. a tiny model) in the student's kernel."""
+    # Build a grader-written object (e.g. a tiny model) in the student's kernel.
     return __autograder_kernel__.construct(source, name, *args, **kwargs)
 """
 
