@@ -75,7 +75,8 @@ class IsolatedExecute(Execute):
     exercise_names = List(Unicode(), help="Names hidden tests may call.").tag(config=True)
     seed = Unicode("0", help="Secret seed of the hidden tests' inputs.").tag(config=True)
     notebook_timeout = Integer(900, help="Seconds for the whole notebook.").tag(config=True)
-    tests_kernel_python = Unicode("", help="Python of the test kernel (default: this one).").tag(config=True)
+    setup_timeout = Integer(
+        300, help="Seconds for each provided cell before the first answer (imports).").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxKernelManager
@@ -96,6 +97,7 @@ class IsolatedExecute(Execute):
             "cells_run": 0,
         }
         self._stopped = ""
+        self._answers_seen = False
         self._deadline = time.monotonic() + self.notebook_timeout
         started = time.monotonic()
         try:
@@ -131,6 +133,13 @@ class IsolatedExecute(Execute):
         if grade_cell:
             self._run_test_cell(cell)
             return cell, resources
+        if is_solution(cell):
+            self._answers_seen = True
+        timeout = self.timeout
+        if not self._answers_seen and cell.metadata.get("nbgrader", {}).get("locked"):
+            # The provided set-up cells (imports of TensorFlow and friends) are
+            # the instructor's code: a loaded machine must not time them out.
+            self.timeout = max(self.timeout or 0, self.setup_timeout)
         try:
             self._record["cells_run"] += 1
             return super().preprocess_cell(cell, resources, index)
@@ -148,6 +157,8 @@ class IsolatedExecute(Execute):
             cell.outputs.append(_error_output("DeadKernelError", str(error)))
             self._stop(f"{reason} in cell {index}")
             return cell, resources
+        finally:
+            self.timeout = timeout
 
     def _stop(self, reason: str) -> None:
         self._stopped = reason

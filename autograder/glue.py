@@ -130,8 +130,12 @@ def _describe(target):
     return description
 
 
-def handle(request_path):
-    """Serve one request; the answer goes next to the request file."""
+def handle(request_path, user_ns):
+    """Serve one request; the answer goes next to the request file.
+
+    ``user_ns`` is the notebook's namespace (the caller passes its
+    ``globals()``: the request is evaluated as a user expression there).
+    """
     with open(request_path, encoding="utf-8") as handle_:
         request = json.load(handle_)
     answer_path = request["answer"]
@@ -140,8 +144,6 @@ def handle(request_path):
         with numpy.load(request["arrays"], allow_pickle=False) as loaded:
             arrays_in = {key: loaded[key] for key in loaded.files}
     arrays_out = {}
-    shell = get_ipython()  # noqa: F821 - defined in every IPython kernel
-    user_ns = shell.user_ns
     patched = {}
     try:
         for name, source in request.get("stand_ins", {}).items():

@@ -78,6 +78,20 @@ def _failed(student_id: str, lab: Lab, points: dict[str, float], status: str,
                             source_name, exercises, list(notes))
 
 
+def _other_lab(notebook, lab: Lab) -> str | None:
+    """The id of another lab whose answer cells this notebook has, if it has none of ``lab``'s."""
+    from autograder.labs import LABS
+
+    ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+           for cell in notebook.cells}
+    if ids & set(lab.exercises):
+        return None
+    for other in LABS.values():
+        if other.id != lab.id and len(ids & set(other.exercises)) >= 2:
+            return other.id
+    return None
+
+
 def _read_notebook(data: bytes) -> tuple[nbformat.NotebookNode | None, str]:
     """The notebook in ``data``, or None and why it cannot be read."""
     if not data or not data.strip():
@@ -87,13 +101,16 @@ def _read_notebook(data: bytes) -> tuple[nbformat.NotebookNode | None, str]:
     except UnicodeDecodeError:
         return None, "not a notebook: the file is not UTF-8 text; upload the .ipynb"
     try:
-        json.loads(text)
+        parsed = json.loads(text)
     except json.JSONDecodeError as error:
         return None, (
             f"invalid notebook: not complete JSON (line {error.lineno}, column "
             f"{error.colno}: {error.msg}); the file may be cut short: download the "
             f".ipynb again and resubmit"
         )
+    if not isinstance(parsed, dict) or "cells" not in parsed:
+        return None, ("invalid notebook: the file is JSON but not a notebook (no list of "
+                      "cells); upload the .ipynb saved from Jupyter or Colab")
     try:
         notebook = nbformat.reads(text, as_version=4)
     except Exception as error:  # noqa: BLE001 - any parse failure is the student's file
@@ -137,6 +154,11 @@ class Worker:
         if notebook is None:
             return _failed(submission.student_id, self.lab, self.points, problem,
                            submission.source_name, notes)
+        other = _other_lab(notebook, self.lab)
+        if other:
+            return _failed(submission.student_id, self.lab, self.points,
+                           f"wrong notebook: this is {other}'s notebook, not {self.lab.id}'s; "
+                           f"submit {self.lab.notebook}.ipynb", submission.source_name, notes)
         try:
             return self._autograde(submission, notebook, notes)
         except Exception as error:  # noqa: BLE001 - never lose a student to a grader bug

@@ -87,7 +87,7 @@ def normalize(submission, release) -> tuple[nbformat.NotebookNode, list[str]]:
         for cell in reversed(cells):
             if cell.cell_type == "code" and _grade_id(cell) is None \
                     and gid in _defines(cell.source):
-                cell.metadata["nbgrader"] = {}
+                cell.metadata["nbgrader"] = {"grade_id": gid}
                 notes.append(f"answer cell {gid!r} had lost its metadata: found by its definition")
                 present.add(gid)
                 break
@@ -134,6 +134,11 @@ def normalize(submission, release) -> tuple[nbformat.NotebookNode, list[str]]:
             position = {_grade_id(c): i for i, c in enumerate(cells) if _grade_id(c)}
         previous_id = gid
 
+    # 5. Each tests cell runs right after its exercise: after the answer cell
+    #    and the read-only cells that directly follow it in the release.
+    cells, moved = _tests_after_answers(cells, release)
+    notes.extend(f"cell {gid!r} was out of place: moved after its answer" for gid in moved)
+
     repaired = nbformat.v4.new_notebook()
     repaired.metadata = copy.deepcopy(release.metadata)
     used: set[str] = set()
@@ -145,3 +150,33 @@ def normalize(submission, release) -> tuple[nbformat.NotebookNode, list[str]]:
         cell["id"] = cell_id
     repaired.cells = cells
     return repaired, notes
+
+
+def _tests_after_answers(cells, release) -> tuple[list, list[str]]:
+    """Move every tests cell after its answer (and the checks that follow it)."""
+    release_ids = [_grade_id(cell) for cell in release.cells]
+    follows: dict[str, list[str]] = {}
+    for index, gid in enumerate(release_ids):
+        cell = release.cells[index]
+        if gid and cell.metadata["nbgrader"].get("grade") and \
+                not cell.metadata["nbgrader"].get("solution"):
+            before = []
+            for earlier in reversed(release_ids[:index]):
+                if earlier is None:
+                    continue
+                before.append(earlier)
+                if release.cells[release_ids.index(earlier)].metadata["nbgrader"].get("solution"):
+                    break
+            follows[gid] = before          # the answer and the checks after it
+    tests = {_grade_id(c): c for c in cells if _grade_id(c) in follows}
+    rest = [c for c in cells if _grade_id(c) not in follows]
+    moved = []
+    for gid, cell in tests.items():
+        anchors = [i for i, c in enumerate(rest) if _grade_id(c) in follows[gid]]
+        where = max(anchors) + 1 if anchors else len(rest)
+        original = [i for i, c in enumerate(cells) if c is cell][0]
+        previous = cells[original - 1] if original > 0 else None
+        if previous is None or _grade_id(previous) not in follows[gid]:
+            moved.append(gid)
+        rest.insert(where, cell)
+    return rest, sorted(moved)

@@ -27,6 +27,10 @@ from jupyter_client import BlockingKernelClient
 
 from autograder import policy
 
+#: Answers larger than this are refused unread (a student's kernel could
+#: otherwise exhaust the test kernel's memory).
+MAX_ANSWER_BYTES = 256 * 2**20
+
 GLUE_SOURCE = (Path(__file__).with_name("glue.py")).read_text(encoding="utf-8")
 
 
@@ -123,16 +127,23 @@ class StudentKernel:
         Path(request_path).write_text(json.dumps(payload), encoding="utf-8")
         code = (
             "(lambda ns: (exec(compile(%r, '<autograder>', 'exec'), ns), "
-            "ns['handle'](%r)))({})" % (GLUE_SOURCE, request_path)
+            "ns['handle'](%r, globals())))({})" % (GLUE_SOURCE, request_path)
         )
         reply = self._execute(code, label)
         answer_path = Path(payload["answer"])
         if not answer_path.exists():
             content = reply.get("content", {})
+            content = content.get("user_expressions", {}).get("call", content)
             raise StudentCodeError(
                 f"`{label}` could not be run in your notebook's kernel "
                 f"({content.get('ename', 'no answer')}: {content.get('evalue', '')})."
             )
+        for path in (answer_path, Path(str(answer_path) + ".npz")):
+            if path.exists() and path.stat().st_size > MAX_ANSWER_BYTES:
+                raise StudentCodeError(
+                    f"`{label}` returned {path.stat().st_size // 2**20} MiB of data; "
+                    f"the tests expect small arrays."
+                )
         answer = json.loads(answer_path.read_text(encoding="utf-8"))
         if not answer.get("ok"):
             raise StudentCodeError(_describe_failure(label, answer))
@@ -143,8 +154,11 @@ class StudentKernel:
         return _decode(answer["value"], arrays_out, self, label, stand_ins)
 
     def _execute(self, code: str, label: str) -> dict:
-        msg_id = self.client.execute(code, silent=True, store_history=False,
-                                     allow_stdin=False)
+        # Sent as a user expression, not as code: IPython evaluates user
+        # expressions with a plain eval, past the input and AST transformers,
+        # custom exception handlers and execution hooks a notebook may set up.
+        msg_id = self.client.execute("", silent=True, store_history=False,
+                                     user_expressions={"call": code}, allow_stdin=False)
         deadline = time.monotonic() + self.timeout
         while True:
             remaining = deadline - time.monotonic()

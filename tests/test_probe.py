@@ -129,3 +129,20 @@ def test_grader_fixtures_are_built_inside_the_student_kernel(kernel):
     namespace: dict = {}
     kernel.bind(namespace, ["pair"])
     np.testing.assert_array_equal(fixture(np.ones(2)), [7.0, 7.0])
+
+
+def test_calls_pass_by_input_transformers_and_exception_handlers(kernel):
+    client = kernel.client
+    client.execute(
+        "def _strip(lines):\n    return [l for l in lines if 'raise' not in l]\n"
+        "get_ipython().input_transformers_post.append(_strip)\n"
+        "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)",
+        store_history=False)
+    import time
+    time.sleep(1)
+    namespace: dict = {}
+    kernel.bind(namespace, ["pair", "broken"])
+    doubled, _ = namespace["pair"](np.ones(2))
+    assert doubled.tolist() == [2.0, 2.0]
+    with pytest.raises(StudentCodeError, match="ValueError"):
+        namespace["broken"](np.zeros(1))

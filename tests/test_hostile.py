@@ -1,0 +1,83 @@
+"""The hostile suite: every case of tests/hostile/cases.py through the real CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import nbformat
+import pytest
+
+from autograder.sandbox import bubblewrap_works
+from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
+from tests.hostile.cases import cases, write_batch
+
+SECRET = "s3cr3t-token-of-the-grader"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    batch = tmp_path_factory.mktemp("hostile")
+    out = tmp_path_factory.mktemp("hostile_out")
+    secret_paths = [str(out), str(out / "nbgrader" / "gradebook.db"), str(ROOT / "solutions"),
+                    str(ROOT / "autograder" / "references"), str(batch)]
+    write_batch(batch, secret_paths)
+    result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet",
+                     "--seed", "hostile", "--cell-timeout", "15", "--notebook-timeout", "75",
+                     env={"AUTOGRADER_TEST_SECRET": SECRET}, timeout=1500)
+    assert result.returncode == 0, result.stderr[-3000:]
+    grades = {row["student_id"]: row for row in csv.DictReader(open(out / "grades.csv"))}
+    return {"out": out, "grades": grades}
+
+
+def _verdict(case, row) -> tuple[bool, str]:
+    score, status = float(row["score"]), row["status"]
+    got = f"{score:g}, {status[:60]}"
+    ok = True
+    if case.score is not None:
+        ok &= score == case.score
+    if case.at_most is not None:
+        ok &= score <= case.at_most
+    if case.status.endswith("*"):
+        ok &= status.startswith(case.status[:-1])
+    else:
+        ok &= status == case.status
+    ok &= all(word in status for word in case.contains)
+    ok &= float(row["max_score"]) == 10
+    return ok, got
+
+
+@pytest.mark.parametrize("case", cases(), ids=lambda case: case.name)
+def test_hostile_case(graded, case):
+    row = graded["grades"].get(case.student_id)
+    assert row is not None, f"{case.name}: no row in grades.csv (a student was lost)"
+    ok, got = _verdict(case, row)
+    HOSTILE_TABLE.append((case.name, case.group, case.expected(), got, "ok" if ok else "FAIL"))
+    assert ok, f"{case.name} ({case.what}): expected {case.expected()}, got {got}"
+
+
+def test_every_case_has_exactly_one_row(graded):
+    assert sorted(graded["grades"]) == sorted(case.student_id for case in cases())
+
+
+def test_the_sandbox_hid_every_secret(graded):
+    if not bubblewrap_works():
+        pytest.skip("bubblewrap is not available here: isolation is not enforced")
+    notebook = graded["out"] / "nbgrader" / "autograded" / "reads_secrets" / "lab1" / \
+        "lab1_attention.ipynb"
+    text = json.dumps(nbformat.read(notebook, as_version=4))
+    findings = re.search(r"FINDINGS (\{.*?\})\\n", text).group(1)
+    assert findings.count("FileNotFoundError") == 5, findings
+    assert "'network': 'OSError'" in findings or "'network': 'ConnectionError'" in findings \
+        or "Network" in findings or "network': 'OSError" in findings, findings
+    assert "'secret_env': 'absent'" in findings, findings
+    assert "'hidden_source': False" in findings, findings
+    assert "'references': 'ModuleNotFoundError'" in findings, findings
+    assert SECRET not in text
+
+
+def test_feedback_shows_no_secret_and_no_hidden_source(graded):
+    for page in (graded["out"] / "feedback").glob("*.html"):
+        text = page.read_text()
+        assert SECRET not in text and "BEGIN HIDDEN" not in text and "assert_close(" not in text
