@@ -1,0 +1,962 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 3 — Positional embeddings
+#
+# Self-attention compares every token with every other token, but nothing in it
+# says which token comes first: shuffle a sentence and the outputs shuffle the
+# same way. The Transformer fixes this by adding a vector that depends on the
+# position to each token's embedding. In this lab you build:
+#
+# 1. `positional_encoding`: the paper's fixed sinusoidal table;
+# 2. `PositionalEmbedding`: a Keras layer, token embedding times
+#    $\sqrt{d_{model}}$ plus that table, with a padding mask;
+# 3. `LearnedPositionalEmbedding`: the other option, one learned vector per
+#    position.
+#
+# Along the way you see that attention without positions is blind to word order,
+# reproduce the lecture's table for $d_{model} = 6$ and embed the lecture's
+# toy question "how are you".
+#
+# **Time:** about 60 minutes.
+#
+# **How to work.** Run the cells from top to bottom. Replace each
+# `raise NotImplementedError()` with your code, then run the check cell below it.
+# A check prints `✓` when it passes. Hidden tests on other inputs grade your
+# notebook, so a passing check is necessary, not sufficient. Read-only cells
+# (setup, checks, demos) are locked.
+
+# %% nbgrader="locked" grade_id="colab_setup"
+# Colab only: installs this lab's helpers (pinned). Does nothing anywhere else.
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and importlib.util.find_spec("labkit") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{{LABKIT_REQUIREMENT}}"], check=True)
+
+# %% nbgrader="locked" grade_id="setup"
+import math
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quieter TensorFlow start-up
+
+import numpy as np
+import keras
+from keras import ops
+import matplotlib.pyplot as plt
+
+import labkit
+from labkit import checks, plots
+
+# Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
+# tolerances hold on any machine.
+precision = labkit.configure_precision()
+np.set_printoptions(precision=4, suppress=True)
+print(f"Keras {keras.__version__}, backend {keras.config.backend()}, {precision}")
+
+# %% [markdown]
+# ## 1. Self-attention does not see word order
+#
+# Self-attention builds each output as a weighted sum over all tokens, with
+# weights that depend only on the token vectors themselves. Permute the input
+# tokens and every score, weight and output is permuted the same way: the layer
+# is **permutation equivariant**,
+#
+# $$\operatorname{SelfAttention}(P X) = P\, \operatorname{SelfAttention}(X)$$
+#
+# for any permutation matrix $P$. So "dog bites man" and "man bites dog" give
+# the same three output vectors, only listed in another order. The cell below
+# checks it on a `keras.layers.MultiHeadAttention` with random weights.
+
+# %% nbgrader="locked" grade_id="demo_permutation"
+demo_rng = np.random.default_rng(0)
+tokens = ["I", "like", "this", "NLP", "class", "a", "lot"]
+embeddings = demo_rng.normal(size=(1, len(tokens), 8)).astype("float32")  # (B, T, d_model)
+attention = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4, seed=0)
+
+permutation = demo_rng.permutation(len(tokens))  # a shuffled word order
+shuffled_tokens = [tokens[i] for i in permutation]
+output, scores = attention(embeddings, embeddings, return_attention_scores=True)
+shuffled_output, shuffled_scores = attention(embeddings[:, permutation],
+                                             embeddings[:, permutation],
+                                             return_attention_scores=True)
+output, shuffled_output = checks.to_numpy(output), checks.to_numpy(shuffled_output)
+
+print("shuffled sentence:", " ".join(shuffled_tokens))
+print("largest |output(shuffled) - shuffled(output)|:",
+      np.abs(shuffled_output - output[:, permutation]).max())  # float32 rounding only
+
+figure, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+plots.heatmap(checks.to_numpy(scores)[0, 0], tokens, tokens, "head 1, original order",
+              ax=axes[0], annotate=False)
+plots.heatmap(checks.to_numpy(shuffled_scores)[0, 0], shuffled_tokens, shuffled_tokens,
+              "head 1, shuffled tokens", ax=axes[1], annotate=False)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The two heat maps hold the same numbers: each cell follows its pair of words
+# wherever the shuffle puts them. The fix is to make each input vector depend on
+# its position as well as on its token: add a **positional vector** $PE(pos)$ to
+# the embedding of the token at position $pos$.
+
+# %% [markdown]
+# ## 2. The sinusoidal table
+#
+# The paper uses a fixed table with one row per position and one column per
+# dimension. Columns come in pairs $(2i, 2i+1)$ that share a frequency: a sine in
+# the even column, a cosine in the odd one,
+#
+# $$PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right), \qquad
+#   PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right).$$
+#
+# The exponent is $2i/d$, where $2i$ is the index of the pair's **even** column, so
+# both columns of a pair use the same angle. Write
+# `positional_encoding(length, depth)`, returning a float32 array
+# `(length, depth)`. An odd `depth` must work: the last column is then a sine
+# without its cosine. NumPy is fine here (compute in float64, cast at the end).
+
+# %% nbgrader="solution" grade_id="positional_encoding"
+def positional_encoding(length, depth):
+    """The sinusoidal positional table of Vaswani et al. (2017).
+
+    Args:
+        length: number of positions (rows), 0 .. length - 1.
+        depth: number of dimensions (columns); may be odd.
+
+    Returns:
+        A float32 array `(length, depth)`: column 2i holds
+        sin(pos / 10000^(2i / depth)), column 2i + 1 the cosine of the same angle.
+    """
+    ### BEGIN SOLUTION
+    positions = np.arange(length, dtype=np.float64)[:, np.newaxis]  # (length, 1)
+    pair_starts = np.arange(0, depth, 2, dtype=np.float64)  # 2i: (ceil(depth / 2),)
+    angles = positions / np.power(10000.0, pair_starts / depth)  # (length, ceil(depth / 2))
+    table = np.zeros((length, depth), dtype=np.float64)
+    table[:, 0::2] = np.sin(angles)  # even columns
+    table[:, 1::2] = np.cos(angles[:, : depth // 2])  # odd columns (one fewer if depth is odd)
+    return table.astype(np.float32)
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_positional_encoding"
+# Visible check: the lecture's table for d_model = 6 and positions 0, 1, 2
+# (shown there rounded to two decimals), here to six decimals.
+lecture_table = positional_encoding(3, 6)
+checks.check_close(lecture_table,
+                   [[0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
+                    [0.841471, 0.540302, 0.046399, 0.998923, 0.002154, 0.999998],
+                    [0.909297, -0.416147, 0.092699, 0.995694, 0.004309, 0.999991]],
+                   "positional_encoding(3, 6) (the lecture's table)", atol=2e-6,
+                   hint="row 1, columns 0 and 1 are sin(1) and cos(1); columns 2 and 3 "
+                        "share the angle 1 / 10000^(2/6) = 0.0464.")
+checks.check_true(checks.to_numpy(lecture_table).dtype == np.float32,
+                  "positional_encoding returns float32",
+                  f"the dtype is {checks.to_numpy(lecture_table).dtype}",
+                  hint="end with .astype(np.float32) (or ops.cast(..., 'float32')).")
+checks.check_close(positional_encoding(2, 5),
+                   [[0.0, 1.0, 0.0, 1.0, 0.0],
+                    [0.841471, 0.540302, 0.025116, 0.999685, 0.000631]],
+                   "positional_encoding(2, 5) (odd depth: the last column is a sine)",
+                   atol=2e-6,
+                   hint="with depth 5 the angles use the exponents 0, 0, 2/5, 2/5, 4/5.")
+
+# %% nbgrader="tests" grade_id="test_positional_encoding" points=3
+# Hidden tests of `positional_encoding` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_positional_encoding():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab3 as reference
+
+    def mistakes(length, depth):
+        """Tables that common mistakes produce, with what to tell the student."""
+        positions = np.arange(length, dtype=np.float64)[:, None]
+        columns = np.arange(depth)[None, :]
+        pairs = columns - columns % 2
+        guesses = []
+        for exponent, hint in [(columns, "the exponent uses the column index; both "
+                                         "columns of a pair use 2i / depth, where 2i is "
+                                         "the even column"),
+                               (columns // 2, "the exponent looks like i / depth; it is "
+                                              "2i / depth")]:
+            angles = positions / 10000.0 ** (exponent / depth)
+            guesses.append((np.where(columns % 2 == 0, np.sin(angles), np.cos(angles)), hint))
+        angles = positions / 10000.0 ** (pairs / depth)
+        guesses.append((np.where(columns % 2 == 0, np.cos(angles), np.sin(angles)),
+                        "sine and cosine are swapped: the sine goes in the even columns"))
+        if depth % 2 == 0:
+            guesses.append((reference.concatenated_positional_encoding(length, depth),
+                            "the columns are laid out [sin | cos]; interleave them: sine "
+                            "in column 2i, cosine in column 2i + 1"))
+        return guesses
+
+    def check(length, depth, atol=None, keywords=False):
+        what = f"positional_encoding({length}, {depth})"
+        table = (positional_encoding(length=length, depth=depth) if keywords
+                 else positional_encoding(length, depth))
+        table = assert_shape(as_array(table, what), (length, depth), what)
+        assert_true(table.dtype == np.float32,
+                    f"{what}: the dtype is {table.dtype}, expected float32; cast the "
+                    "table with .astype(np.float32) or ops.cast(..., 'float32').")
+        expected = reference.positional_encoding(length, depth)
+        values = table.astype(np.float64)
+        if np.all(np.isfinite(values)) and not np.allclose(values, expected,
+                                                           rtol=1e-4, atol=1e-4):
+            for guess, hint in mistakes(length, depth):
+                assert_true(not np.allclose(values, guess, rtol=1e-4, atol=1e-4),
+                            f"{what}: {hint}.")
+        assert_close(table, expected, what, atol=atol)
+
+    check(3, 6)  # the lecture's table
+    r = rng("positional_encoding")
+    sizes = [(1, 4), (10, 7), (25, 16), (8, 1), (12, 2),
+             (int(r.integers(20, 60)), int(2 * r.integers(4, 20) + 1)),
+             (int(r.integers(20, 60)), int(2 * r.integers(4, 20)))]
+    for length, depth in sizes:
+        check(length, depth)
+    check(9, 12, keywords=True)
+    # A long table: float32 rounding of angles near 2000 rad allows ~1e-4.
+    check(2048, 64, atol=5e-4)
+
+
+_hidden_test_positional_encoding()
+del _hidden_test_positional_encoding
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Each column is a wave over the positions: the first pair turns once every
+# $2\pi \approx 6.3$ positions, the last pairs barely move over thousands. Read a
+# row as the position written in many "clock hands" of different speeds. The left
+# plot shows the table for 50 positions and $d = 64$; the right one the dot
+# product $PE(p) \cdot PE(q)$ between every pair of positions: it is largest on
+# the diagonal and falls off as $|p - q|$ grows, so nearby positions have
+# similar vectors. It depends only on $p - q$ (a sum of $\cos(\omega (p - q))$
+# terms), which is why the stripes run parallel to the diagonal.
+
+# %% nbgrader="locked" grade_id="demo_positional_encoding"
+table = checks.to_numpy(positional_encoding(50, 64))  # (positions, depth)
+similarity = table @ table.T  # (positions, positions)
+
+figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+plots.heatmap(table, title="PE: 50 positions, depth 64", ax=left, annotate=False,
+              vmin=-1.0, vmax=1.0, cmap="RdBu")
+left.set(xlabel="dimension (column)", ylabel="position")
+left.set_xticks(range(0, 64, 8))
+left.set_yticks(range(0, 50, 5))
+plots.heatmap(similarity, title="PE(p) . PE(q)", ax=right, annotate=False,
+              vmin=float(similarity.min()), cmap="viridis")
+right.set(xlabel="position q", ylabel="position p")
+right.set_xticks(range(0, 50, 5))
+right.set_yticks(range(0, 50, 5))
+plt.tight_layout()
+plt.show()
+print("PE(20) . PE(q) for q = 18 .. 22:", similarity[20, 18:23].round(1),
+      " and for q = 45:", similarity[20, 45].round(1))
+
+# %% [markdown]
+# **Another layout, the same information.** The TensorFlow tutorial on
+# Transformers computes the same $d/2$ angles but writes the table as
+# $[\sin \mid \cos]$: all the sines in the first half of the columns, then all the
+# cosines. Its column $j$ is our column $2j$ and its column $d/2 + j$ is our
+# column $2j + 1$, so the two tables differ by a fixed permutation of the columns.
+# That permutation changes nothing a model can use: dot products between
+# positions (the right plot above) are the same, and the layers that read the
+# vectors are learned, so the first projection simply learns its rows in the
+# other order. What matters is to use one layout consistently, in training and
+# at inference. The cell below checks both claims.
+
+# %% nbgrader="locked" grade_id="demo_layouts"
+interleaved = checks.to_numpy(positional_encoding(50, 64))
+concatenated = np.concatenate([interleaved[:, 0::2], interleaved[:, 1::2]], axis=-1)
+columns = np.concatenate([np.arange(0, 64, 2), np.arange(1, 64, 2)])  # the permutation
+print("[sin | cos] is a column permutation:", np.array_equal(concatenated, interleaved[:, columns]))
+print("same dot products between positions:",
+      np.allclose(concatenated @ concatenated.T, interleaved @ interleaved.T, atol=1e-4))
+
+# %% [markdown]
+# ## 3. A layer: token embedding plus positions
+#
+# The Transformer's input layer looks each token id up in a learned table
+# (`keras.layers.Embedding`), multiplies the vectors by $\sqrt{d_{model}}$ (section
+# 3.4 of the paper: it keeps the token part from being drowned by the positional
+# part, whose entries are of size 1) and adds the first $T$ rows of the
+# sinusoidal table:
+#
+# $$x_{pos} = \sqrt{d_{model}}\; E[\text{token}_{pos}] + PE(pos).$$
+#
+# Write `PositionalEmbedding(vocab_size, d_model, max_length=2048,
+# mask_zero=True)`:
+#
+# - `__init__`: store each argument under its own name; create the sublayer
+#   `self.token_embedding` (an `Embedding` of `vocab_size` rows of size
+#   `d_model`); compute the table with your `positional_encoding(max_length,
+#   d_model)` once and keep it as a constant tensor (`ops.convert_to_tensor`).
+#   It is **not** a weight: the layer's only weight is the token table.
+# - `build`: build `token_embedding`, so the weights exist after `build`.
+# - `call`: token vectors times $\sqrt{d_{model}}$, plus the first $T$ rows of the
+#   table, where `T = ops.shape(token_ids)[1]`.
+# - `compute_mask`: `token_ids != 0` when `mask_zero` (id 0 is padding), else
+#   `None`. Keras hands this mask to the layers that follow.
+# - `get_config`: add the four arguments to the base config.
+#
+# The arguments are checked for you (a bad value is a `ValueError` at once), and
+# `compute_output_shape` is given (it tells Keras the output shape without running
+# `call`). Use `keras.ops` only, so the layer runs on TensorFlow, JAX and PyTorch.
+
+# %% nbgrader="locked" grade_id="argument_checks"
+def require_positive_integers(layer_name, **arguments):
+    """Raise a clear ValueError for each argument that is not a positive integer."""
+    for name, value in arguments.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(
+                f"Received an invalid value for argument `{name}` of {layer_name}, "
+                f"expected a positive integer. Received: {name}={value!r}"
+            )
+
+
+# %% nbgrader="solution" grade_id="PositionalEmbedding"
+class PositionalEmbedding(keras.layers.Layer):
+    """Token embedding scaled by sqrt(d_model), plus the sinusoidal table.
+
+    The input layer of the Transformer's encoder and decoder: each token id
+    becomes a learned vector, multiplied by sqrt(d_model), to which the fixed
+    sinusoidal vector of its position is added. The sinusoidal table is a
+    constant, not a weight: the layer's only weight is the token table
+    `(vocab_size, d_model)`. Id 0 is padding: with `mask_zero=True` the layer
+    returns the mask `token_ids != 0`, which Keras passes on to the layers that
+    follow.
+
+    Args:
+        vocab_size: number of token ids; ids are 0 .. vocab_size - 1.
+        d_model: size of each output vector.
+        max_length: number of positions the sinusoidal table covers.
+        mask_zero: whether id 0 is padding, masked in `compute_mask`.
+        **kwargs: standard layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        token_ids: integer tensor `(B, T)` with T <= max_length.
+
+    Returns:
+        A float tensor `(B, T, d_model)`.
+
+    Example:
+
+    >>> layer = PositionalEmbedding(vocab_size=11, d_model=6)
+    >>> tuple(layer(np.array([[5, 8, 9]])).shape)
+    (1, 3, 6)
+
+    References:
+        Vaswani et al., 2017, "Attention Is All You Need", sections 3.4 and 3.5.
+    """
+
+    def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
+                                  d_model=d_model, max_length=max_length)
+        ### BEGIN SOLUTION
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_length = max_length
+        self.mask_zero = mask_zero
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model,
+                                                      name="token_embedding")
+        # A constant, not a weight: (max_length, d_model).
+        self.positional_table = ops.convert_to_tensor(
+            positional_encoding(max_length, d_model), dtype="float32")
+        ### END SOLUTION
+
+    def build(self, input_shape):
+        ### BEGIN SOLUTION
+        self.token_embedding.build(input_shape)
+        ### END SOLUTION
+
+    def call(self, token_ids):
+        ### BEGIN SOLUTION
+        length = ops.shape(token_ids)[1]
+        token_vectors = self.token_embedding(token_ids)  # (B, T, d_model)
+        token_vectors = token_vectors * ops.cast(math.sqrt(self.d_model), token_vectors.dtype)
+        # Rows 0 .. T-1, also when T is only known at run time: (T, d_model).
+        positions = ops.take(self.positional_table, ops.arange(length), axis=0)
+        positions = ops.cast(positions, token_vectors.dtype)
+        return token_vectors + positions  # (B, T, d_model), broadcast over B
+        ### END SOLUTION
+
+    def compute_output_shape(self, input_shape):
+        # Provided: (B, T) -> (B, T, d_model), so that Keras need not trace `call`
+        # to learn the output shape (in a model built on keras.Input).
+        return (*input_shape, self.d_model)
+
+    def compute_mask(self, token_ids, mask=None):
+        ### BEGIN SOLUTION
+        if not self.mask_zero:
+            return None
+        return ops.not_equal(token_ids, 0)  # (B, T), True for real tokens
+        ### END SOLUTION
+
+    def get_config(self):
+        config = super().get_config()
+        ### BEGIN SOLUTION
+        config.update({"vocab_size": self.vocab_size, "d_model": self.d_model,
+                       "max_length": self.max_length, "mask_zero": self.mask_zero})
+        ### END SOLUTION
+        return config
+
+
+# %% nbgrader="locked" grade_id="check_PositionalEmbedding"
+# Visible check: the lecture's sizes (11 token ids, d_model = 6) and "how are you"
+# followed by two padding ids.
+layer = PositionalEmbedding(vocab_size=11, d_model=6)
+checks.check_true((layer.vocab_size, layer.d_model, layer.max_length, layer.mask_zero)
+                  == (11, 6, 2048, True),
+                  "PositionalEmbedding stores its arguments",
+                  hint="keep each argument in an attribute of the same name (self.d_model, ...).")
+layer.build((None, 5))
+checks.check_true([tuple(w.shape) for w in layer.weights] == [(11, 6)],
+                  "PositionalEmbedding: after build, one weight, the token table (11, 6)",
+                  f"the weights have shapes {[tuple(w.shape) for w in layer.weights]}",
+                  hint="build token_embedding in build; keep the sinusoidal table a "
+                       "constant tensor, not a weight.")
+token_ids = np.array([[5, 8, 9, 0, 0]])
+output = checks.check_shape(layer(token_ids), (1, 5, 6), "PositionalEmbedding output")
+token_table = layer.token_embedding.get_weights()[0]  # (11, 6), random at first
+expected = np.sqrt(6) * token_table[token_ids[0]] + np.array(
+    [[0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
+     [0.841471, 0.540302, 0.046399, 0.998923, 0.002154, 0.999998],
+     [0.909297, -0.416147, 0.092699, 0.995694, 0.004309, 0.999991],
+     [0.141120, -0.989992, 0.138798, 0.990321, 0.006463, 0.999979],
+     [-0.756802, -0.653644, 0.184599, 0.982814, 0.008618, 0.999963]])
+checks.check_close(output[0], expected,
+                   "PositionalEmbedding: sqrt(6) * token vectors + the table's rows 0..4",
+                   atol=2e-5,
+                   hint="multiply the token vectors by sqrt(d_model), then add the "
+                        "first T rows of the sinusoidal table.")
+checks.check_close(layer.compute_mask(token_ids), [[True, True, True, False, False]],
+                   "PositionalEmbedding.compute_mask (id 0 is padding)",
+                   hint="return ops.not_equal(token_ids, 0) when mask_zero.")
+checks.check_true(PositionalEmbedding(11, 6, mask_zero=False).compute_mask(token_ids) is None,
+                  "compute_mask is None with mask_zero=False")
+config = layer.get_config()
+clone = PositionalEmbedding.from_config(config)
+checks.check_true({key: config.get(key) for key in ("vocab_size", "d_model", "max_length",
+                                                    "mask_zero")}
+                  == {"vocab_size": 11, "d_model": 6, "max_length": 2048, "mask_zero": True}
+                  and clone.d_model == 6,
+                  "get_config() / from_config() round trip",
+                  hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
+
+# %% nbgrader="tests" grade_id="test_PositionalEmbedding" points=4
+# Hidden tests of `PositionalEmbedding` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_PositionalEmbedding():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab3 as reference
+
+    r = rng("PositionalEmbedding")
+
+    def class_names(target):
+        """Class and base classes of a student object (remote or, outside grading, local)."""
+        from autograder.probe import RemoteObject
+
+        if isinstance(target, RemoteObject):
+            described = target.describe()
+            return [described["class"]] + described["bases"]
+        return [f"{kind.__module__}.{kind.__qualname__}" for kind in type(target).__mro__]
+
+    def shapes(weights):
+        return [tuple(np.shape(weight)) for weight in weights]
+
+    # Arguments stored under their own names (defaults included).
+    layer = PositionalEmbedding(vocab_size=11, d_model=6)
+    for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 2048),
+                        ("mask_zero", True)]:
+        stored = getattr(layer, name)
+        assert_true(stored == value,
+                    f"PositionalEmbedding(vocab_size=11, d_model=6).{name} is {stored!r}, "
+                    f"expected {value!r}: store each constructor argument under its own name.")
+    classes = class_names(layer.token_embedding)
+    assert_true(any(path.endswith(".Embedding") for path in classes),
+                f"PositionalEmbedding.token_embedding is a {classes[0]}, expected a "
+                "keras.layers.Embedding.")
+
+    # Weights: created in build; the token table is the only one.
+    layer.build((None, 5))
+    built = shapes(layer.weights)
+    assert_true(len(built) > 0,
+                "PositionalEmbedding(vocab_size=11, d_model=6).build((None, 5)) created no "
+                "weight: build token_embedding in build.")
+    assert_true(built == [(11, 6)],
+                f"PositionalEmbedding(vocab_size=11, d_model=6) has weights of shapes {built} "
+                "after build; expected exactly one, the token table (11, 6). The sinusoidal "
+                "table is a constant, not a weight.")
+
+    cases = [(11, 6, None, 2, 5), (40, 16, 64, 3, 12), (25, 7, 30, 2, 30), (9, 33, None, 1, 9)]
+    for vocab_size, d_model, max_length, batch, length in cases:
+        arguments = {"vocab_size": vocab_size, "d_model": d_model}
+        if max_length is not None:
+            arguments["max_length"] = max_length
+        what = "PositionalEmbedding(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+        layer = PositionalEmbedding(**arguments)
+        token_ids = r.integers(1, vocab_size, size=(batch, length)).astype("int32")
+        token_ids[0, length // 2:] = 0  # padding at the end of the first sequence
+        assert_shape(layer(token_ids), (batch, length, d_model),
+                     f"{what} on token ids {token_ids.shape}")
+        trainable = shapes(layer.trainable_weights)
+        assert_true(trainable == [(vocab_size, d_model)],
+                    f"{what}: the trainable weights have shapes {trainable}, expected only "
+                    f"the token table {(vocab_size, d_model)}; the sinusoidal table must not "
+                    "be trainable.")
+        others = shapes(layer.non_trainable_weights)
+        assert_true(others == [],
+                    f"{what}: non-trainable weights of shapes {others}; keep the sinusoidal "
+                    "table as a constant tensor, not a weight.")
+        # Grader-chosen token vectors, larger than the initial ones.
+        layer.token_embedding.set_weights(
+            [r.normal(size=(vocab_size, d_model)).astype("float32")])
+        token_table = as_array(layer.token_embedding.get_weights()[0], f"{what}: token table")
+        output = as_array(layer(token_ids), f"{what} output")
+        expected = reference.positional_embedding(token_ids, token_table)
+        values = output.astype(np.float64)
+        if values.shape == expected.shape and np.all(np.isfinite(values)) and \
+                not np.allclose(values, expected, rtol=1e-4, atol=1e-4):
+            tokens = token_table.astype(np.float64)[token_ids]
+            table = reference.positional_encoding(length, d_model)
+            for guess, hint in [
+                (tokens + table, "the token vectors are not multiplied by sqrt(d_model)"),
+                (tokens * d_model + table, "the token vectors are multiplied by d_model; "
+                                           "multiply by sqrt(d_model)"),
+                (tokens * np.sqrt(d_model), "the positional table is not added"),
+                ((tokens + table) * np.sqrt(d_model),
+                 "the positional table is scaled too; only the token vectors are "
+                 "multiplied by sqrt(d_model)"),
+            ]:
+                assert_true(not np.allclose(values, guess, rtol=1e-4, atol=1e-4),
+                            f"{what}: {hint}.")
+        assert_close(output, expected, f"{what} on token ids {token_ids.shape}")
+        mask = layer.compute_mask(token_ids)
+        assert_true(mask is not None,
+                    f"{what}.compute_mask returned None; with mask_zero=True it returns "
+                    "token_ids != 0.")
+        mask = assert_shape(as_array(mask, f"{what}.compute_mask"), token_ids.shape,
+                            f"{what}.compute_mask")
+        assert_true(np.array_equal(mask.astype(bool), reference.padding_mask(token_ids)),
+                    f"{what}.compute_mask: expected True for real tokens and False where "
+                    "the id is 0 (padding).")
+
+    # No mask when mask_zero=False.
+    layer = PositionalEmbedding(vocab_size=11, d_model=6, mask_zero=False)
+    token_ids = np.array([[5, 8, 9, 0]], dtype="int32")
+    assert_true(layer.compute_mask(token_ids) is None,
+                "PositionalEmbedding(vocab_size=11, d_model=6, mask_zero=False).compute_mask "
+                "must return None.")
+
+    # get_config() / from_config() round trip.
+    layer = PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, mask_zero=False)
+    config = layer.get_config()
+    expected_config = {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False}
+    stored = {key: config.get(key, "(missing)") for key in expected_config}
+    assert_true(stored == expected_config,
+                f"PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
+                f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
+    clone = PositionalEmbedding.from_config(config)
+    restored = {key: getattr(clone, key) for key in expected_config}
+    assert_true(restored == expected_config,
+                f"PositionalEmbedding.from_config(config) has the arguments {restored}, "
+                f"expected {expected_config}.")
+    assert_shape(clone(np.array([[1, 2, 3]], dtype="int32")), (1, 3, 10),
+                 "the layer made by from_config, on token ids (1, 3)")
+
+
+_hidden_test_PositionalEmbedding()
+del _hidden_test_PositionalEmbedding
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **The lecture's worked example.** The toy vocabulary is <SOS>=0, <EOS>=1,
+# <PAD>=2, am=3, fine=4, how=5, i=6, about=7, are=8, you=9, yourself=10, so
+# "how are you" is `[5, 8, 9]`. The lecture gives each of the three words a
+# 6-dimensional embedding and adds the table you computed, without any scaling.
+# The cell below redoes that addition (up to rounding in the second decimal), then
+# runs your layer with the same three vectors in its token table: the layer
+# multiplies them by $\sqrt{6} \approx 2.449$ before adding the table.
+#
+# One difference to keep in mind: our layers treat id **0** as padding, while
+# this vocabulary uses 0 for <SOS> and 2 for <PAD>. With `mask_zero=True` the
+# <SOS> token would be masked out, so with these layers renumber the vocabulary
+# so that <PAD> is 0 (lab 5 does).
+
+# %% nbgrader="locked" grade_id="demo_toy_vocabulary"
+vocabulary = ["<SOS>", "<EOS>", "<PAD>", "am", "fine", "how", "i", "about", "are",
+              "you", "yourself"]
+how_are_you = np.array([[vocabulary.index(word) for word in ["how", "are", "you"]]])
+print("how are you ->", how_are_you[0])  # [5 8 9]
+lecture_embeddings = np.array([[-0.25, 0.86, -1.38, -0.87, -0.22, 1.72],   # how
+                               [-0.91, -0.66, 2.22, 0.52, 0.35, -0.20],    # are
+                               [-1.05, 1.28, 0.15, 0.23, 0.06, 0.43]])     # you
+with_positions = lecture_embeddings + checks.to_numpy(positional_encoding(3, 6))
+print("lecture: embedding + PE\n", with_positions.round(2))
+
+toy_layer = PositionalEmbedding(vocab_size=len(vocabulary), d_model=6)
+toy_layer.build((None, 3))
+toy_table = np.zeros((len(vocabulary), 6), dtype="float32")
+toy_table[how_are_you[0]] = lecture_embeddings
+toy_layer.token_embedding.set_weights([toy_table])
+print("PositionalEmbedding: sqrt(6) * embedding + PE\n",
+      checks.to_numpy(toy_layer(how_are_you))[0].round(2))
+
+# %% [markdown]
+# **Positions break the symmetry.** Feed the attention layer of section 1 with
+# the output of a `PositionalEmbedding` instead of bare token vectors: the same
+# words in another order now get different vectors, so shuffling the sentence
+# changes the outputs by much more than rounding.
+
+# %% nbgrader="locked" grade_id="demo_order_matters"
+sentence = np.array([[5, 8, 9]])  # how are you
+reordered = sentence[:, [2, 0, 1]]  # you how are
+embed = PositionalEmbedding(vocab_size=11, d_model=8)
+attention = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4, seed=0)
+outputs = {}
+for name, ids in [("how are you", sentence), ("you how are", reordered)]:
+    vectors = embed(ids)
+    outputs[name] = checks.to_numpy(attention(vectors, vectors))
+difference = np.abs(outputs["you how are"][:, [1, 2, 0]] - outputs["how are you"]).max()
+print("largest |output(shuffled) - shuffled(output)| with positions:", difference)
+
+# %% [markdown]
+# ## 4. Learned positional embeddings
+#
+# The other common choice (BERT, GPT-2) learns the positional vectors: a second
+# `Embedding` whose row $pos$ is the vector of position $pos$,
+#
+# $$x_{pos} = E[\text{token}_{pos}] + P[pos],$$
+#
+# with no scaling here. It costs `max_length * d_model` parameters and knows
+# nothing about positions it never saw in training; in particular it has no row
+# for a position past `max_length`. Write
+# `LearnedPositionalEmbedding(vocab_size, d_model, max_length, mask_zero=True)`
+# with the sublayers `token_embedding` and `position_embedding` (`max_length`
+# rows), both built in `build`. In `call`, look up the positions
+# `0 .. T-1` (`ops.arange(T)`, not the token ids) and add them to the token
+# vectors. When `T` is known (a Python `int`) and larger than `max_length`,
+# raise a `ValueError` that says so: looking up a missing row is an error on
+# some backends and silently wrong on others. `compute_mask` and `get_config`
+# work as in `PositionalEmbedding`.
+
+# %% nbgrader="solution" grade_id="LearnedPositionalEmbedding"
+class LearnedPositionalEmbedding(keras.layers.Layer):
+    """Token embedding plus a learned embedding of each position.
+
+    Each token id and each position 0 .. max_length - 1 has its own learned
+    vector; the output is their sum, without scaling (as in BERT and GPT-2).
+    The layer has two weights, the token table `(vocab_size, d_model)` and the
+    position table `(max_length, d_model)`. A sequence longer than `max_length`
+    has no position vector: `call` raises a ValueError when its length is known.
+    Id 0 is padding: with `mask_zero=True` the layer returns the mask
+    `token_ids != 0`.
+
+    Args:
+        vocab_size: number of token ids; ids are 0 .. vocab_size - 1.
+        d_model: size of each output vector.
+        max_length: number of positions, the rows of the position table.
+        mask_zero: whether id 0 is padding, masked in `compute_mask`.
+        **kwargs: standard layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        token_ids: integer tensor `(B, T)` with T <= max_length.
+
+    Returns:
+        A float tensor `(B, T, d_model)`.
+
+    Example:
+
+    >>> layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)
+    >>> tuple(layer(np.array([[5, 8, 9]])).shape)
+    (1, 3, 6)
+
+    References:
+        Vaswani et al., 2017, "Attention Is All You Need", section 3.5 (learned
+        positional embeddings, table 3 row E).
+    """
+
+    def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
+                                  d_model=d_model, max_length=max_length)
+        ### BEGIN SOLUTION
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_length = max_length
+        self.mask_zero = mask_zero
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model,
+                                                      name="token_embedding")
+        self.position_embedding = keras.layers.Embedding(max_length, d_model,
+                                                         name="position_embedding")
+        ### END SOLUTION
+
+    def build(self, input_shape):
+        ### BEGIN SOLUTION
+        self.token_embedding.build(input_shape)
+        self.position_embedding.build((input_shape[-1],))
+        ### END SOLUTION
+
+    def call(self, token_ids):
+        ### BEGIN SOLUTION
+        length = ops.shape(token_ids)[1]
+        if isinstance(length, int) and length > self.max_length:
+            raise ValueError(
+                f"LearnedPositionalEmbedding received a sequence of length {length}, "
+                f"longer than max_length={self.max_length}: there is no learned vector "
+                f"for positions past {self.max_length - 1}. Pass shorter sequences or "
+                f"build the layer with a larger max_length."
+            )
+        token_vectors = self.token_embedding(token_ids)  # (B, T, d_model)
+        position_vectors = self.position_embedding(ops.arange(length))  # (T, d_model)
+        return token_vectors + position_vectors  # (B, T, d_model), broadcast over B
+        ### END SOLUTION
+
+    def compute_output_shape(self, input_shape):
+        # Provided: (B, T) -> (B, T, d_model), so that Keras need not trace `call`
+        # to learn the output shape (in a model built on keras.Input).
+        return (*input_shape, self.d_model)
+
+    def compute_mask(self, token_ids, mask=None):
+        ### BEGIN SOLUTION
+        if self.mask_zero:
+            return ops.not_equal(token_ids, 0)  # (B, T)
+        return None
+        ### END SOLUTION
+
+    def get_config(self):
+        config = super().get_config()
+        ### BEGIN SOLUTION
+        config.update(vocab_size=self.vocab_size, d_model=self.d_model,
+                      max_length=self.max_length, mask_zero=self.mask_zero)
+        ### END SOLUTION
+        return config
+
+
+# %% nbgrader="locked" grade_id="check_LearnedPositionalEmbedding"
+# Visible check: 11 token ids, d_model = 6, at most 8 positions.
+layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)
+checks.check_true((layer.vocab_size, layer.d_model, layer.max_length, layer.mask_zero)
+                  == (11, 6, 8, True),
+                  "LearnedPositionalEmbedding stores its arguments")
+layer.build((None, 5))
+checks.check_true(sorted(tuple(w.shape) for w in layer.trainable_weights) == [(8, 6), (11, 6)],
+                  "LearnedPositionalEmbedding: after build, two trainable tables, (11, 6) "
+                  "and (8, 6)",
+                  f"the trainable weights have shapes "
+                  f"{[tuple(w.shape) for w in layer.trainable_weights]}",
+                  hint="build token_embedding and position_embedding in build.")
+token_ids = np.array([[5, 8, 9, 0, 0]])
+output = checks.check_shape(layer(token_ids), (1, 5, 6), "LearnedPositionalEmbedding output")
+token_rows = layer.token_embedding.get_weights()[0][token_ids[0]]  # (5, 6)
+position_rows = layer.position_embedding.get_weights()[0][0:5]  # (5, 6)
+checks.check_close(output[0], token_rows + position_rows,
+                   "LearnedPositionalEmbedding: token vectors + position vectors 0..4",
+                   hint="look up ops.arange(T) in position_embedding; no scaling here.")
+checks.check_close(layer.compute_mask(token_ids), [[True, True, True, False, False]],
+                   "LearnedPositionalEmbedding.compute_mask (id 0 is padding)")
+checks.check_shape(layer(np.ones((2, 8), dtype="int32")), (2, 8, 6),
+                   "LearnedPositionalEmbedding on T = max_length = 8")
+try:
+    layer(np.ones((1, 9), dtype="int32"))
+    raised = None
+except Exception as error:  # noqa: BLE001 - any exception is reported below
+    raised = error
+checks.check_true(isinstance(raised, ValueError),
+                  "LearnedPositionalEmbedding on T = 9 > max_length raises a ValueError",
+                  f"it raised {type(raised).__name__}" if raised else "nothing was raised",
+                  hint="in call, compare ops.shape(token_ids)[1] with self.max_length "
+                       "when it is an int.")
+config = layer.get_config()
+checks.check_true(LearnedPositionalEmbedding.from_config(config).max_length == 8
+                  and config.get("mask_zero") is True,
+                  "get_config() / from_config() round trip")
+
+# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding" points=3
+# Hidden tests of `LearnedPositionalEmbedding` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_LearnedPositionalEmbedding():
+    import re
+
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab3 as reference
+
+    r = rng("LearnedPositionalEmbedding")
+
+    def class_names(target):
+        """Class and base classes of a student object (remote or, outside grading, local)."""
+        from autograder.probe import RemoteObject
+
+        if isinstance(target, RemoteObject):
+            described = target.describe()
+            return [described["class"]] + described["bases"]
+        return [f"{kind.__module__}.{kind.__qualname__}" for kind in type(target).__mro__]
+
+    def shapes(weights):
+        return sorted(tuple(np.shape(weight)) for weight in weights)
+
+    # Arguments stored under their own names; two Embedding sublayers.
+    layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)
+    for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 8),
+                        ("mask_zero", True)]:
+        stored = getattr(layer, name)
+        assert_true(stored == value,
+                    f"LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)."
+                    f"{name} is {stored!r}, expected {value!r}: store each constructor "
+                    "argument under its own name.")
+    for name in ("token_embedding", "position_embedding"):
+        classes = class_names(getattr(layer, name))
+        assert_true(any(path.endswith(".Embedding") for path in classes),
+                    f"LearnedPositionalEmbedding.{name} is a {classes[0]}, expected "
+                    "a keras.layers.Embedding.")
+
+    # Weights created in build: the two tables, both trainable.
+    layer.build((None, 5))
+    built = shapes(layer.trainable_weights)
+    assert_true(built == [(8, 6), (11, 6)],
+                f"LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8) has "
+                f"trainable weights of shapes {built} after build((None, 5)); expected the "
+                "token table (11, 6) and the position table (8, 6): build both sublayers "
+                "in build.")
+
+    cases = [(11, 6, 8, 2, 5), (30, 16, 20, 3, 20), (17, 7, 40, 2, 13)]
+    for vocab_size, d_model, max_length, batch, length in cases:
+        what = (f"LearnedPositionalEmbedding(vocab_size={vocab_size}, d_model={d_model}, "
+                f"max_length={max_length})")
+        layer = LearnedPositionalEmbedding(vocab_size=vocab_size, d_model=d_model,
+                                           max_length=max_length)
+        token_ids = r.integers(1, vocab_size, size=(batch, length)).astype("int32")
+        token_ids[-1, length // 2:] = 0  # padding at the end of the last sequence
+        assert_shape(layer(token_ids), (batch, length, d_model),
+                     f"{what} on token ids {token_ids.shape}")
+        weights = shapes(layer.weights)
+        expected_shapes = sorted([(vocab_size, d_model), (max_length, d_model)])
+        assert_true(weights == expected_shapes,
+                    f"{what}: weights of shapes {weights}, expected {expected_shapes}.")
+        layer.token_embedding.set_weights(
+            [r.normal(size=(vocab_size, d_model)).astype("float32")])
+        layer.position_embedding.set_weights(
+            [r.normal(size=(max_length, d_model)).astype("float32")])
+        token_table = as_array(layer.token_embedding.get_weights()[0], f"{what}: token table")
+        position_table = as_array(layer.position_embedding.get_weights()[0],
+                                  f"{what}: position table")
+        output = as_array(layer(token_ids), f"{what} output")
+        expected = reference.learned_positional_embedding(token_ids, token_table,
+                                                          position_table)
+        values = output.astype(np.float64)
+        if values.shape == expected.shape and np.all(np.isfinite(values)) and \
+                not np.allclose(values, expected, rtol=1e-4, atol=1e-4):
+            tokens = token_table.astype(np.float64)[token_ids]
+            positions = position_table.astype(np.float64)[:length]
+            guesses = [(tokens * np.sqrt(d_model) + positions,
+                        "the token vectors are multiplied by sqrt(d_model); this layer "
+                        "adds them unscaled"),
+                       (tokens, "the position vectors are not added")]
+            if vocab_size <= max_length:
+                guesses.append((tokens + position_table.astype(np.float64)[token_ids],
+                                "the position table is looked up with the token ids; "
+                                "look up the positions ops.arange(T)"))
+            for guess, hint in guesses:
+                assert_true(not np.allclose(values, guess, rtol=1e-4, atol=1e-4),
+                            f"{what}: {hint}.")
+        assert_close(output, expected, f"{what} on token ids {token_ids.shape}")
+        mask = layer.compute_mask(token_ids)
+        assert_true(mask is not None,
+                    f"{what}.compute_mask returned None; with mask_zero=True it returns "
+                    "token_ids != 0.")
+        mask = assert_shape(as_array(mask, f"{what}.compute_mask"), token_ids.shape,
+                            f"{what}.compute_mask")
+        assert_true(np.array_equal(mask.astype(bool), reference.padding_mask(token_ids)),
+                    f"{what}.compute_mask: expected True for real tokens and False where "
+                    "the id is 0 (padding).")
+
+        # T = max_length works; T = max_length + 1 is a ValueError.
+        full = r.integers(1, vocab_size, size=(1, max_length)).astype("int32")
+        assert_close(layer(full), reference.learned_positional_embedding(
+            full, token_table, position_table), f"{what} on T = max_length = {max_length}")
+        too_long = r.integers(1, vocab_size, size=(2, max_length + 1)).astype("int32")
+        try:
+            layer(too_long)
+            failure = None
+        except Exception as error:  # noqa: BLE001 - the student's error, as a message
+            failure = error
+        # Graded, the student's error arrives as "`label` raised ValueError: ...".
+        raised = re.match(r"`[^`]*` raised (\w+)", str(failure))
+        kind = raised.group(1) if raised else type(failure).__name__
+        assert_true(failure is not None and kind == "ValueError",
+                    f"{what} on a sequence of length {max_length + 1}: expected a "
+                    "ValueError that says the sequence is longer than max_length, raised "
+                    "in call when the length is known; "
+                    + ("nothing was raised." if failure is None else f"got {kind}."))
+
+    # No mask when mask_zero=False.
+    layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8,
+                                       mask_zero=False)
+    assert_true(layer.compute_mask(np.array([[5, 8, 9, 0]], dtype="int32")) is None,
+                "LearnedPositionalEmbedding(..., mask_zero=False).compute_mask must "
+                "return None.")
+
+    # get_config() / from_config() round trip.
+    layer = LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40,
+                                       mask_zero=False)
+    config = layer.get_config()
+    expected_config = {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False}
+    stored = {key: config.get(key, "(missing)") for key in expected_config}
+    assert_true(stored == expected_config,
+                f"LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
+                f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
+    clone = LearnedPositionalEmbedding.from_config(config)
+    restored = {key: getattr(clone, key) for key in expected_config}
+    assert_true(restored == expected_config,
+                f"LearnedPositionalEmbedding.from_config(config) has the arguments "
+                f"{restored}, expected {expected_config}.")
+    assert_shape(clone(np.array([[1, 2, 3]], dtype="int32")), (1, 3, 10),
+                 "the layer made by from_config, on token ids (1, 3)")
+
+
+_hidden_test_LearnedPositionalEmbedding()
+del _hidden_test_LearnedPositionalEmbedding
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The two layers side by side, for `vocab_size=11`, `d_model=6` and room for 64
+# positions: the learned one pays for its positions with weights, and has none
+# for position 64 and beyond; the sinusoidal table has no weights and extends to
+# any length.
+
+# %% nbgrader="locked" grade_id="demo_compare"
+fixed = PositionalEmbedding(vocab_size=11, d_model=6, max_length=64)
+learned = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=64)
+for name, embedding_layer in [("sinusoidal", fixed), ("learned", learned)]:
+    embedding_layer.build((None, 64))
+    parameters = sum(int(np.prod(w.shape)) for w in embedding_layer.trainable_weights)
+    print(f"{name:>10}: {parameters} trainable parameters")
+try:
+    learned(np.ones((1, 65), dtype="int32"))
+except ValueError:
+    print("learned, 65 tokens: ValueError (no vector for position 64)")
+
+# %% [markdown]
+# ## Conclusion
+#
+# Self-attention treats a sentence as a set: permuting the tokens permutes the
+# outputs. Adding a position-dependent vector to each token embedding gives the
+# model the order back. You wrote the paper's sinusoidal table (sine and cosine
+# pairs at geometrically spaced frequencies, no weights, any length, nearby
+# positions alike), wrapped it with a token embedding scaled by $\sqrt{d_{model}}$
+# and a padding mask in `PositionalEmbedding`, and built the learned alternative
+# with its length limit. Lab 4 puts these inputs through masked attention:
+# padding and look-ahead masks, and the encoder and decoder layers.
