@@ -219,7 +219,10 @@ except OSError as error:
     findings["network"] = type(error).__name__
 findings["secret_env"] = os.environ.get("AUTOGRADER_TEST_SECRET", "absent")
 def _seen(marker="autograder" + ".references"):   # what every hidden test imports
-    return any(marker in str(v) for v in list(globals().values()) + list(In[:-1]))
+    # The notebook's own variables and earlier cells; IPython's history
+    # variables (In, _ih, _i1...) also hold this cell, so they are skipped.
+    values = [v for k, v in globals().items() if not k.startswith("_") and k not in ("In", "Out")]
+    return any(marker in str(v) for v in values + list(In[:-1]))
 findings["hidden_source"] = _seen()
 try:
     import autograder.references
