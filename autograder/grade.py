@@ -25,6 +25,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -60,8 +61,12 @@ def _exercise_of(grade_id: str) -> str:
     return grade_id.removeprefix("test_").split("__")[0]
 
 
+ANSI_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _friendly(ename: str, evalue: str) -> str:
-    """The failure message a student reads."""
+    """The failure message a student reads (terminal colour codes removed)."""
+    ename, evalue = ANSI_ESCAPES.sub("", ename), ANSI_ESCAPES.sub("", evalue)
     if "raised NotImplementedError" in evalue:
         name = evalue.split("`")[1] if "`" in evalue else "this exercise"
         return f"Not answered yet: `{name}` still raises NotImplementedError."

@@ -31,6 +31,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "STAND_INS",
     "STAND_IN_SOURCES",
+    "HINTS",
 ]
 
 
@@ -262,4 +263,36 @@ STAND_IN_SOURCES = {
     "bilinear_scores": _BILINEAR_SCORES_SOURCE.strip() + "\n",
     "additive_scores": _ADDITIVE_SCORES_SOURCE.strip() + "\n",
     "scaled_dot_product_attention": _SCALED_DOT_PRODUCT_ATTENTION_SOURCE.strip() + "\n",
+}
+
+#: exercise -> one sentence shown on the feedback page of a student who lost
+#: its points.
+HINTS = {
+    "dot_scores": (
+        "Multiply the query with each key entry by entry and sum over the last axis: "
+        "add an axis to the query (query[..., None, :]) so it broadcasts over the n keys."
+    ),
+    "softmax": (
+        "Subtract the maximum along `axis` (keepdims=True) before np.exp, then divide by "
+        "the sum along the same axis; -inf entries then get weight 0 and 1000 does not "
+        "overflow."
+    ),
+    "attention_pool": (
+        "The weights are the softmax of the plain (unscaled) dot scores over the n keys, "
+        "and the context is the sum of the values weighted by them; return "
+        "(context, weights) in that order."
+    ),
+    "bilinear_scores": (
+        "Compute q^T W once (it has the size of a key), then take its dot product with "
+        "each key."
+    ),
+    "additive_scores": (
+        "Stack the query first, [q; k_i], for every key, apply tanh to W1^T [q; k_i] "
+        "and take the dot product with w2."
+    ),
+    "scaled_dot_product_attention": (
+        "Divide Q K^T by sqrt(d_k), give masked scores (mask False) a large negative "
+        "value, take the softmax over the keys (last axis) and return (weights @ V, "
+        "weights), written with keras.ops."
+    ),
 }

@@ -233,7 +233,9 @@ def keras_multi_head_attention(weights, query, value, key=None, *, num_heads, ke
     layer = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
                                             value_dim=value_dim, use_bias=use_bias)
     arguments = {"key": key} if key is not None else {}
-    layer(query, value, **arguments)  # builds it
+    # Builds it. (On the path that returns scores: Keras 3.15's JAX backend fails on
+    # the fused path when value_dim != key_dim.)
+    layer(query, value, return_attention_scores=True, **arguments)
     layer.set_weights([np.asarray(w, dtype="float32") for w in weights])
     if attention_mask is not None:
         arguments["attention_mask"] = np.asarray(attention_mask, dtype=bool)
@@ -252,7 +254,7 @@ def borrowed_attention_classes(description: dict) -> list[str]:
     ``description`` is what ``RemoteObject.describe()`` returns: the class, its
     bases and every nested sublayer (with bases). Any class defined outside the
     student's notebook whose path names attention (Keras's MultiHeadAttention,
-    Attention, AdditiveAttention, GroupedQueryAttention, keras_hub's cached
+    Attention, AdditiveAttention, GroupQueryAttention, keras_hub's cached
     attention, torch's MultiheadAttention...) is borrowed.
     """
     paths = [description.get("class", ""), *description.get("bases", [])]

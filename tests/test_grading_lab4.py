@@ -1,0 +1,121 @@
+"""Grade lab4 through the real CLI: the solution, the untouched notebook, the samples.
+
+One batch, graded once for the module (a notebook takes some seconds: two
+kernels, TensorFlow's import, a few small layers), then checked from every
+side: full marks for the solution and for a correct answer written
+differently, 0 for the untouched notebook, and each sample mistake loses
+points in its own exercise only (the layers keep theirs when the student's
+mask functions or FeedForward are wrong, thanks to the stand-ins).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import re
+import shutil
+
+import nbformat
+import pytest
+
+from autograder.labs import LABS
+from autograder.release import build_source_notebook, write_notebook
+from tests.conftest import ROOT, run_cli
+
+LAB = LABS["lab4"]
+POINTS = {"causal_mask": 1, "padding_mask": 1, "combine_masks": 2, "masked_softmax": 2,
+          "FeedForward": 2, "EncoderLayer": 4, "DecoderLayer": 4}
+TOTAL = sum(POINTS.values())
+
+
+def _load_samples():
+    spec = importlib.util.spec_from_file_location(
+        "samples_lab4", ROOT / "data" / "sample_submissions" / "samples_lab4.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    batch = tmp_path_factory.mktemp("submissions")
+    out = tmp_path_factory.mktemp("out")
+    shutil.copytree(ROOT / "data" / "sample_submissions" / "lab4", batch, dirs_exist_ok=True)
+    write_notebook(build_source_notebook(LAB), batch / "solution.ipynb")
+    result = run_cli("grade", "lab4", str(batch), "--out", str(out), "--quiet",
+                     "--seed", "tests")
+    assert result.returncode == 0, result.stderr[-3000:]
+    grades = {row["student_id"]: row for row in csv.DictReader(open(out / "grades.csv"))}
+    exercises = {}
+    for row in csv.DictReader(open(out / "exercises.csv")):
+        exercises.setdefault(row["student_id"], {})[row["exercise"]] = row
+    return {"out": out, "grades": grades, "exercises": exercises}
+
+
+def test_the_solution_scores_full_marks(graded):
+    row = graded["grades"]["solution"]
+    assert (float(row["score"]), float(row["max_score"]), row["status"]) == \
+        (TOTAL, TOTAL, "graded"), graded["exercises"]["solution"]
+
+
+def test_the_untouched_notebook_scores_zero_without_a_grader_failure(graded):
+    untouched = _load_samples().UNTOUCHED
+    assert nbformat.read(ROOT / "data" / "sample_submissions" / "lab4" / untouched,
+                         as_version=4) == nbformat.read(LAB.student_path, as_version=4), \
+        "the untouched sample is stale: run data/sample_submissions/samples_lab4.py"
+    student = untouched.removesuffix(".ipynb")
+    row = graded["grades"][student]
+    assert (float(row["score"]), row["status"]) == (0, "graded")
+    messages = {r["message"] for r in graded["exercises"][student].values()}
+    assert all("NotImplementedError" in message for message in messages), messages
+
+
+def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
+    for student, rows in graded["exercises"].items():
+        assert list(rows) == list(LAB.exercises), student
+        for name, row in rows.items():
+            assert float(row["max_score"]) == POINTS[name]
+
+
+@pytest.mark.parametrize("sample", sorted(_load_samples().expectations()))
+def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
+    expected = _load_samples().expectations()[sample]
+    student = sample.removesuffix(".ipynb")
+    rows = graded["exercises"][student]
+    for exercise, outcome in expected.items():
+        score = float(rows[exercise]["score"])
+        if outcome == "kept":
+            assert score == POINTS[exercise], (sample, exercise, rows[exercise]["message"])
+        else:
+            assert score == 0, (sample, exercise)
+            assert rows[exercise]["message"], (sample, exercise)
+    assert graded["grades"][student]["status"] == "graded"
+
+
+@pytest.mark.parametrize("student, exercise, words", [
+    ("bob", "causal_mask", "diagonal"),
+    ("bob", "masked_softmax", "sum to 1"),
+    ("carol", "FeedForward", "residual"),
+    ("erin", "EncoderLayer", "padded"),
+    ("frank", "DecoderLayer", "pre-norm"),
+    ("grace", "DecoderLayer", "queries come from x"),
+])
+def test_feedback_says_what_is_wrong(graded, student, exercise, words):
+    assert words in graded["exercises"][student][exercise]["message"]
+
+
+def test_feedback_never_shows_hidden_test_source(graded):
+    source = LAB.source_path.read_text()
+    hidden_lines = {line.strip() for block in re.findall(
+        r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
+        for line in block.splitlines() if len(line.strip()) > 20}
+    for page in (graded["out"] / "feedback").glob("*.html"):
+        text = page.read_text()
+        leaked = [line for line in hidden_lines if line in text]
+        assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"
+
+
+def test_report_and_feedback_files_exist(graded):
+    out = graded["out"]
+    assert (out / "report.html").read_text().count("<svg") >= 2
+    assert {page.stem for page in (out / "feedback").glob("*.html")} == set(graded["grades"])
