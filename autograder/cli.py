@@ -40,10 +40,28 @@ def _grade(args) -> int:
                            db_url=args.db, course_dir=args.course_dir, seed=args.seed,
                            progress=not args.quiet, cell_timeout=args.cell_timeout,
                            notebook_timeout=args.notebook_timeout, jobs=args.jobs,
-                           regrade=args.regrade)
+                           regrade=args.regrade, shard=getattr(args, "shard", None))
     print(write_gradebook_table(results))
     seconds = time.monotonic() - started
-    print(f"\n{len(results)} submissions of {args.lab} graded in {seconds:.1f} s.")
+    part = f" (shard {args.shard})" if getattr(args, "shard", None) else ""
+    print(f"\n{len(results)} submissions of {args.lab}{part} graded in {seconds:.1f} s.")
+    print(f"Grades:   {Path(args.out) / 'grades.csv'}")
+    print(f"Report:   {Path(args.out) / 'report.html'}")
+    print(f"Feedback: {Path(args.out) / 'feedback'}/")
+    return 0
+
+
+def _merge(args) -> int:
+    from autograder.grade import merge
+    from autograder.reports import write_gradebook_table
+
+    started = time.monotonic()
+    results, _ = merge(args.lab, [Path(p) for p in args.shards], Path(args.out),
+                       db_url=args.db, course_dir=args.course_dir,
+                       allow_missing=args.allow_missing)
+    print(write_gradebook_table(results))
+    print(f"\n{len(results)} submissions of {args.lab} merged from {len(args.shards)} "
+          f"folders in {time.monotonic() - started:.1f} s.")
     print(f"Grades:   {Path(args.out) / 'grades.csv'}")
     print(f"Report:   {Path(args.out) / 'report.html'}")
     print(f"Feedback: {Path(args.out) / 'feedback'}/")
@@ -96,8 +114,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="submissions graded at once (default: the number of cores)")
     grade.add_argument("--regrade", action="store_true",
                        help="grade everyone again, even those an earlier run in OUT finished")
+    grade.add_argument("--shard", metavar="K/N",
+                       help="grade only part K of N of the class (sorted by student id; "
+                            "needs --seed); join the parts with `merge`")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(func=_grade)
+
+    merge = commands.add_parser(
+        "merge", help="join the OUT folders of `grade --shard K/N` runs into one")
+    merge.add_argument("lab", help="lab id, e.g. lab1")
+    merge.add_argument("shards", nargs="+", help="the OUT folder of each shard")
+    merge.add_argument("--out", required=True, help="a new folder for the whole class")
+    merge.add_argument("--db", help="gradebook SQLAlchemy URL (default: SQLite in the course folder)")
+    merge.add_argument("--course-dir", type=Path,
+                       help="nbgrader course folder (default: OUT/nbgrader)")
+    merge.add_argument("--allow-missing", action="store_true",
+                       help="merge even when a shard or a student's result is missing")
+    merge.set_defaults(func=_merge)
 
     demo = commands.add_parser("demo", help="grade the bundled sample submissions")
     demo.add_argument("--out", default="demo_output", help="output folder (default: demo_output)")

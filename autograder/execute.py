@@ -87,6 +87,8 @@ class IsolatedExecute(Execute):
         self._record = {}
         self._deadline = None
         self._stopped = ""
+        self._exit_asked = False
+        self.on_cell_executed = self._note_exit_request
 
     # -- the whole notebook --------------------------------------------------
     def preprocess(self, nb, resources=None, km=None):
@@ -142,7 +144,14 @@ class IsolatedExecute(Execute):
             self.timeout = max(self.timeout or 0, self.setup_timeout)
         try:
             self._record["cells_run"] += 1
-            return super().preprocess_cell(cell, resources, index)
+            self._exit_asked = False
+            result = super().preprocess_cell(cell, resources, index)
+            if self._exit_asked:
+                # exit() stops the kernel a moment after its reply: how many
+                # more cells would run before it dies depends on the machine's
+                # load. Stop here so that the verdict does not.
+                self._stop(f"the notebook's kernel died in cell {index} (the code called exit())")
+            return result
         except CellTimeoutError as error:
             # The kernel did not answer after the interrupt that follows a
             # time-out: treat it as dead if it is, else go on with the next cell.
@@ -159,6 +168,12 @@ class IsolatedExecute(Execute):
             return cell, resources
         finally:
             self.timeout = timeout
+
+    def _note_exit_request(self, cell=None, cell_index=None, execute_reply=None, **_) -> None:
+        content = (execute_reply or {}).get("content", {})
+        for payload in content.get("payload") or []:
+            if payload.get("source") == "ask_exit" and not payload.get("keepkernel"):
+                self._exit_asked = True
 
     def _stop(self, reason: str) -> None:
         self._stopped = reason

@@ -305,8 +305,9 @@ class Grader:
     def __init__(self, lab_id: str, out_dir: Path, db_url: str | None = None,
                  course_dir: Path | None = None, seed: str | None = None,
                  cell_timeout: int = 120, notebook_timeout: int = 900, jobs: int = 1,
-                 regrade: bool = False):
+                 regrade: bool = False, shard: tuple[int, int] | None = None):
         self.lab = get_lab(lab_id)
+        self.shard = shard
         self.out_dir = Path(out_dir).resolve()
         self.root = Path(course_dir).resolve() if course_dir else self.out_dir / "nbgrader"
         self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}"
@@ -325,14 +326,19 @@ class Grader:
             return None
         return run.get("seed") if run.get("lab") == self.lab.id else None
 
-    def prepare(self) -> None:
+    def prepare(self, students: list[str] | None = None, total: int | None = None) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "results").mkdir(exist_ok=True)
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = _lab_points(self.api, self.lab)
-        (self.out_dir / "run.json").write_text(json.dumps(
-            {"lab": self.lab.id, "seed": self.seed, "db_url": _redact(self.db_url),
-             "course_dir": str(self.root)}, indent=1))
+        run = {"lab": self.lab.id, "seed": self.seed, "db_url": _redact(self.db_url),
+               "course_dir": str(self.root)}
+        if self.shard:
+            run["shard"] = list(self.shard)
+            run["class_size"] = total
+        if students is not None:
+            run["students"] = students
+        (self.out_dir / "run.json").write_text(json.dumps(run, indent=1))
 
     # -- resuming --------------------------------------------------------------
     def _cache_path(self, student_id: str) -> Path:
@@ -351,18 +357,30 @@ class Grader:
         result["exercises"] = [ExerciseResult(**e) for e in result["exercises"]]
         return SubmissionResult(**result)
 
-    def _save(self, submission: names.Submission, result: SubmissionResult) -> None:
-        path = self._cache_path(submission.student_id)
+    def _save(self, submission: names.Submission, result: SubmissionResult,
+              grades: dict[str, float]) -> None:
+        self._save_result(_digest(submission), result, grades)
+
+    def _save_result(self, sha256: str, result: SubmissionResult,
+                     grades: dict[str, float]) -> None:
+        path = self._cache_path(result.student_id)
         path.with_suffix(".tmp").write_text(json.dumps(
-            {"sha256": _digest(submission), "seed": self.seed, "result": asdict(result)}))
+            {"sha256": sha256, "seed": self.seed, "result": asdict(result),
+             "grades": grades}))
         path.with_suffix(".tmp").replace(path)
 
     # -- the batch -------------------------------------------------------------
     def grade_all(self, submissions_path: Path, progress: bool = True) -> list[SubmissionResult]:
         self.hidden.append(Path(submissions_path).resolve())
-        self.prepare()
         submissions = names.collect_submissions(submissions_path, self.lab.id,
                                                 self.lab.notebook)
+        total = len(submissions)
+        if self.shard:
+            # Every shard lists the same folder, sorted by student id: shard
+            # K of N takes every N-th student from the K-th on.
+            index, count = self.shard
+            submissions = submissions[index - 1::count]
+        self.prepare([s.student_id for s in submissions], total)
         results: dict[str, SubmissionResult] = {}
         pending = []
         for submission in submissions:
@@ -382,7 +400,7 @@ class Grader:
         for result, grades, worker_root in self._run(pending, settings):
             submission = by_id[result.student_id]
             self._record(result, grades, Path(worker_root))
-            self._save(submission, result)
+            self._save(submission, result, grades)
             results[result.student_id] = result
             if bar is not None:
                 bar.set_postfix_str(result.student_id[:20])
@@ -469,7 +487,7 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
           course_dir: Path | None = None, seed: str | None = None, progress: bool = True,
           hints: dict[str, str] | None = None, cell_timeout: int = 120,
           notebook_timeout: int = 900, jobs: int | None = None,
-          regrade: bool = False) -> tuple[list[SubmissionResult], dict]:
+          regrade: bool = False, shard: str | None = None) -> tuple[list[SubmissionResult], dict]:
     """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``."""
     submissions = Path(submissions)
     if not submissions.exists():
@@ -477,13 +495,125 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
             f"Submissions not found: {submissions} does not exist. Give a folder of "
             f".ipynb files or a .zip downloaded from your LMS."
         )
+    parsed_shard = parse_shard(shard) if shard else None
+    if parsed_shard and not seed:
+        raise ValueError(
+            f"--shard {shard} needs --seed: every shard of a class must grade with the "
+            f"same hidden inputs. Pick any word and give it to every shard, e.g. "
+            f"--seed {secrets.token_hex(4)}."
+        )
     grader = Grader(lab_id, out_dir, db_url=db_url, course_dir=course_dir, seed=seed,
                     cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                    jobs=jobs or os.cpu_count() or 1, regrade=regrade)
+                    jobs=jobs or os.cpu_count() or 1, regrade=regrade, shard=parsed_shard)
     results = grader.grade_all(submissions, progress=progress)
     if hints is None:
         hints = _hints(grader.lab)
     paths = reports.write_reports(results, grader.out_dir, grader.lab.title, hints)
+    return results, paths
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N), with 1 <= K <= N."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise ValueError(
+            f"--shard {text!r} is not K/N with 1 <= K <= N. Give this machine's part of "
+            f"the class, e.g. --shard 1/4 ... --shard 4/4 on four machines (a Slurm "
+            f"array: --shard $((SLURM_ARRAY_TASK_ID+1))/$SLURM_ARRAY_TASK_COUNT)."
+        )
+    return int(match[1]), int(match[2])
+
+
+def _read_shard(folder: Path, lab_id: str) -> tuple[dict, dict[str, dict]]:
+    """The run.json of a shard's OUT folder and its saved results by student."""
+    try:
+        run = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError):
+        raise ValueError(
+            f"{folder} is not the OUT folder of a grading run (no readable run.json). "
+            f"Give the folders passed as --out to each `grade ... --shard K/N`."
+        ) from None
+    if run.get("lab") != lab_id:
+        raise ValueError(f"{folder} holds grades of {run.get('lab')!r}, not {lab_id!r}: "
+                         f"merge the shards of one lab at a time.")
+    saved = {}
+    for path in sorted((folder / "results").glob("*.json")):
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # an unfinished write: that student counts as missing
+        saved[entry["result"]["student_id"]] = entry
+    return run, saved
+
+
+def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path, db_url: str | None = None,
+          course_dir: Path | None = None, allow_missing: bool = False,
+          ) -> tuple[list[SubmissionResult], dict]:
+    """Merge the OUT folders of `grade --shard K/N` runs into one class's OUT.
+
+    The merged folder is what one unsharded run would have written: one
+    gradebook with every student (SQLite, or ``db_url``), the autograded
+    notebooks, results/, grades.csv, exercises.csv, feedback and report.
+    Refuses shards of another lab, graded with different seeds, that overlap
+    with different answers, or (unless ``allow_missing``) a class with a
+    shard or a student missing.
+    """
+    lab = get_lab(lab_id)
+    if not shard_dirs:
+        raise ValueError("merge needs the OUT folders of the shards to merge.")
+    runs, entries, origin = [], {}, {}
+    for folder in map(Path, shard_dirs):
+        run, saved = _read_shard(folder, lab.id)
+        runs.append((folder, run))
+        for student_id, entry in saved.items():
+            if student_id in entries and entries[student_id]["sha256"] != entry["sha256"]:
+                raise ValueError(
+                    f"{student_id} was graded in {origin[student_id]} and in {folder} from "
+                    f"different notebooks: the shards did not grade the same class folder. "
+                    f"Grade every shard from one copy of the submissions.")
+            entries[student_id], origin[student_id] = entry, folder
+    seeds = {run.get("seed") for _, run in runs}
+    if len(seeds) > 1:
+        raise ValueError(
+            "the shards were graded with different seeds (different hidden inputs): "
+            "grade every shard with the same --seed, then merge.")
+    problems = []
+    counts = {tuple(run["shard"])[1] for _, run in runs if run.get("shard")}
+    if len(counts) > 1:
+        problems.append(f"the shards split the class in different ways (N = {sorted(counts)})")
+    elif counts:
+        have = {tuple(run["shard"])[0] for _, run in runs if run.get("shard")}
+        missing = sorted(set(range(1, counts.pop() + 1)) - have)
+        if missing:
+            problems.append("shard(s) " + ", ".join(map(str, missing)) + " missing")
+    for folder, run in runs:
+        lost = [s for s in run.get("students", []) if s not in entries]
+        if lost:
+            problems.append(f"{folder}: {len(lost)} of its {len(run['students'])} students "
+                            f"have no result ({', '.join(lost[:5])}"
+                            f"{', ...' if len(lost) > 5 else ''}); run its grade command "
+                            f"again to resume it")
+    if problems and not allow_missing:
+        raise ValueError("the merge would lose students: " + "; ".join(problems)
+                         + ". Fix that, or pass --allow-missing to merge what there is.")
+    # A shard's course folder: OUT/nbgrader unless it was graded with
+    # --course-dir (then where run.json says, if this machine sees it).
+    roots = {folder: folder / "nbgrader" if (folder / "nbgrader").is_dir()
+             else Path(run.get("course_dir", folder / "nbgrader")) for folder, run in runs}
+    grader = Grader(lab.id, out_dir, db_url=db_url, course_dir=course_dir, seed=seeds.pop())
+    if grader.out_dir in {folder.resolve() for folder, _ in runs}:
+        raise ValueError(f"--out {out_dir} is one of the shards: merge into a new folder.")
+    grader.prepare(sorted(entries))
+    results = []
+    for student_id in sorted(entries):
+        entry = entries[student_id]
+        result = entry["result"]
+        result = SubmissionResult(**{**result, "exercises": [
+            ExerciseResult(**e) for e in result["exercises"]]})
+        grader._record(result, entry.get("grades", {}), roots[origin[student_id]])
+        grader._save_result(entry["sha256"], result, entry.get("grades", {}))
+        results.append(result)
+    paths = reports.write_reports(results, grader.out_dir, lab.title, _hints(lab))
     return results, paths
 
 

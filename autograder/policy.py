@@ -8,7 +8,7 @@ code. The tolerances below leave room for that and nothing else.
 
 TF32: GPUs from Ampere on may round float32 matmuls to TF32 (relative error
 up to ~2e-3). The locked setup cell of every lab turns it off on every
-backend (labkit.setup.configure_precision), so the same tolerances hold on
+backend (labkit.configure_precision), so the same tolerances hold on
 CPU and GPU.
 """
 

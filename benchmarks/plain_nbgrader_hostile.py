@@ -4,8 +4,9 @@ Plain nbgrader 0.9 here means: the lab's source notebook in a course folder,
 `nbgrader generate_assignment`, then `nbgrader autograde` (its default
 preprocessors, the hidden tests running inside the student's kernel) over
 all the cases at once, as an instructor would run it. Prints, for each case,
-what plain nbgrader gave and what this kit gives (from a kit run's
-grades.csv, if given), as a Markdown table.
+what plain nbgrader gave and what this kit gives (graded here with the
+hostile suite's settings, or read from a kit run's OUT folder if given), as
+a Markdown table.
 
     .venv/bin/python benchmarks/plain_nbgrader_hostile.py [KIT_OUT_DIR]
 """
@@ -13,6 +14,7 @@ grades.csv, if given), as a Markdown table.
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import subprocess
 import sys
@@ -35,8 +37,10 @@ def main(kit_out: Path | None) -> None:
     (course / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'plain'\n")
     nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
+    # nbgrader shells out to `alembic`, which must be on PATH (the venv's bin).
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run(nbgrader + ["generate_assignment", lab.id, "--force"], cwd=course,
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=env)
     batch = work / "batch"
     batch.mkdir()
     written = write_batch(batch, [str(course), str(course / "gradebook.db")])
@@ -51,12 +55,16 @@ def main(kit_out: Path | None) -> None:
         else:
             shutil.copy(source, target / source.name)   # e.g. "Copy of ...": skipped by nbgrader
     result = subprocess.run(nbgrader + ["autograde", lab.id, "--force"], cwd=course,
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, env=env)
     plain = _plain_scores(course, lab, [case.student_id for case in written])
     batch_aborted = result.returncode != 0
-    kit = {}
-    if kit_out:
-        kit = {row["student_id"]: row for row in csv.DictReader(open(kit_out / "grades.csv"))}
+    if kit_out is None:
+        kit_out = work / "kit"
+        subprocess.run([sys.executable, "-m", "autograder", "grade", lab.id, str(batch),
+                        "--out", str(kit_out), "--quiet", "--seed", "hostile",
+                        "--cell-timeout", "15", "--notebook-timeout", "75"],
+                       cwd=ROOT, check=True, capture_output=True)
+    kit = {row["student_id"]: row for row in csv.DictReader(open(kit_out / "grades.csv"))}
     print("| case | what | plain nbgrader 0.9.6 | this kit |")
     print("| --- | --- | --- | --- |")
     for case in written:

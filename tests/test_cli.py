@@ -84,3 +84,59 @@ def test_parallel_grading_equals_serial_and_a_rerun_resumes(tmp_path):
     assert now["alice.json"] == saved["alice.json"] and now["carol.json"] == saved["carol.json"]
     assert "bob.json" in now
     assert (serial / "grades.csv").read_text() == (parallel / "grades.csv").read_text()
+
+
+def _gradebook_scores(out):
+    """(student, grade cell) -> auto score, read through nbgrader's gradebook API."""
+    from nbgrader.api import Gradebook
+
+    lab = LABS["lab1"]
+    scores = {}
+    with Gradebook(f"sqlite:///{out / 'nbgrader' / 'gradebook.db'}") as gradebook:
+        for student in gradebook.students:
+            notebook = gradebook.find_submission_notebook(lab.notebook, lab.id, student.id)
+            for grade in notebook.grades:
+                scores[student.id, grade.name] = grade.auto_score
+    return scores
+
+
+def test_sharded_grading_merged_equals_unsharded_row_for_row(tmp_path):
+    batch = tmp_path / "in"
+    batch.mkdir()
+    for name in ("alice", "bob", "carol", "dave"):
+        shutil.copy(ROOT / "data" / "sample_submissions" / "lab1" / f"{name}.ipynb", batch)
+    whole = tmp_path / "whole"
+    result = run_cli("grade", "lab1", str(batch), "--out", str(whole), "--quiet",
+                     "--seed", "same", "--jobs", "2")
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    refused = run_cli("grade", "lab1", str(batch), "--out", str(tmp_path / "x"), "--shard", "1/2")
+    assert refused.returncode == 2 and "needs --seed" in refused.stderr
+    refused = run_cli("grade", "lab1", str(batch), "--out", str(tmp_path / "x"),
+                      "--shard", "3/2", "--seed", "same")
+    assert refused.returncode == 2 and "is not K/N" in refused.stderr
+
+    shards = [tmp_path / "shard1", tmp_path / "shard2"]
+    for index, out in enumerate(shards, start=1):
+        result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet",
+                         "--seed", "same", "--jobs", "1", "--shard", f"{index}/2")
+        assert result.returncode == 0, result.stderr[-2000:]
+    graded = [{row.split(",")[0] for row in (out / "grades.csv").read_text().splitlines()[1:]}
+              for out in shards]
+    assert graded[0] | graded[1] == {"alice", "bob", "carol", "dave"}
+    assert not graded[0] & graded[1] and len(graded[0]) == len(graded[1]) == 2
+
+    # A shard missing is refused with the reason; nothing is written.
+    refused = run_cli("merge", "lab1", str(shards[0]), "--out", str(tmp_path / "partial"))
+    assert refused.returncode == 2 and "shard(s) 2 missing" in refused.stderr
+
+    merged = tmp_path / "merged"
+    result = run_cli("merge", "lab1", *map(str, shards), "--out", str(merged))
+    assert result.returncode == 0, result.stderr[-2000:]
+    for name in ("grades.csv", "exercises.csv"):
+        assert (merged / name).read_text() == (whole / name).read_text(), name
+    assert _gradebook_scores(merged) == _gradebook_scores(whole)
+    assert sorted(p.name for p in (merged / "feedback").iterdir()) == \
+        sorted(p.name for p in (whole / "feedback").iterdir())
+    assert sorted(p.name for p in (merged / "nbgrader" / "autograded").iterdir()) == \
+        ["alice", "bob", "carol", "dave"]

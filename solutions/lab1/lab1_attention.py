@@ -100,7 +100,7 @@ checks.check_close(
     "dot_scores: query (0.7, 0.3) against three keys",
     hint="multiply the query with each key entry by entry and sum over the last axis.",
 )
-checks.check_close(
+batch_scores = checks.check_close(
     dot_scores(np.array([[0.7, 0.3], [1.0, 0.0]]),
                np.array([[[0.8, 0.2], [0.1, 0.9], [0.5, 0.5]],
                          [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]])),
@@ -183,9 +183,9 @@ checks.check_close(softmax(np.array([1000.0, 1001.0])), [0.26894, 0.73106],
                    hint="np.exp(1000) is inf; subtract the maximum before np.exp.")
 checks.check_close(softmax(np.array([0.7, -np.inf])), [1.0, 0.0],
                    "softmax([0.7, -inf]) (a masked entry gets weight 0)")
-checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), axis=0),
-                   np.full((2, 3), 0.5), "softmax(x (2, 3), axis=0)",
-                   hint="use the `axis` argument (with keepdims=True) in np.max and np.sum.")
+column_weights = checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), axis=0),
+                                   np.full((2, 3), 0.5), "softmax(x (2, 3), axis=0)",
+                                   hint="use the `axis` argument (with keepdims=True) in np.max and np.sum.")
 
 # %% nbgrader="tests" grade_id="test_softmax" points=2
 # Hidden tests of `softmax` run when your notebook is graded.
@@ -317,7 +317,7 @@ context, weights = checks.check_tuple(
     "attention_pool (batched)")
 checks.check_shape(context, (4, 2), "attention_pool: context of a batch of 4",
                    hint="sum the weighted values over the key axis (-2).")
-checks.check_shape(weights, (4, 5), "attention_pool: weights of a batch of 4")
+weights = checks.check_shape(weights, (4, 5), "attention_pool: weights of a batch of 4")
 
 # %% nbgrader="tests" grade_id="test_attention_pool" points=2
 # Hidden tests of `attention_pool` run when your notebook is graded.
@@ -439,8 +439,9 @@ checks.check_close(
                     np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])),
     [1.0, 3.0], "bilinear_scores with W (2, 3)",
     hint="q^T W has the size of a key (d_k); then take its dot product with each key.")
-checks.check_shape(bilinear_scores(np.ones((4, 2)), np.ones((4, 5, 3)), np.ones((2, 3))),
-                   (4, 5), "bilinear_scores on a batch of 4")
+batch_scores = checks.check_shape(
+    bilinear_scores(np.ones((4, 2)), np.ones((4, 5, 3)), np.ones((2, 3))),
+    (4, 5), "bilinear_scores on a batch of 4")
 
 # %% nbgrader="tests" grade_id="test_bilinear_scores" points=1
 # Hidden tests of `bilinear_scores` run when your notebook is graded.
@@ -518,7 +519,7 @@ checks.check_close(
                     np.array([1.0])),
     [0.71630, 0.92167], "additive_scores: tanh(q_1 + k_2) for two keys",
     hint="stack the query first: [q; k] = concatenate([q, k]); then tanh(W1^T [q; k]) . w2.")
-checks.check_shape(
+batch_scores = checks.check_shape(
     additive_scores(np.ones((4, 3)), np.ones((4, 5, 2)), np.ones((5, 7)), np.ones(7)),
     (4, 5), "additive_scores on a batch of 4 (d_q=3, d_k=2, h=7)",
     hint="repeat the query once per key (np.broadcast_to) before stacking.")
@@ -589,7 +590,7 @@ queries = np.array([[0.0, 1.0], [0.0, 1.0]])  # both queries point at token B
 for key_scale in [1.0, 10.0]:
     keys = key_scale * np.eye(2)  # token A = (1, 0), token B = (0, 1), scaled
     weights = checks.to_numpy(softmax(queries @ keys.T, axis=-1))
-    print(f"keys x {key_scale:>4}: weights over (A, B) = {weights[0]}")
+    print(f"keys x {key_scale:>4}: weights over (A, B) = ({weights[0, 0]:.5f}, {weights[0, 1]:.5f})")
 
 # %% [markdown]
 # The dot product of two random vectors with $d$ independent entries of variance 1
@@ -681,10 +682,10 @@ output, weights = scaled_dot_product_attention(q, k, v, mask=np.array([[False, T
 checks.check_close(weights, [[0.0, 1.0]], "scaled_dot_product_attention: weights with the first key masked",
                    hint="mask is True where attention is allowed; masked scores get a large negative value.")
 checks.check_close(output, [[3.0, 4.0]], "scaled_dot_product_attention: output with the first key masked")
-checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8)), np.ones((2, 4, 5, 8)),
-                                                np.ones((2, 4, 5, 6)))[0],
-                   (2, 4, 3, 6), "scaled_dot_product_attention: output for (B, heads, T_q, d_k) inputs",
-                   hint="transpose only the last two axes of the keys: ops.swapaxes(key, -1, -2).")
+output = checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8)), np.ones((2, 4, 5, 8)),
+                                                         np.ones((2, 4, 5, 6)))[0],
+                            (2, 4, 3, 6), "scaled_dot_product_attention: output for (B, heads, T_q, d_k) inputs",
+                            hint="transpose only the last two axes of the keys: ops.swapaxes(key, -1, -2).")
 
 # %% nbgrader="tests" grade_id="test_scaled_dot_product_attention" points=2
 # Hidden tests of `scaled_dot_product_attention` run when your notebook is graded.
@@ -718,11 +719,16 @@ def _hidden_test_scaled_dot_product_attention():
                                f"{what}, weights (second item)")
         output = assert_shape(output, expected_output.shape,
                               f"{what}, output (first item)")
-        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
-        output = assert_finite(output, f"{what}, output").astype(np.float64)
         allowed = np.ones(weights.shape, dtype=bool) if mask is None else \
             np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape)
         live = allowed.any(axis=-1)  # rows with at least one key allowed
+        if not live.all():
+            assert_true(np.all(np.isfinite(weights)) and np.all(np.isfinite(output)),
+                        f"{what}: a query whose keys are all masked gives NaN or inf; "
+                        "it must stay finite (mask with a large negative number such "
+                        "as -1e9 rather than -inf).")
+        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
+        output = assert_finite(output, f"{what}, output").astype(np.float64)
         if mask is not None:  # (fully masked rows are not graded, only finite)
             assert_true(np.all(np.abs(weights[~allowed & live[..., None]]) <= 1e-6),
                         f"{what}: masked keys (mask False) must get weight 0; "
@@ -783,7 +789,7 @@ del _hidden_test_scaled_dot_product_attention
 demo_rng = np.random.default_rng(7)
 tokens = ["I", "am", "a", "student"]
 embeddings = demo_rng.normal(size=(4, 8)).astype("float32")  # (T, d_model)
-W_query, W_key = demo_rng.normal(size=(2, 8, 8)).astype("float32")
+W_query, W_key = (demo_rng.normal(size=(2, 8, 8)) / np.sqrt(8)).astype("float32")
 queries, keys = embeddings @ W_query, embeddings @ W_key  # (T, d_k)
 look_ahead = np.tril(np.ones((4, 4), dtype=bool))  # True on and below the diagonal
 

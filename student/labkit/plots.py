@@ -106,19 +106,21 @@ def vectors(points, title="", ax=None):
     Returns:
         The matplotlib Axes.
     """
-    ax = _axes(ax, (4.0, 4.0))
+    ax = _axes(ax, (5.5, 4.0))
     coordinates = {name: _numpy(xy).reshape(2) for name, xy in points.items()}
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
               "tab:brown", "tab:pink", "tab:gray"]
     for (name, (x, y)), color in zip(coordinates.items(), colors * 4):
         ax.annotate("", xy=(x, y), xytext=(0, 0),
                     arrowprops=dict(arrowstyle="->", color=color, lw=1.5))
-        ax.text(x, y, f" {name} ({x:.1f}, {y:.1f})", color=color, fontsize=9)
+        ax.plot([x], [y], "o", color=color, markersize=4,
+                label=f"{name} ({x:.1f}, {y:.1f})")
     stacked = np.array(list(coordinates.values()) + [[0.0, 0.0]])
     low, high = stacked.min(axis=0), stacked.max(axis=0)
-    margin = 0.15 * (high - low).max() + 0.5
-    ax.set_xlim(low[0] - margin, high[0] + 3 * margin)
+    margin = 0.1 * (high - low).max() + 0.5
+    ax.set_xlim(low[0] - margin, high[0] + margin)
     ax.set_ylim(low[1] - margin, high[1] + margin)
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=9)
     ax.set_aspect("equal")
     ax.grid(alpha=0.3)
     ax.set_title(title)

@@ -1,0 +1,162 @@
+"""How fast the kit grades a class, against plain serial `nbgrader autograde`.
+
+For each lab: a class of COUNT generated submissions (the lab's sample
+submissions that are valid notebooks, repeated under new student ids), graded
+in one run
+
+- by plain nbgrader 0.9.6, as an instructor would: a course folder, the lab's
+  source notebook, `nbgrader generate_assignment`, every notebook in
+  submitted/<student>/<lab>/, one serial `nbgrader autograde` (the hidden
+  tests run in the student's kernel, with no sandbox and no repairs);
+- by the kit: `python -m autograder grade LAB FOLDER --jobs JOBS` (sandboxed
+  student kernel, clean test kernel, one writer to the gradebook).
+
+Also times each lab's solution notebook run top to bottom in a plain kernel
+(the student's experience of "Run all"). Prints a Markdown table with seconds
+per submission, the ratio, and the projected time for 200 submissions.
+
+    .venv/bin/python benchmarks/grading_speed.py                # labs 1-4, 40 each
+    .venv/bin/python benchmarks/grading_speed.py --labs lab1 --count 10
+    make bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+
+from autograder.labs import LABS  # noqa: E402
+from autograder.release import build_source_notebook, write_notebook  # noqa: E402
+
+
+def class_of(lab, count: int, folder: Path) -> list[str]:
+    """COUNT submissions of ``lab`` in ``folder``; returns the student ids."""
+    samples = []
+    for path in sorted((ROOT / "data" / "sample_submissions" / lab.id).rglob("*.ipynb")):
+        try:
+            nbformat.read(path, as_version=4)
+        except Exception:  # noqa: BLE001 - the deliberately broken samples
+            continue
+        samples.append(path)
+    if not samples:
+        raise SystemExit(f"{lab.id}: no sample submissions; run data/sample_submissions/build.py")
+    folder.mkdir(parents=True, exist_ok=True)
+    students = []
+    for index in range(count):
+        student = f"student{index + 1:03d}"
+        shutil.copy(samples[index % len(samples)], folder / f"{student}.ipynb")
+        students.append(student)
+    return students
+
+
+def plain_nbgrader(lab, batch: Path, students: list[str], work: Path) -> tuple[float, float]:
+    """Seconds of one serial `nbgrader autograde` over the class; mean score."""
+    course = work / "plain"
+    write_notebook(build_source_notebook(lab), course / "source" / lab.id / f"{lab.notebook}.ipynb")
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.course_id = 'plain'\n")
+    nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(nbgrader + ["generate_assignment", lab.id, "--force"], cwd=course,
+                   check=True, capture_output=True, env=env)
+    for student in students:
+        target = course / "submitted" / student / lab.id
+        target.mkdir(parents=True)
+        shutil.copy(batch / f"{student}.ipynb", target / f"{lab.notebook}.ipynb")
+    started = time.monotonic()
+    subprocess.run(nbgrader + ["autograde", lab.id, "--force"], cwd=course,
+                   capture_output=True, env=env)
+    seconds = time.monotonic() - started
+    from nbgrader.api import Gradebook, MissingEntry
+
+    scores = []
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in students:
+            try:
+                notebook = gradebook.find_submission_notebook(lab.notebook, lab.id, student)
+                scores.append(sum(grade.score or 0 for grade in notebook.grades))
+            except MissingEntry:
+                scores.append(0.0)
+    return seconds, sum(scores) / len(scores)
+
+
+def kit(lab, batch: Path, work: Path, jobs: int) -> tuple[float, float]:
+    """Seconds of `python -m autograder grade` over the class; mean score."""
+    import csv
+
+    out = work / "kit"
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "autograder", "grade", lab.id, str(batch), "--out",
+                    str(out), "--quiet", "--seed", "bench", "--jobs", str(jobs)],
+                   cwd=ROOT, check=True, capture_output=True)
+    seconds = time.monotonic() - started
+    rows = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8")))
+    return seconds, sum(float(row["score"]) for row in rows) / len(rows)
+
+
+def solution_run(lab, work: Path) -> float:
+    """Seconds to run the lab's solution notebook top to bottom (Run all)."""
+    from nbclient import NotebookClient
+
+    notebook = build_source_notebook(lab)
+    folder = work / "solution"
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    return time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--labs", nargs="+", default=["lab1", "lab2", "lab3", "lab4"])
+    parser.add_argument("--count", type=int, default=40, help="submissions per lab (default 40)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="the kit's --jobs (default: the number of cores)")
+    parser.add_argument("--skip-plain", action="store_true", help="time the kit only")
+    args = parser.parse_args()
+
+    import keras
+    import nbgrader
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}, nbgrader {nbgrader.__version__}, Keras "
+          f"{keras.__version__} ({keras.backend.backend()}); kit --jobs {args.jobs}\n")
+    print("| lab | submissions | plain nbgrader s/sub | kit s/sub | kit vs plain | "
+          "200 submissions (kit) | solution notebook, Run all |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for lab_id in args.labs:
+        lab = LABS[lab_id]
+        work = Path(tempfile.mkdtemp(prefix=f"bench-{lab_id}-"))
+        try:
+            batch = work / "class"
+            students = class_of(lab, args.count, batch)
+            run_all = solution_run(lab, work)
+            kit_s, kit_mean = kit(lab, batch, work, args.jobs)
+            if args.skip_plain:
+                plain_text, ratio = "not run", ""
+            else:
+                plain_s, plain_mean = plain_nbgrader(lab, batch, students, work)
+                plain_text = f"{plain_s / args.count:.2f} (mean score {plain_mean:.1f})"
+                ratio = f"{plain_s / kit_s:.2f}x"
+            per = kit_s / args.count
+            print(f"| {lab_id} | {args.count} | {plain_text} | {per:.2f} (mean score "
+                  f"{kit_mean:.1f}) | {ratio} | {200 * per / 60:.1f} min | {run_all:.1f} s |",
+                  flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

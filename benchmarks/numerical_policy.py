@@ -1,0 +1,88 @@
+"""Measure how much of the numerical tolerance correct answers use.
+
+Grades, for each lab, the solution and the verdict suite's correct variants
+(tests/verdicts/<lab>.py) through `python -m autograder grade`, with
+LABKIT_PRECISION_LOG set so that every `assert_close` of the hidden tests
+records its worst element: the absolute difference, the relative difference
+(where |expected| >= 1e-3), and the fraction of the allowed difference
+(atol + rtol * |expected|, autograder/policy.py) that it used. Prints one row
+per lab for the Keras backend of the environment:
+
+    .venv/bin/python benchmarks/numerical_policy.py            # TensorFlow
+    KERAS_BACKEND=torch .venv/bin/python benchmarks/numerical_policy.py --labs lab1 lab2
+
+A correct answer must stay well under 1.0 ("used"); the margin is what the
+policy leaves for other float32 orderings (GPU kernels, another backend).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+
+from autograder import policy  # noqa: E402
+from autograder.labs import LABS  # noqa: E402
+from tests import verdicts  # noqa: E402
+
+
+def submissions(lab_id: str, folder: Path) -> int:
+    """The solution and the correct variants of ``lab_id`` in ``folder``."""
+    lab = LABS[lab_id]
+    folder.mkdir(parents=True)
+    notebook = verdicts._fill(nbformat.read(lab.student_path, as_version=4),
+                              verdicts.solution_answers(lab_id))
+    nbformat.write(notebook, folder / "solution.ipynb")
+    count = 1
+    if verdicts.spec(lab_id) is not None:
+        expected = verdicts.build(lab_id, folder / "all")
+        for student in expected:
+            if student.startswith("variant"):
+                (folder / "all" / f"{student}.ipynb").rename(folder / f"{student}.ipynb")
+                count += 1
+    return count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--labs", nargs="+", default=list(LABS))
+    args = parser.parse_args()
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    print(f"backend {backend}; {platform.platform()}; rtol {policy.RTOL:g}, atol {policy.ATOL:g}\n")
+    print("| lab | notebooks (full marks) | comparisons | largest abs. difference | "
+          "largest rel. difference | tolerance used (max) | where |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for lab_id in args.labs:
+        work = Path(tempfile.mkdtemp(prefix=f"precision-{lab_id}-"))
+        count = submissions(lab_id, work / "in")
+        log = work / "precision.jsonl"
+        subprocess.run([sys.executable, "-m", "autograder", "grade", lab_id, str(work / "in"),
+                        "--out", str(work / "out"), "--quiet", "--seed", "precision"],
+                       cwd=ROOT, check=True, capture_output=True,
+                       env={**os.environ, "LABKIT_PRECISION_LOG": str(log)})
+        rows = list(csv.DictReader(open(work / "out" / "grades.csv", encoding="utf-8")))
+        full = sum(float(row["score"]) >= float(row["max_score"]) for row in rows)
+        entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        if not entries:
+            print(f"| {lab_id} | {full}/{count} | 0 | | | | |")
+            continue
+        worst = max(entries, key=lambda e: e["used"])
+        print(f"| {lab_id} | {full}/{count} | {len(entries)} | "
+              f"{max(e['max_abs'] for e in entries):.2e} | "
+              f"{max(e['max_rel'] for e in entries):.2e} | {worst['used']:.3f} | "
+              f"{worst['what'][:60]} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The verdict suite: correct variants and seeded mistakes of every exercise.
+
+Each lab has a module here, `tests/verdicts/<lab>.py`, with
+
+- ``VARIANTS``: {exercise: [answer cell source, ...]}, at least three correct
+  answers per exercise written differently from the solution and from each
+  other (einsum vs reshape/transpose, loops vs vectorised, -1e9 vs -inf, ...);
+- ``MISTAKES``: [Mistake(exercise, name, what, source), ...], at least five
+  per exercise: the mistakes students really make.
+
+`build(lab_id, folder)` turns them into submissions: one notebook per variant
+index (variant k of every exercise that has one, the solution elsewhere: all
+full marks), and one notebook per mistake (the solution everywhere but the
+mistaken exercise: points lost there and nowhere else). tests/test_verdicts.py
+grades them through `python -m autograder grade` and checks each exercise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.labs import LABS
+from autograder.release import build_source_notebook
+
+SOLUTION_BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*\n?",
+                            re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    exercise: str
+    name: str
+    what: str
+    source: str
+
+
+def spec(lab_id: str):
+    """The lab's module of variants and mistakes, or None when it has none."""
+    try:
+        return importlib.import_module(f"tests.verdicts.{lab_id}")
+    except ModuleNotFoundError:
+        return None
+
+
+def solution_answers(lab_id: str) -> dict[str, str]:
+    """The solution of each exercise: its answer cell as a student would fill it."""
+    answers = {}
+    for cell in build_source_notebook(LABS[lab_id]).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade_id") in LABS[lab_id].exercises:
+            answers[meta["grade_id"]] = SOLUTION_BLOCK.sub(lambda m: m.group(1), cell.source)
+    return answers
+
+
+def _fill(notebook, answers: dict[str, str]):
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade_id") in answers:
+            cell.source = answers[meta["grade_id"]].strip("\n")
+    return notebook
+
+
+def build(lab_id: str, folder: Path) -> dict[str, dict[str, str]]:
+    """Write the lab's verdict submissions into ``folder``.
+
+    Returns:
+        {student id: {exercise: "kept" | "lost"}} for every notebook written.
+    """
+    lab, module = LABS[lab_id], spec(lab_id)
+    solution = solution_answers(lab_id)
+    missing = set(lab.exercises) - set(solution)
+    assert not missing, f"{lab_id}: no solution cell found for {sorted(missing)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    expected: dict[str, dict[str, str]] = {}
+
+    def write(student_id: str, answers: dict[str, str], losing: str | None) -> None:
+        notebook = _fill(nbformat.read(lab.student_path, as_version=4), {**solution, **answers})
+        nbformat.write(notebook, folder / f"{student_id}.ipynb")
+        expected[student_id] = {e: ("lost" if e == losing else "kept") for e in lab.exercises}
+
+    most = max(len(v) for v in module.VARIANTS.values())
+    for k in range(most):
+        write(f"variant{k + 1}", {e: v[k] for e, v in module.VARIANTS.items() if k < len(v)}, None)
+    for mistake in module.MISTAKES:
+        write(mistake_id(mistake), {mistake.exercise: mistake.source}, mistake.exercise)
+    return expected
+
+
+def mistake_id(mistake: Mistake) -> str:
+    return f"mistake-{mistake.exercise}-{mistake.name}"
