@@ -494,6 +494,10 @@ def _hidden_test_combine_masks():
     check(combine_masks(key_mask=target, causal=True),
           reference.combine_masks(None, target, causal=True),
           "combine_masks(key_mask (3, 5), causal=True)", exact_shape=False)
+    check(combine_masks(query_mask=target, causal=True),
+          reference.combine_masks(target, None, causal=True),
+          "combine_masks(query_mask (3, 5), causal=True): only the query mask is given, "
+          "the look-ahead still applies", exact_shape=False)
 
 
 _hidden_test_combine_masks()
@@ -852,6 +856,22 @@ def _hidden_test_FeedForward():
     assert_true(reference.sublayer(clone, "dff") == 12,
                 "FeedForward.from_config(layer.get_config()).dff is not 12.")
 
+    # Another rate: dropout_rate is the fraction DROPPED (not a keep probability).
+    layer = FeedForward(d_model=4, dff=8, dropout_rate=0.2)
+    what = "FeedForward(d_model=4, dff=8, dropout_rate=0.2)"
+    x = r.normal(size=(2, 5, 4)).astype("float32")
+    expected = reference.to_numpy(layer(x, training=False)).astype(np.float64)
+    rate = reference.sublayer(layer, "dropout.rate")
+    assert_true(abs(rate - 0.2) < 1e-9,
+                f"{what}: dropout.rate is {rate!r}, expected 0.2; dropout_rate is the "
+                "fraction of outputs dropped, passed as it is to keras.layers.Dropout.")
+    trained = reference.to_numpy(layer(x, training=True)).astype(np.float64)
+    zero = np.abs(trained) <= 1e-6
+    scaled = np.isclose(trained, expected / 0.8, rtol=1e-4, atol=1e-5)
+    assert_true(np.all(zero | scaled),
+                f"{what}, training=True: every output should be either 0 (dropped) or "
+                "1.25x its inference value (kept, scaled by 1/(1 - 0.2)).")
+
 
 _hidden_test_FeedForward()
 del _hidden_test_FeedForward
@@ -1103,6 +1123,18 @@ def _hidden_test_EncoderLayer():
         assert_true(not np.allclose(trained, output, rtol=1e-4, atol=1e-5),
                     f"{on_x}: training=True with dropout_rate=0.5 gave the inference output; "
                     "dropout must act while training.")
+
+        # Dropout on the attention's output as well: with the feed-forward block
+        # silenced (dense2 all zeros: ffn(x) = 0), training must still change the output.
+        dense2 = reference.sublayer(layer, "ffn.dense2")
+        dense2.set_weights([np.zeros_like(w) for w in weights["ffn.dense2"]])
+        quiet = reference.to_numpy(layer(x, padding_mask=real, training=False))
+        trained = reference.to_numpy(layer(x, padding_mask=real, training=True))
+        assert_true(not np.allclose(trained, quiet, rtol=1e-4, atol=1e-5),
+                    f"{on_x}: with the feed-forward block giving 0, training=True (dropout_rate"
+                    "=0.5) gave the inference output; the attention's output needs dropout "
+                    "too: x = norm1(x + dropout(attention(x))).")
+        dense2.set_weights(weights["ffn.dense2"])
 
     # Config round trip.
     config = layer.get_config()
@@ -1452,6 +1484,23 @@ def _hidden_test_DecoderLayer():
         assert_true(not np.allclose(trained, output, **close),
                     f"{on_x}: training=True with dropout_rate=0.5 gave the inference output; "
                     "dropout must act while training.")
+
+        # Dropout after each attention sublayer: with the other sublayers silenced
+        # (all-zero weights give an output of exactly 0), training must still change
+        # the output.
+        for kept, silenced in [("self_attention", ("cross_attention", "ffn.dense2")),
+                               ("cross_attention", ("self_attention", "ffn.dense2"))]:
+            for path in silenced:
+                reference.sublayer(layer, path).set_weights(
+                    [np.zeros_like(w) for w in weights[path]])
+            quiet = reference.to_numpy(layer(x, context, training=False))
+            trained = reference.to_numpy(layer(x, context, training=True))
+            assert_true(not np.allclose(trained, quiet, **close),
+                        f"{on_x}: with only {kept} left (the other sublayers giving 0), "
+                        "training=True (dropout_rate=0.5) gave the inference output; the "
+                        f"output of {kept} needs dropout too: x = norm(x + dropout(...)).")
+            for path in silenced:
+                reference.sublayer(layer, path).set_weights(weights[path])
 
     # Config round trip.
     config = layer.get_config()
