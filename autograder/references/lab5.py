@@ -1,0 +1,981 @@
+"""Reference implementations of lab 5 ("a whole Transformer"), instructor side.
+
+Never shipped with labs/ or the `labkit` package.
+
+Everything numeric is float64 NumPy, written independently of the solution
+cells in solutions/lab5 (they share the maths, not the code):
+
+- the forward pass of the whole encoder, decoder and Transformer, computed
+  from the student's own weights read sublayer by sublayer (embedding table,
+  `keras.layers.MultiHeadAttention`, `Dense` and `LayerNormalization`
+  layouts), and the number of weights each should have (a formula, checked
+  against Keras-built models in tests/test_references_lab5.py);
+- the masked loss and accuracy;
+- greedy decoding, the best sequence by exhaustive search, beam search and
+  temperature probabilities, on the decoding fixtures below.
+
+The lab's conventions (see solutions/lab5) that the references follow:
+
+- padding id 0; masks are boolean, True = may attend; padding masks go to the
+  keys: a padded token is never attended to. Outputs at padded positions are
+  not graded (they differ between backends: TensorFlow also masks padded
+  queries through Keras masks).
+- ``Encoder.call(token_ids, training=None)`` -> `(B, S, d_model)`.
+- ``Decoder.call(token_ids, context, context_padding_mask=None,
+  training=None)`` -> `(B, T, d_model)`; keeps the last layer's
+  cross-attention weights in ``last_attention_scores``
+  `(B, num_heads, T, S)`.
+- ``Transformer.call((context_ids, target_ids), training=None)`` -> logits
+  `(B, T, target_vocab_size)`.
+- decoding functions call ``model((context_ids, target_ids), training=False)``
+  and read the logits of the last position. ``greedy_decode`` returns
+  `(B, L)` ids after the start id, end id included, 0 after it, L <=
+  max_length; ``beam_search`` takes one context `(1, S)` and returns the ids
+  `(L,)` after the start id of the sequence with the highest total
+  log-probability (no length normalisation).
+
+Besides the references it holds what the grader needs:
+
+- ``DECODING_MODELS_SOURCE``: tiny models with hand-set (or seeded) logits
+  whose best sequences are known; hidden tests build them inside the
+  student's kernel (``construct_in_student_kernel``) and pass them to the
+  student's decoding functions, and build the same models here to compute
+  the expected answers.
+- ``PARAMETERS_SOURCE``: reads the weights of a student's Encoder, Decoder or
+  Transformer by structure, inside the student's kernel.
+- ``STAND_INS`` / ``STAND_IN_SOURCES``: correct, self-contained Encoder and
+  Decoder (with their own copies of the provided layers), used while the
+  student's Transformer is tested, and a greedy decoder for beam search.
+- ``HINTS``: one sentence per exercise for the feedback page.
+- helpers that let one hidden test run both under the grader (student names
+  are proxies returning NumPy) and in the source notebook (the solution's own
+  objects): ``to_numpy``, ``call_method``, ``constructor``, ``class_paths``,
+  ``tensor``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "positional_encoding",
+    "layer_norm",
+    "multi_head_attention",
+    "encoder_forward",
+    "decoder_forward",
+    "transformer_forward",
+    "mha_parameter_count",
+    "encoder_parameter_count",
+    "decoder_parameter_count",
+    "transformer_parameter_count",
+    "masked_loss",
+    "per_token_cross_entropy",
+    "masked_accuracy",
+    "temperature_probabilities",
+    "greedy_decode",
+    "sequence_log_probability",
+    "best_sequence",
+    "beam_search",
+    "decoding_models",
+    "normalize_greedy",
+    "normalize_sequence",
+    "to_numpy",
+    "call_method",
+    "constructor",
+    "class_paths",
+    "tensor",
+    "DECODING_MODELS_SOURCE",
+    "PARAMETERS_SOURCE",
+    "STAND_INS",
+    "STAND_IN_SOURCES",
+    "HINTS",
+]
+
+
+def _float64(value) -> np.ndarray:
+    return np.asarray(value, dtype=np.float64)
+
+
+# --- helpers for hidden tests (grader proxies or the solution in place) ------
+
+
+def to_numpy(value):
+    """A result of the student's code as NumPy (proxies already give NumPy)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bool, int, float, list, tuple)) or value is None:
+        return np.asarray(value)
+    from keras import ops  # only in the source notebook, where tensors come back
+
+    return np.asarray(ops.convert_to_numpy(value))
+
+
+def call_method(target, name: str, *args, **kwargs):
+    """``target.name(*args, **kwargs)`` in one round trip for a proxy."""
+    from autograder.probe import RemoteObject
+
+    if isinstance(target, RemoteObject):
+        return target.call_method(name, *args, **kwargs)
+    return getattr(target, name)(*args, **kwargs)
+
+
+def constructor(namespace: dict):
+    """The test kernel's ``construct_in_student_kernel``, or a local stand-in.
+
+    In the source notebook (no grader) the fixture is simply built in place.
+    """
+    construct = namespace.get("construct_in_student_kernel")
+    if construct is not None:
+        return construct
+
+    def construct_locally(source, name, *args, **kwargs):
+        scope: dict = {}
+        exec(compile(source, "<grader fixture>", "exec"), scope)
+        return scope[name](*args, **kwargs)
+
+    return construct_locally
+
+
+def class_paths(target) -> list[str]:
+    """"module.Class" of ``target`` and of its base classes (proxy or local object)."""
+    from autograder.probe import RemoteObject
+
+    if isinstance(target, RemoteObject):
+        description = target.describe()
+        return [description.get("class", ""), *description.get("bases", [])]
+    kind = target if isinstance(target, type) else type(target)
+    return [f"{k.__module__}.{k.__qualname__}" for k in kind.__mro__]
+
+
+def tensor(array, like):
+    """``array`` to be passed as a backend tensor to ``like`` (a proxy or a
+    local object)."""
+    from autograder.probe import RemoteObject, Tensor
+
+    if isinstance(like, RemoteObject):
+        return Tensor(array)
+    from keras import ops
+
+    return ops.convert_to_tensor(array)
+
+
+# --- the forward pass ----------------------------------------------------------
+
+
+def positional_encoding(length: int, depth: int) -> np.ndarray:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/depth)), PE[pos, 2i+1] = cos(same), float64."""
+    positions = np.arange(length, dtype=np.float64)[:, None]
+    columns = np.arange(depth)[None, :]
+    angles = positions / np.power(10000.0, (columns - columns % 2) / depth)
+    return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+def _softmax(x, axis=-1):
+    with np.errstate(all="ignore"):
+        largest = np.max(x, axis=axis, keepdims=True)
+        largest = np.where(np.isfinite(largest), largest, 0.0)
+        exponentials = np.exp(x - largest)
+        total = np.sum(exponentials, axis=axis, keepdims=True)
+        return exponentials / np.where(total > 0, total, 1.0)
+
+
+def layer_norm(x, gamma, beta, epsilon=1e-6):
+    """LayerNormalization over the last axis (Keras's epsilon of the lab: 1e-6)."""
+    x = _float64(x)
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + epsilon) * _float64(gamma) + _float64(beta)
+
+
+def multi_head_attention(weights, query, value, mask=None):
+    """``keras.layers.MultiHeadAttention`` (key = value) from its 8 weights.
+
+    weights: [Wq (d, h, k), bq (h, k), Wk, bk, Wv (d, h, v), bv, Wo (h, v, d),
+    bo (d,)]; query `(B, T, d)`, value `(B, S, d_v)`, mask broadcastable to
+    `(B, T, S)`. Returns ``(output (B, T, d), weights (B, h, T, S))``; a fully
+    masked row gets zero weights.
+    """
+    Wq, bq, Wk, bk, Wv, bv, Wo, bo = (_float64(w) for w in weights)
+    query, value = _float64(query), _float64(value)
+    q = np.einsum("btd,dhk->bthk", query, Wq) + bq
+    k = np.einsum("bsd,dhk->bshk", value, Wk) + bk
+    v = np.einsum("bsd,dhv->bshv", value, Wv) + bv
+    scores = np.einsum("bthk,bshk->bhts", q, k) / math.sqrt(Wq.shape[-1])
+    if mask is not None:
+        allowed = np.asarray(mask, dtype=bool)[:, None]  # (B, 1, T, S)
+        scores = np.where(allowed, scores, -np.inf)
+    attention = _softmax(scores, axis=-1)  # (B, h, T, S)
+    context = np.einsum("bhts,bshv->bthv", attention, v)
+    return np.einsum("bthv,hvd->btd", context, Wo) + bo, attention
+
+
+def _feed_forward(block, x):
+    (W1, b1), (W2, b2) = block["dense1"], block["dense2"]
+    hidden = np.maximum(x @ _float64(W1) + _float64(b1), 0.0)
+    return hidden @ _float64(W2) + _float64(b2)
+
+
+def _embed(table, token_ids):
+    table = _float64(table)
+    token_ids = np.asarray(token_ids)
+    d_model = table.shape[1]
+    length = token_ids.shape[1]
+    return table[token_ids] * math.sqrt(d_model) + positional_encoding(length, d_model)
+
+
+def encoder_forward(parameters, token_ids):
+    """The encoder's output `(B, S, d_model)` from ``PARAMETERS_SOURCE``'s dict."""
+    token_ids = np.asarray(token_ids)
+    x = _embed(parameters["embedding"], token_ids)
+    key_mask = (token_ids != 0)[:, None, :]  # (B, 1, S)
+    for block in parameters["blocks"]:
+        attention, _ = multi_head_attention(block["self_attention"], x, x, key_mask)
+        x = layer_norm(x + attention, *block["norm1"])
+        x = layer_norm(x + _feed_forward(block, x), *block["norm2"])
+    return x
+
+
+def decoder_forward(parameters, token_ids, context, context_padding_mask=None):
+    """``(output (B, T, d_model), last cross-attention weights (B, h, T, S))``."""
+    token_ids = np.asarray(token_ids)
+    context = _float64(context)
+    length = token_ids.shape[1]
+    x = _embed(parameters["embedding"], token_ids)
+    causal = np.tril(np.ones((length, length), dtype=bool))
+    self_mask = causal[None] & (token_ids != 0)[:, None, :]  # (B, T, T)
+    cross_mask = None
+    if context_padding_mask is not None:
+        cross_mask = np.asarray(context_padding_mask, dtype=bool)[:, None, :]  # (B, 1, S)
+    scores = None
+    for block in parameters["blocks"]:
+        attention, _ = multi_head_attention(block["self_attention"], x, x, self_mask)
+        x = layer_norm(x + attention, *block["norm1"])
+        attention, scores = multi_head_attention(block["cross_attention"], x, context,
+                                                 cross_mask)
+        x = layer_norm(x + attention, *block["norm2"])
+        x = layer_norm(x + _feed_forward(block, x), *block["norm3"])
+    return x, scores
+
+
+def transformer_forward(parameters, context_ids, target_ids):
+    """Logits `(B, T, target_vocab_size)` of the whole Transformer."""
+    context_ids = np.asarray(context_ids)
+    context = encoder_forward(parameters["encoder"], context_ids)
+    output, _ = decoder_forward(parameters["decoder"], target_ids, context,
+                                context_padding_mask=context_ids != 0)
+    kernel, bias = parameters["final"]
+    return output @ _float64(kernel) + _float64(bias)
+
+
+# --- how many weights ------------------------------------------------------------
+
+
+def mha_parameter_count(d_model: int, num_heads: int, key_dim: int) -> int:
+    """Weights of MultiHeadAttention(num_heads, key_dim) on d_model inputs."""
+    projection = d_model * num_heads * key_dim + num_heads * key_dim
+    return 3 * projection + num_heads * key_dim * d_model + d_model
+
+
+def _block_count(d_model, num_heads, dff, cross: bool) -> int:
+    attention = mha_parameter_count(d_model, num_heads, d_model // num_heads)
+    ffn = d_model * dff + dff + dff * d_model + d_model
+    norms = (3 if cross else 2) * 2 * d_model
+    return (2 if cross else 1) * attention + ffn + norms
+
+
+def encoder_parameter_count(num_layers, d_model, num_heads, dff, vocab_size) -> int:
+    """Embedding table plus num_layers encoder layers (the sinusoids are no weights)."""
+    return vocab_size * d_model + num_layers * _block_count(d_model, num_heads, dff, False)
+
+
+def decoder_parameter_count(num_layers, d_model, num_heads, dff, vocab_size) -> int:
+    """Embedding table plus num_layers decoder layers."""
+    return vocab_size * d_model + num_layers * _block_count(d_model, num_heads, dff, True)
+
+
+def transformer_parameter_count(num_layers, d_model, num_heads, dff, input_vocab_size,
+                                target_vocab_size) -> int:
+    """Encoder, decoder and the final Dense layer to the target vocabulary."""
+    return (encoder_parameter_count(num_layers, d_model, num_heads, dff, input_vocab_size)
+            + decoder_parameter_count(num_layers, d_model, num_heads, dff, target_vocab_size)
+            + d_model * target_vocab_size + target_vocab_size)
+
+
+# --- loss and accuracy ---------------------------------------------------------------
+
+
+def masked_loss(y_true, y_pred) -> float:
+    """Mean sparse cross-entropy (from logits) over the positions where y_true != 0."""
+    real = np.asarray(y_true) != 0
+    return float((per_token_cross_entropy(y_true, y_pred) * real).sum() / real.sum())
+
+
+def per_token_cross_entropy(y_true, y_pred) -> np.ndarray:
+    """-log softmax(y_pred)[y_true] at every position, padding included, `(B, T)`."""
+    y_true = np.asarray(y_true).astype(np.int64)
+    log_probabilities = _log_softmax(y_pred)
+    return -np.take_along_axis(log_probabilities, y_true[..., None], axis=-1)[..., 0]
+
+
+def masked_accuracy(y_true, y_pred) -> float:
+    """Fraction of the positions where y_true != 0 whose argmax is y_true."""
+    y_true = np.asarray(y_true).astype(np.int64)
+    predicted = np.argmax(_float64(y_pred), axis=-1)
+    real = y_true != 0
+    return float(((predicted == y_true) & real).sum() / real.sum())
+
+
+# --- decoding ----------------------------------------------------------------------
+
+
+def temperature_probabilities(logits, temperature: float) -> np.ndarray:
+    """p_i(T) = exp(z_i / T) / sum_j exp(z_j / T) over the last axis."""
+    return _softmax(_float64(logits) / float(temperature), axis=-1)
+
+
+def _log_softmax(z):
+    z = _float64(z)
+    shifted = z - z.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def _next_logits(model, context_row, prefix) -> np.ndarray:
+    """Logits after ``prefix`` (start id first) for one context row.
+
+    A decoding fixture is asked directly (no Keras needed in the test kernel);
+    any other model is called the lab's way.
+    """
+    logits_of = getattr(model, "_logits", None)
+    if logits_of is not None:
+        row = tuple(int(t) for t in np.trim_zeros(np.asarray(context_row), "b"))
+        return np.asarray(logits_of(row, tuple(int(t) for t in prefix)), dtype=np.float64)
+    context = np.asarray(context_row, dtype=np.int64)[None, :]
+    target = np.asarray(prefix, dtype=np.int64)[None, :]
+    return _float64(to_numpy(model((context, target), training=False))[0, -1])
+
+
+def greedy_decode(model, context_ids, max_length, start_id, end_id) -> np.ndarray:
+    """Ids `(B, L)` after the start id, end id included, 0 after it; L <= max_length."""
+    context_ids = np.asarray(context_ids)
+    rows = []
+    for context_row in context_ids:
+        prefix = [start_id]
+        while len(prefix) - 1 < max_length:
+            token = int(np.argmax(_next_logits(model, context_row, prefix)))
+            prefix.append(token)
+            if token == end_id:
+                break
+        rows.append(prefix[1:])
+    width = max(len(row) for row in rows)
+    return np.array([row + [0] * (width - len(row)) for row in rows], dtype=np.int64)
+
+
+def sequence_log_probability(model, context_row, sequence, start_id) -> float:
+    """Total log-probability of ``sequence`` (ids after the start id)."""
+    prefix, total = [start_id], 0.0
+    for token in sequence:
+        total += float(_log_softmax(_next_logits(model, context_row, prefix))[token])
+        prefix.append(int(token))
+    return total
+
+
+def best_sequence(model, context_row, max_length, start_id, end_id, tokens):
+    """The sequence with the highest total log-probability, by exhaustive search.
+
+    ``tokens``: the ids worth trying (the others have negligible probability
+    in the fixtures). A sequence ends at end_id or after max_length ids.
+    Returns ``(sequence, log_probability)``.
+    """
+    best = (None, -np.inf)
+
+    def walk(prefix, score):
+        nonlocal best
+        generated = prefix[1:]
+        if (generated and generated[-1] == end_id) or len(generated) == max_length:
+            if score > best[1]:
+                best = (list(generated), score)
+            return
+        if score <= best[1]:  # log-probabilities only fall: prune
+            return
+        log_probabilities = _log_softmax(_next_logits(model, context_row, prefix))
+        for token in tokens:
+            walk(prefix + [token], score + float(log_probabilities[token]))
+
+    walk([start_id], 0.0)
+    return best
+
+
+def beam_search(model, context_ids, beam_width, max_length, start_id, end_id) -> np.ndarray:
+    """Beam search by total log-probability; finished beams stay in the beam.
+
+    context_ids `(1, S)`. Returns the ids `(L,)` after the start id of the best
+    beam (finished or, at max_length, not).
+    """
+    context_row = np.asarray(context_ids)[0]
+    beams = [([start_id], 0.0, False)]
+    for _ in range(max_length):
+        if all(finished for _, _, finished in beams):
+            break
+        candidates = []
+        for prefix, score, finished in beams:
+            if finished:
+                candidates.append((prefix, score, True))
+                continue
+            log_probabilities = _log_softmax(_next_logits(model, context_row, prefix))
+            for token in range(log_probabilities.shape[0]):
+                candidates.append((prefix + [token], score + float(log_probabilities[token]),
+                                   token == end_id))
+        candidates.sort(key=lambda candidate: -candidate[1])
+        beams = candidates[:beam_width]
+    best = max(beams, key=lambda beam: beam[1])
+    return np.array(best[0][1:], dtype=np.int64)
+
+
+def normalize_greedy(result, end_id, max_length, what: str,
+                     start_id: int | None = None) -> list[list[int]]:
+    """Rows of a greedy result up to and including end_id.
+
+    Raises AssertionError (the student's feedback) when every row starts with
+    ``start_id`` (the fixtures never write it), when a row is longer than
+    max_length or holds anything but padding after its end id.
+    """
+    array = to_numpy(result)
+    if array.ndim != 2:
+        raise AssertionError(f"{what}: returned shape {array.shape}, expected (B, L): "
+                             "one row of ids per context.")
+    if not np.issubdtype(array.dtype, np.integer):
+        if not np.all(np.equal(np.mod(array, 1), 0)):
+            raise AssertionError(f"{what}: returned non-integer values; return token ids.")
+        array = array.astype(np.int64)
+    if start_id is not None and array.size and np.all(array[:, 0] == start_id):
+        raise AssertionError(f"{what}: every row starts with the start id {start_id}; "
+                             "return only the ids written after it.")
+    if array.shape[1] > max_length:
+        raise AssertionError(f"{what}: rows have {array.shape[1]} ids, more than "
+                             f"max_length={max_length}.")
+    rows = []
+    for index, row in enumerate(array.tolist()):
+        if end_id in row:
+            stop = row.index(end_id) + 1
+            if any(token != 0 for token in row[stop:]):
+                raise AssertionError(
+                    f"{what}: row {index} goes on after the end id {end_id} "
+                    f"({row}); stop a row at end_id and pad it with 0.")
+            row = row[:stop]
+        else:
+            while row and row[-1] == 0:
+                row = row[:-1]
+        rows.append(row)
+    return rows
+
+
+def normalize_sequence(result, max_length, what: str) -> list[int]:
+    """A beam search result as a list of ids (a leading axis of 1 and trailing
+    padding removed)."""
+    array = to_numpy(result)
+    if array.ndim == 2 and array.shape[0] == 1:
+        array = array[0]
+    if array.ndim != 1:
+        raise AssertionError(f"{what}: returned shape {array.shape}, expected (L,): the "
+                             "ids of the best sequence.")
+    row = [int(token) for token in array.tolist()]
+    while row and row[-1] == 0:
+        row = row[:-1]
+    if len(row) > max_length:
+        raise AssertionError(f"{what}: returned {len(row)} ids, more than "
+                             f"max_length={max_length}.")
+    return row
+
+
+#: Tiny "models" for the decoding tests: called as model((context_ids,
+#: target_ids), training=False), they return logits (B, T, V) as a backend
+#: tensor; the logits at position t depend only on the context row (trailing
+#: padding ignored) and target_ids[:, :t + 1] (causal, like a Transformer).
+DECODING_MODELS_SOURCE = '''
+import hashlib
+
+import numpy as np
+
+
+class _PrefixModel:
+    """Logits from the context row and the target prefix; see the subclasses."""
+
+    vocab_size = 6
+
+    def _logits(self, context, prefix):
+        raise NotImplementedError
+
+    def __call__(self, inputs, training=False):
+        from keras import ops
+
+        if not isinstance(inputs, (tuple, list)) or len(inputs) != 2:
+            raise TypeError("call the model as model((context_ids, target_ids), "
+                            "training=False), with one tuple of two arrays")
+        context = np.asarray(ops.convert_to_numpy(inputs[0])).astype(np.int64)
+        target = np.asarray(ops.convert_to_numpy(inputs[1])).astype(np.int64)
+        if context.ndim != 2 or target.ndim != 2 or context.shape[0] != target.shape[0]:
+            raise ValueError(f"expected context_ids (B, S) and target_ids (B, T) with the "
+                             f"same B; got {context.shape} and {target.shape}")
+        logits = np.zeros(target.shape + (self.vocab_size,), dtype=np.float32)
+        for b in range(target.shape[0]):
+            row = tuple(int(t) for t in np.trim_zeros(context[b], "b"))
+            for t in range(target.shape[1]):
+                logits[b, t] = self._logits(row, tuple(int(x) for x in target[b, : t + 1]))
+        return ops.convert_to_tensor(logits)
+
+    def predict(self, inputs, verbose=0, **kwargs):
+        from keras import ops
+
+        return np.asarray(ops.convert_to_numpy(self(inputs, training=False)))
+
+    def predict_on_batch(self, inputs):
+        return self.predict(inputs)
+
+
+class TableModel(_PrefixModel):
+    """Seeded random logits; the end id wins (by a margin) once the sequence
+    reaches the context's length (2 to 8 ids, end included) and is very
+    unlikely before. Pad and start ids are never likely."""
+
+    def __init__(self, seed, vocab_size=7, start_id=1, end_id=2, scale=2.0):
+        self.seed, self.vocab_size = seed, vocab_size
+        self.start_id, self.end_id, self.scale = start_id, end_id, scale
+        self._cache = {}
+
+    def length(self, context):
+        digest = hashlib.sha256(repr(("length", self.seed, tuple(context))).encode()).digest()
+        return 2 + digest[0] % 7
+
+    def _logits(self, context, prefix):
+        key = (context, prefix)
+        if key not in self._cache:
+            digest = hashlib.sha256(repr((self.seed, context, prefix)).encode()).digest()
+            generator = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+            z = self.scale * generator.normal(size=self.vocab_size)
+            z[[0, self.start_id, self.end_id]] = -30.0
+            order = np.argsort(-z)
+            if z[order[0]] - z[order[1]] < 0.3:  # a clear winner: no near ties
+                z[order[0]] = z[order[1]] + 0.3
+            if len(prefix) >= self.length(context):  # len(prefix) - 1 ids generated
+                z[self.end_id] = z.max() + 3.0
+            self._cache[key] = z.astype(np.float32)
+        return self._cache[key]
+
+
+class TreeModel(_PrefixModel):
+    """Hand-set next-token probabilities.
+
+    tree: {prefix: {symbol: probability}}, where a prefix is the string of the
+    symbols generated so far ("" at the start, "a", "ab", ...; "$" is the end
+    id) and symbols are "a", "b", "c" and "$". Unlisted prefixes use
+    ``default``; unlisted symbols get 1e-4 before normalisation. ``ids`` maps
+    the symbols to token ids. ``offsets`` ({prefix: number}) adds a constant to
+    every logit after that prefix: the probabilities stay the same, but the
+    logits are no longer log-probabilities (as with a real model's logits), so
+    a sum of raw logits ranks the sequences differently.
+    """
+
+    def __init__(self, tree, default=None, start_id=1, end_id=2, ids=None, vocab_size=6,
+                 offsets=None):
+        self.tree = tree
+        self.default = default or {"$": 0.6, "a": 0.15, "b": 0.15, "c": 0.1}
+        self.start_id, self.end_id, self.vocab_size = start_id, end_id, vocab_size
+        self.ids = dict(ids or {"a": 3, "b": 4, "c": 5})
+        self.ids["$"] = end_id
+        self.symbols = {token: symbol for symbol, token in self.ids.items()}
+        self.offsets = {str(key): float(value) for key, value in (offsets or {}).items()}
+
+    def _logits(self, context, prefix):
+        key = "".join(self.symbols.get(token, "?") for token in prefix[1:])
+        probabilities = np.full(self.vocab_size, 1e-4)
+        probabilities[[0, self.start_id]] = 1e-9
+        for symbol, probability in self.tree.get(key, self.default).items():
+            probabilities[self.ids[symbol]] = probability
+        log_probabilities = np.log(probabilities / probabilities.sum())
+        return (log_probabilities + self.offsets.get(key, 0.0)).astype(np.float32)
+
+
+#: Greedy takes "a" (0.5) and ends with "aa$" (0.5 * 0.35 * 0.5 = 0.0875);
+#: "b$" (0.4 * 0.9 = 0.36) is far better, and a beam of width 2 keeps "b".
+TREE_GREEDY_MISSES = {
+    "": {"a": 0.5, "b": 0.4, "c": 0.1},
+    "a": {"a": 0.35, "b": 0.33, "c": 0.32},
+    "b": {"$": 0.9, "a": 0.04, "b": 0.03, "c": 0.03},
+    "c": {"$": 0.5, "a": 0.2, "b": 0.2, "c": 0.1},
+    "aa": {"$": 0.5, "a": 0.2, "b": 0.2, "c": 0.1},
+    "ab": {"$": 0.5, "a": 0.2, "b": 0.2, "c": 0.1},
+    "ac": {"$": 0.5, "a": 0.2, "b": 0.2, "c": 0.1},
+}
+
+#: The best sequence "ab$" (0.6 * 0.9 * 0.9 = 0.486) ends with a smaller last
+#: step (0.9) than "b$" (0.35 * 0.95 = 0.3325, last step 0.95): a beam that
+#: ranks by the last step's log-probability alone returns "b$".
+TREE_TOTAL_MATTERS = {
+    "": {"a": 0.6, "b": 0.35, "c": 0.05},
+    "a": {"b": 0.9, "a": 0.05, "c": 0.05},
+    "b": {"$": 0.95, "a": 0.02, "b": 0.02, "c": 0.01},
+    "ab": {"$": 0.9, "a": 0.04, "b": 0.03, "c": 0.03},
+}
+
+
+#: The best sequence "a$" (0.62 * 0.6 = 0.372) is the shorter one: "bb$"
+#: (0.38 * 0.95 * 0.9 = 0.325) has a lower total log-probability but a higher
+#: average per token, and a higher sum of probabilities (2.23 against 1.22).
+#: A beam that normalises by length, or adds probabilities instead of
+#: log-probabilities, returns "bb$".
+TREE_SHORT_WINS = {
+    "": {"a": 0.62, "b": 0.38},
+    "a": {"$": 0.6, "c": 0.4},
+    "b": {"b": 0.95, "$": 0.05},
+    "bb": {"$": 0.9, "c": 0.1},
+}
+
+
+def make_model(kind, **kwargs):
+    """TableModel(**kwargs) for kind "table"; TreeModel for "greedy_misses",
+    "total_matters" or "short_wins" (kwargs: start_id, end_id, ids, offsets)."""
+    if kind == "table":
+        return TableModel(**kwargs)
+    trees = {"greedy_misses": TREE_GREEDY_MISSES, "total_matters": TREE_TOTAL_MATTERS,
+             "short_wins": TREE_SHORT_WINS}
+    return TreeModel(trees[kind], **kwargs)
+'''
+
+
+def decoding_models() -> dict:
+    """The namespace of ``DECODING_MODELS_SOURCE``, built here (instructor side)."""
+    scope: dict = {}
+    exec(compile(DECODING_MODELS_SOURCE, "<decoding models>", "exec"), scope)
+    return scope
+
+
+#: Runs in the student's kernel: the weights of a student's Encoder, Decoder
+#: or Transformer, found by structure (the provided layers' attribute names;
+#: the embedding and the stacked layers by what they hold, so that any
+#: attribute name works), as plain arrays.
+PARAMETERS_SOURCE = '''
+def weights_by_sublayer(layer, kind):
+    """{"embedding", "blocks": [...]} for kind "encoder"/"decoder"; for
+    "transformer", {"encoder", "decoder", "final": [kernel, bias]}."""
+    import numpy as np
+
+    def arrays(sublayer):
+        return [np.asarray(w, dtype="float32") for w in sublayer.get_weights()]
+
+    def children(parent):
+        flatten = getattr(parent, "_flatten_layers", None)
+        if flatten is None:
+            raise TypeError(f"{type(parent).__name__} is not a Keras layer.")
+        return list(flatten(include_self=False, recursive=False))
+
+    def block(sublayer, cross):
+        parts = {"self_attention": arrays(sublayer.self_attention),
+                 "dense1": arrays(sublayer.ffn.dense1), "dense2": arrays(sublayer.ffn.dense2),
+                 "norm1": arrays(sublayer.norm1), "norm2": arrays(sublayer.norm2)}
+        if cross:
+            parts["cross_attention"] = arrays(sublayer.cross_attention)
+            parts["norm3"] = arrays(sublayer.norm3)
+        return parts
+
+    def stack(parent, cross):
+        name = type(parent).__name__
+        wanted = "DecoderLayer" if cross else "EncoderLayer"
+        found = children(parent)
+        embeddings = [s for s in found if hasattr(s, "token_embedding")]
+        blocks = [s for s in found if hasattr(s, "self_attention") and hasattr(s, "ffn")
+                  and hasattr(s, "cross_attention") == cross]
+        if len(embeddings) != 1:
+            raise LookupError(
+                f"your {name} has {len(embeddings)} PositionalEmbedding sublayers, "
+                f"expected exactly one (the provided PositionalEmbedding, created in "
+                f"__init__).")
+        if not blocks:
+            raise LookupError(
+                f"your {name} has no {wanted} sublayer; create num_layers of the "
+                f"provided {wanted} in __init__ and keep them in a list attribute.")
+        return {"embedding": arrays(embeddings[0].token_embedding)[0],
+                "blocks": [block(b, cross) for b in blocks]}
+
+    if kind == "encoder":
+        return stack(layer, cross=False)
+    if kind == "decoder":
+        return stack(layer, cross=True)
+    found = children(layer)
+
+    def holds(sublayer, cross):
+        inner = children(sublayer) if hasattr(sublayer, "_flatten_layers") else []
+        return any(hasattr(s, "self_attention") and hasattr(s, "cross_attention") == cross
+                   for s in inner)
+
+    encoder = getattr(layer, "encoder", None) or next(
+        (s for s in found if holds(s, False)), None)
+    decoder = getattr(layer, "decoder", None) or next(
+        (s for s in found if holds(s, True)), None)
+    final = getattr(layer, "final_layer", None) or next(
+        (s for s in found if type(s).__name__ == "Dense"), None)
+    if encoder is None or decoder is None or final is None:
+        raise LookupError("your Transformer needs the sublayers encoder (an Encoder), "
+                          "decoder (a Decoder) and final_layer (a Dense layer).")
+    return {"encoder": stack(encoder, cross=False), "decoder": stack(decoder, cross=True),
+            "final": arrays(final)}
+'''
+
+
+# --- stand-ins -------------------------------------------------------------------
+
+_PROVIDED_LAYERS = '''
+import math
+
+import numpy as np
+import keras
+from keras import ops
+
+
+def _positional_table(length, depth):
+    positions = np.arange(length, dtype=np.float64)[:, None]
+    columns = np.arange(depth)[None, :]
+    angles = positions / np.power(10000.0, (columns - columns % 2) / depth)
+    return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles)).astype("float32")
+
+
+class PositionalEmbedding(keras.layers.Layer):
+    def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size, self.d_model = vocab_size, d_model
+        self.max_length, self.mask_zero = max_length, mask_zero
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model,
+                                                      name="token_embedding")
+        self.table = _positional_table(max_length, d_model)
+
+    def build(self, input_shape):
+        self.token_embedding.build(input_shape)
+
+    def call(self, token_ids):
+        length = ops.shape(token_ids)[1]
+        vectors = self.token_embedding(token_ids) * math.sqrt(self.d_model)
+        return vectors + ops.convert_to_tensor(self.table)[:length]
+
+    def compute_mask(self, token_ids, mask=None):
+        return ops.not_equal(token_ids, 0) if self.mask_zero else None
+
+
+class FeedForward(keras.layers.Layer):
+    def __init__(self, d_model, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model, self.dff, self.dropout_rate = d_model, dff, dropout_rate
+        self.dense1 = keras.layers.Dense(dff, activation="relu", name="dense1")
+        self.dense2 = keras.layers.Dense(d_model, name="dense2")
+        self.dropout = keras.layers.Dropout(dropout_rate)
+
+    def call(self, x, training=None):
+        return self.dropout(self.dense2(self.dense1(x)), training=training)
+
+
+class EncoderLayer(keras.layers.Layer):
+    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.self_attention = keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
+        self.ffn = FeedForward(d_model, dff, dropout_rate)
+        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+
+    def compute_mask(self, x, previous_mask=None):
+        return None
+
+    def call(self, x, padding_mask=None, training=None):
+        mask = None if padding_mask is None else ops.expand_dims(padding_mask, 1)
+        attention = self.self_attention(query=x, value=x, key=x, attention_mask=mask,
+                                        training=training)
+        x = self.norm1(x + self.dropout(attention, training=training))
+        return self.norm2(x + self.ffn(x, training=training))
+
+
+class DecoderLayer(keras.layers.Layer):
+    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.self_attention = keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
+        self.cross_attention = keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
+        self.ffn = FeedForward(d_model, dff, dropout_rate)
+        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.norm3 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.last_attention_scores = None
+
+    def compute_mask(self, x, previous_mask=None):
+        return None
+
+    def call(self, x, context, x_padding_mask=None, context_padding_mask=None,
+             training=None):
+        length = ops.shape(x)[1]
+        positions = ops.arange(length)
+        self_mask = ops.expand_dims(positions[:, None] >= positions[None, :], 0)
+        if x_padding_mask is not None:
+            self_mask = ops.logical_and(self_mask, ops.expand_dims(x_padding_mask, 1))
+        cross_mask = None
+        if context_padding_mask is not None:
+            cross_mask = ops.expand_dims(context_padding_mask, 1)
+        attention = self.self_attention(query=x, value=x, key=x, attention_mask=self_mask,
+                                        training=training)
+        x = self.norm1(x + self.dropout(attention, training=training))
+        attention, scores = self.cross_attention(
+            query=x, value=context, key=context, attention_mask=cross_mask,
+            return_attention_scores=True, training=training)
+        self.last_attention_scores = scores
+        x = self.norm2(x + self.dropout(attention, training=training))
+        return self.norm3(x + self.ffn(x, training=training))
+'''
+
+_ENCODER_SOURCE = _PROVIDED_LAYERS + '''
+
+class Encoder(keras.layers.Layer):
+    """Stand-in: embedding, dropout, num_layers EncoderLayers (padding masked)."""
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
+        self.vocab_size, self.max_length, self.dropout_rate = vocab_size, max_length, dropout_rate
+        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length=max_length)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.enc_layers = [EncoderLayer(d_model, num_heads, dff, dropout_rate)
+                           for _ in range(num_layers)]
+
+    def call(self, token_ids, training=None):
+        padding_mask = ops.not_equal(token_ids, 0)
+        x = self.dropout(self.pos_embedding(token_ids), training=training)
+        for layer in self.enc_layers:
+            x = layer(x, padding_mask=padding_mask, training=training)
+        return x
+
+    def get_config(self):
+        return {**super().get_config(), "num_layers": self.num_layers,
+                "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
+                "vocab_size": self.vocab_size, "max_length": self.max_length,
+                "dropout_rate": self.dropout_rate}
+'''
+
+_DECODER_SOURCE = _PROVIDED_LAYERS + '''
+
+class Decoder(keras.layers.Layer):
+    """Stand-in: embedding, dropout, num_layers DecoderLayers (causal, padding masked)."""
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
+        self.vocab_size, self.max_length, self.dropout_rate = vocab_size, max_length, dropout_rate
+        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length=max_length)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dec_layers = [DecoderLayer(d_model, num_heads, dff, dropout_rate)
+                           for _ in range(num_layers)]
+        self.last_attention_scores = None
+
+    def call(self, token_ids, context, context_padding_mask=None, training=None):
+        padding_mask = ops.not_equal(token_ids, 0)
+        x = self.dropout(self.pos_embedding(token_ids), training=training)
+        for layer in self.dec_layers:
+            x = layer(x, context, x_padding_mask=padding_mask,
+                      context_padding_mask=context_padding_mask, training=training)
+        self.last_attention_scores = self.dec_layers[-1].last_attention_scores
+        return x
+
+    def get_config(self):
+        return {**super().get_config(), "num_layers": self.num_layers,
+                "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
+                "vocab_size": self.vocab_size, "max_length": self.max_length,
+                "dropout_rate": self.dropout_rate}
+'''
+
+_GREEDY_DECODE_SOURCE = '''
+def greedy_decode(model, context_ids, max_length, start_id, end_id):
+    """Stand-in: (B, L) ids after start_id, end_id included, 0 after it."""
+    import numpy as np
+    from keras import ops
+
+    context_ids = np.asarray(ops.convert_to_numpy(context_ids))
+    batch = context_ids.shape[0]
+    generated = np.full((batch, 1), start_id, dtype="int32")
+    finished = np.zeros(batch, dtype=bool)
+    for _ in range(max_length):
+        logits = np.asarray(ops.convert_to_numpy(model((context_ids, generated),
+                                                       training=False)))
+        token = np.argmax(logits[:, -1, :], axis=-1).astype("int32")
+        token = np.where(finished, 0, token)
+        generated = np.concatenate([generated, token[:, None]], axis=1)
+        finished = finished | (token == end_id)
+        if finished.all():
+            break
+    return generated[:, 1:]
+'''
+
+#: For each exercise, the OTHER exercises its solution may call.
+STAND_INS = {
+    "Encoder": [],
+    "Decoder": [],
+    "Transformer": ["Encoder", "Decoder"],
+    "masked_loss": [],
+    "masked_accuracy": [],
+    "greedy_decode": [],
+    "sample_with_temperature": [],
+    # beam_width=1 is greedy decoding: a solution may hand it over.
+    "beam_search": ["greedy_decode"],
+}
+
+#: name -> source of a correct, self-contained version (imports inside),
+#: defined in the student's kernel in place of the student's own while
+#: another exercise is tested. The Encoder and Decoder bring their own copies
+#: of the provided layers: the source runs in a fresh namespace.
+STAND_IN_SOURCES = {
+    "Encoder": _ENCODER_SOURCE.strip() + "\n",
+    "Decoder": _DECODER_SOURCE.strip() + "\n",
+    "greedy_decode": _GREEDY_DECODE_SOURCE.strip() + "\n",
+}
+
+#: exercise -> one sentence shown on the feedback page of a student who lost
+#: its points.
+HINTS = {
+    "Encoder": (
+        "Create pos_embedding (the provided PositionalEmbedding), dropout and "
+        "enc_layers (num_layers separate EncoderLayer objects) in __init__; in call "
+        "embed, apply dropout, then pass padding_mask=(token_ids != 0) by keyword to "
+        "every layer; store each constructor argument and return them in get_config."
+    ),
+    "Decoder": (
+        "Like the Encoder with DecoderLayers (dec_layers): each layer gets the "
+        "target's own padding mask as x_padding_mask and context_padding_mask, both "
+        "by keyword; keep the last layer's last_attention_scores after the loop."
+    ),
+    "Transformer": (
+        "A keras.Model with encoder, decoder and final_layer (Dense, "
+        "target_vocab_size units, no softmax); call unpacks (context_ids, "
+        "target_ids), encodes the context, and gives the decoder "
+        "context_padding_mask=(context_ids != 0)."
+    ),
+    "masked_loss": (
+        "Cross-entropy from logits at every position, multiplied by the mask "
+        "y_true != 0, summed and divided by the number of real tokens (not by B*T)."
+    ),
+    "masked_accuracy": (
+        "Compare argmax(y_pred, axis=-1) with y_true only where y_true != 0, and "
+        "divide the matches by the number of real tokens."
+    ),
+    "greedy_decode": (
+        "Start every row with start_id, call model((context_ids, tokens), "
+        "training=False), append the argmax of the last position, and stop a row at "
+        "end_id (pad it with 0 after); return the ids after start_id."
+    ),
+    "sample_with_temperature": (
+        "Divide the logits by the temperature (not multiply), sample from "
+        "softmax(logits / T) with the given seed (keras.random.categorical), and "
+        "return the argmax when the temperature is 0."
+    ),
+    "beam_search": (
+        "Score each candidate by its TOTAL log-probability (the beam's score plus "
+        "the new token's log-softmax), keep the beam_width best, keep finished beams "
+        "(ending in end_id) as they are, and return the best one after start_id."
+    ),
+}

@@ -1,0 +1,304 @@
+"""Build the lab5 sample submissions of data/sample_submissions/lab5/.
+
+Each sample is the student notebook of labs/lab5 with its answer cells filled
+in the way a real student might: correct answers written differently from the
+solution (implicit `training`, a fixed-size token buffer in greedy decoding,
+NumPy Gumbel-max sampling, a beam search that keeps finished beams in the
+beam and scores one beam per call), the mistakes students really make, and
+the untouched notebook. `expectations()` says what each one must score;
+tests/test_grading_lab5.py checks it through the real CLI. Run
+`python data/sample_submissions/samples_lab5.py` after changing lab 5.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+LAB = "lab5"
+NOTEBOOK = ROOT / "labs" / LAB / "lab5_transformer.ipynb"
+EXERCISES = ("Encoder", "Decoder", "Transformer", "masked_loss", "masked_accuracy",
+             "greedy_decode", "sample_with_temperature", "beam_search")
+
+# Correct answers, written differently from the solution. The attribute names
+# stay those of the lab, so the shipped weights load into these models too.
+CORRECT = {
+    "Encoder": '''
+class Encoder(keras.layers.Layer):
+    """Layers appended in a loop; `training` left to Keras's call context."""
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, vocab_size=vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
+        self.vocab_size, self.max_length, self.dropout_rate = vocab_size, max_length, dropout_rate
+        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.enc_layers = []
+        for _ in range(num_layers):
+            self.enc_layers.append(EncoderLayer(d_model, num_heads, dff, dropout_rate))
+
+    def call(self, token_ids, training=None):
+        real = ops.greater(token_ids, 0)
+        x = self.dropout(self.pos_embedding(token_ids))
+        for layer in self.enc_layers:
+            x = layer(x, padding_mask=real)
+        return x
+
+    def get_config(self):
+        names = ["num_layers", "d_model", "num_heads", "dff", "vocab_size", "max_length",
+                 "dropout_rate"]
+        return {**super().get_config(), **{name: getattr(self, name) for name in names}}
+''',
+    "Decoder": '''
+class Decoder(keras.layers.Layer):
+    """Same shape as my encoder; the scores read from the layer after the loop."""
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, vocab_size=vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        self.last_attention_scores = None
+        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
+        self.vocab_size, self.max_length, self.dropout_rate = vocab_size, max_length, dropout_rate
+        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dec_layers = [DecoderLayer(d_model, num_heads, dff, dropout_rate)
+                           for _ in range(num_layers)]
+
+    def call(self, token_ids, context, context_padding_mask=None, training=None):
+        target_mask = ops.greater(token_ids, 0)
+        x = self.dropout(self.pos_embedding(token_ids), training=training)
+        for layer in self.dec_layers:
+            x = layer(x, context, context_padding_mask=context_padding_mask,
+                      x_padding_mask=target_mask, training=training)
+        last = self.dec_layers[len(self.dec_layers) - 1]
+        self.last_attention_scores = last.last_attention_scores
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        for name in ["num_layers", "d_model", "num_heads", "dff", "vocab_size", "max_length",
+                     "dropout_rate"]:
+            config[name] = getattr(self, name)
+        return config
+''',
+    "Transformer": '''
+class Transformer(keras.Model):
+    """Parts created with keyword arguments; the context mask as ids > 0."""
+
+    def __init__(self, num_layers, d_model, num_heads, dff, input_vocab_size,
+                 target_vocab_size, max_length=2048, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, input_vocab_size=input_vocab_size,
+                                 target_vocab_size=target_vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        shared = dict(num_layers=num_layers, d_model=d_model, num_heads=num_heads, dff=dff,
+                      max_length=max_length, dropout_rate=dropout_rate)
+        self.settings = dict(shared, input_vocab_size=input_vocab_size,
+                             target_vocab_size=target_vocab_size)
+        self.encoder = Encoder(vocab_size=input_vocab_size, **shared)
+        self.decoder = Decoder(vocab_size=target_vocab_size, **shared)
+        self.final_layer = keras.layers.Dense(units=target_vocab_size)
+
+    def call(self, inputs, training=None):
+        context_ids, target_ids = inputs[0], inputs[1]
+        encoded = self.encoder(context_ids, training=training)
+        decoded = self.decoder(target_ids, encoded, training=training,
+                               context_padding_mask=ops.greater(context_ids, 0))
+        return self.final_layer(decoded)
+
+    def get_config(self):
+        return {**super().get_config(), **self.settings}
+''',
+    "masked_loss": '''
+def masked_loss(y_true, y_pred):
+    """log_softmax and take_along_axis, by hand."""
+    log_probabilities = ops.log_softmax(y_pred, axis=-1)
+    labels = ops.expand_dims(ops.cast(y_true, "int32"), -1)
+    picked = ops.squeeze(ops.take_along_axis(log_probabilities, labels, axis=-1), -1)
+    weights = ops.cast(ops.greater(y_true, 0), log_probabilities.dtype)
+    return -ops.sum(picked * weights) / ops.sum(weights)
+''',
+    "masked_accuracy": '''
+def masked_accuracy(y_true, y_pred):
+    """Hits and real tokens as float32 masks."""
+    real = ops.cast(ops.not_equal(y_true, 0), "float32")
+    guesses = ops.cast(ops.argmax(y_pred, axis=-1), "int32")
+    hits = ops.cast(ops.equal(ops.cast(y_true, "int32"), guesses), "float32")
+    return ops.sum(hits * real) / ops.sum(real)
+''',
+    "greedy_decode": '''
+def greedy_decode(model, context_ids, max_length, start_id, end_id):
+    """A fixed buffer of max_length + 1 ids; finished rows keep getting 0."""
+    context_ids = np.asarray(context_ids)
+    buffer = np.zeros((len(context_ids), max_length + 1), dtype="int32")
+    buffer[:, 0] = start_id
+    done = np.zeros(len(context_ids), dtype=bool)
+    for step in range(max_length):
+        logits = ops.convert_to_numpy(model((context_ids, buffer[:, : step + 1]), training=False))
+        choice = logits[:, -1].argmax(axis=-1)
+        buffer[:, step + 1] = np.where(done, 0, choice)
+        done = done | (choice == end_id)
+    return buffer[:, 1:]
+''',
+    "sample_with_temperature": '''
+def sample_with_temperature(logits, temperature, seed=None):
+    """The Gumbel-max trick in NumPy: argmax(z / T + Gumbel noise)."""
+    z = np.asarray(ops.convert_to_numpy(logits), dtype="float64")
+    if temperature == 0:
+        return z.argmax(axis=-1)
+    noise = np.random.default_rng(seed).uniform(size=z.shape)
+    return np.argmax(z / temperature - np.log(-np.log(noise)), axis=-1)
+''',
+    "beam_search": '''
+def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
+    """Finished beams stay in the beam; one model call per open beam."""
+    context = np.asarray(context_ids).reshape(1, -1)
+    beams = [(0.0, [start_id])]
+    for _ in range(max_length):
+        if all(tokens[-1] == end_id for _, tokens in beams):
+            break
+        candidates = []
+        for score, tokens in beams:
+            if tokens[-1] == end_id:
+                candidates.append((score, tokens))
+                continue
+            logits = ops.convert_to_numpy(model((context, np.array([tokens])), training=False))
+            z = logits[0, -1].astype("float64")
+            log_p = z - z.max() - np.log(np.exp(z - z.max()).sum())
+            candidates += [(score + log_p[token], tokens + [token]) for token in range(len(z))]
+        beams = sorted(candidates, key=lambda candidate: candidate[0], reverse=True)[:beam_width]
+    return np.array(beams[0][1][1:])
+''',
+}
+
+
+def _swap(source: str, old: str, new: str) -> str:
+    assert old in source, old
+    return source.replace(old, new)
+
+
+# mistake -> (the exercise it is in, the answer cell with the mistake)
+MISTAKES = {
+    # The mean over all B*T positions: padding counts.
+    "loss_counts_padding": ("masked_loss", '''
+def masked_loss(y_true, y_pred):
+    losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+    return ops.mean(losses)
+'''),
+    # The padded positions, predicted as padding, count as hits.
+    "accuracy_counts_padding": ("masked_accuracy", '''
+def masked_accuracy(y_true, y_pred):
+    guesses = ops.cast(ops.argmax(y_pred, axis=-1), "int32")
+    return ops.mean(ops.cast(ops.equal(ops.cast(y_true, "int32"), guesses), "float32"))
+'''),
+    # Always max_length tokens: end_id is never looked at.
+    "greedy_never_stops": ("greedy_decode", '''
+def greedy_decode(model, context_ids, max_length, start_id, end_id):
+    tokens = np.full((len(context_ids), 1), start_id)
+    for _ in range(max_length):
+        logits = ops.convert_to_numpy(model((context_ids, tokens), training=False))
+        tokens = np.concatenate([tokens, logits[:, -1].argmax(-1)[:, None]], axis=1)
+    return tokens[:, 1:]
+'''),
+    # The start id left at the front of every row.
+    "greedy_keeps_start": ("greedy_decode", _swap(
+        CORRECT["greedy_decode"], "return buffer[:, 1:]", "return buffer")),
+    # logits * T: a high temperature sharpens, T = 0 is uniform.
+    "temperature_multiplies": ("sample_with_temperature", '''
+def sample_with_temperature(logits, temperature, seed=None):
+    scaled = ops.convert_to_tensor(logits, "float32") * temperature
+    return keras.random.categorical(scaled, 1, seed=seed)[:, 0]
+'''),
+    # Each candidate scored by its last token's log-probability only.
+    "beam_last_step_only": ("beam_search", _swap(
+        CORRECT["beam_search"], "(score + log_p[token], tokens + [token])",
+        "(log_p[token], tokens + [token])")),
+    # The encoder's layers never see the padding mask.
+    "encoder_no_mask": ("Encoder", _swap(
+        CORRECT["Encoder"], "x = layer(x, padding_mask=real)", "x = layer(x)")),
+    # The decoder attends to the padded positions of the context.
+    "transformer_no_context_mask": ("Transformer", _swap(
+        CORRECT["Transformer"], "decoded = self.decoder(target_ids, encoded, training=training,\n"
+        "                               context_padding_mask=ops.greater(context_ids, 0))",
+        "decoded = self.decoder(target_ids, encoded, training=training)")),
+    # The first layer's cross-attention weights kept instead of the last one's.
+    "decoder_first_scores": ("Decoder", _swap(
+        CORRECT["Decoder"], "last = self.dec_layers[len(self.dec_layers) - 1]",
+        "last = self.dec_layers[0]")),
+}
+
+# student file -> (mistakes in it, exercises that lose points)
+SAMPLES = {
+    "alice.ipynb": (set(), set()),
+    "bob.ipynb": ({"loss_counts_padding"}, {"masked_loss"}),
+    "carol.ipynb": ({"greedy_never_stops", "temperature_multiplies"},
+                    {"greedy_decode", "sample_with_temperature"}),
+    # erin's beam search could hand beam_width=1 to her wrong greedy decoder;
+    # the grader's stand-in keeps that from costing her twice.
+    "erin.ipynb": ({"greedy_keeps_start", "beam_last_step_only"},
+                   {"greedy_decode", "beam_search"}),
+    "frank.ipynb": ({"encoder_no_mask", "accuracy_counts_padding"},
+                    {"Encoder", "masked_accuracy"}),
+    # grace's Transformer uses her Encoder and Decoder; stand-ins replace them
+    # while it is tested, so only the missing context mask costs points.
+    "grace.ipynb": ({"transformer_no_context_mask", "decoder_first_scores"},
+                    {"Transformer", "Decoder"}),
+}
+
+UNTOUCHED = "dave.ipynb"
+
+
+def _fill(notebook, answers: dict[str, str]):
+    for cell in notebook.cells:
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if nbgrader.get("solution") and nbgrader.get("grade_id") in answers:
+            cell.source = answers[nbgrader["grade_id"]].strip("\n")
+    return notebook
+
+
+def _copy(notebook):
+    return nbformat.from_dict(json.loads(json.dumps(notebook)))
+
+
+def expectations() -> dict[str, dict[str, str]]:
+    """What each sample must score: {file: {exercise: 'kept' | 'lost'}}."""
+    expected = {name: {e: ("lost" if e in losing else "kept") for e in EXERCISES}
+                for name, (_, losing) in SAMPLES.items()}
+    expected[UNTOUCHED] = {e: "lost" for e in EXERCISES}
+    return expected
+
+
+def build() -> dict[str, dict[str, str]]:
+    """Write data/sample_submissions/lab5/; return expectations()."""
+    student = nbformat.read(NOTEBOOK, as_version=4)
+    folder = HERE / LAB
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, (mistakes, losing) in SAMPLES.items():
+        answers = dict(CORRECT)
+        for mistake in mistakes:
+            exercise, code = MISTAKES[mistake]
+            assert exercise in losing, (name, mistake)
+            answers[exercise] = code
+        nbformat.write(_fill(_copy(student), answers), folder / name)
+    # Untouched: the released notebook as downloaded.
+    nbformat.write(student, folder / UNTOUCHED)
+    return expectations()
+
+
+if __name__ == "__main__":
+    for sample, outcome in build().items():
+        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept")

@@ -1,0 +1,1885 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 5 — A whole Transformer
+#
+# Labs 1 to 4 built the parts: attention, multi-head attention, positional
+# embeddings, masks, the encoder layer and the masked decoder layer. In this lab
+# you assemble them into the Transformer of "Attention Is All You Need", train it
+# to translate human-written dates ("Dienstag, 3. März 2020", "03/03/20",
+# "2020年3月3日") into ISO dates ("2020-03-03"), and make it write:
+#
+# 1. `Encoder` and `Decoder`: an embedding and a stack of layers each;
+# 2. `Transformer`: a `keras.Model` from source ids and target ids to logits;
+# 3. `masked_loss` and `masked_accuracy`: training signals that ignore padding;
+# 4. `greedy_decode`: the most likely token, one step at a time;
+# 5. `sample_with_temperature`: sampling, from careful to adventurous;
+# 6. `beam_search`: several hypotheses at once, ranked by total log-probability.
+#
+# Along the way you train on the lecture's toy dialogue ("how are you" → "i am
+# fine"), watch training curves, and plot where the decoder looks in the source
+# while it writes each digit.
+#
+# **Time:** about 90–120 minutes. Training the date translator takes under 3
+# minutes on a 2-core CPU; by default the notebook loads weights trained in
+# advance instead (see `TRAIN` below), and the whole notebook runs in well under
+# a minute.
+#
+# **How to work.** Run the cells from top to bottom. Replace each
+# `raise NotImplementedError()` with your code, then run the check cell below it.
+# A check prints `✓` when it passes. Hidden tests on other inputs grade your
+# notebook, so a passing check is necessary, not sufficient. Read-only cells
+# (setup, provided layers, checks, demos) are locked.
+
+# %% nbgrader="locked" grade_id="colab_setup"
+# Colab only: installs this lab's helpers (pinned). Does nothing anywhere else.
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and importlib.util.find_spec("labkit") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{{LABKIT_REQUIREMENT}}"], check=True)
+
+# %% nbgrader="locked" grade_id="setup"
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quieter TensorFlow start-up
+
+import math
+import time
+
+import numpy as np
+import keras
+from keras import ops
+import matplotlib.pyplot as plt
+
+import labkit
+from labkit import checks, datasets, plots
+
+# Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
+# tolerances hold on any machine.
+precision = labkit.configure_precision()
+np.set_printoptions(precision=4, suppress=True)
+print(f"Keras {keras.__version__}, backend {keras.config.backend()}, {precision}")
+
+# %% [markdown]
+# **Training or not.** With `TRAIN = False` (the default) the notebook loads the
+# date translator's weights, trained in advance with this lab's own code and
+# shipped with `labkit`; with `TRAIN = True` it trains the models from scratch
+# (under 3 minutes on a 2-core CPU) with your `Transformer`, `masked_loss` and
+# `masked_accuracy`. In Colab, edit the cell below; in Jupyter, where it is
+# read-only, add a cell `TRAIN = True` right after it. Set it back to `False`
+# before you submit: the grader runs your notebook from top to bottom.
+
+# %% nbgrader="locked" grade_id="train_flag"
+TRAIN = False
+
+# %% [markdown]
+# ## 1. The data: dates in many languages, and ISO dates
+#
+# `labkit.datasets` writes dates in 13 formats and 5 languages, from a seed: the
+# same seed gives the same pairs on every machine, and nothing is downloaded. The
+# task is a small translation problem with everything a real one has: word order
+# changes (the year comes first in ISO and in Japanese, last in the others),
+# words become numbers ("März" → `03`), some input is noise for the output (the
+# weekday), and "03/04/21" must be read the American way (month first) while
+# "03.04.2021" is read the German way (day first).
+#
+# The split holds out whole *dates*: a date in the test part never appears in
+# training, in any format, so a good test score means the model reads dates, not
+# that it remembers them.
+
+# %% nbgrader="locked" grade_id="data"
+for format_name in datasets.FORMATS:
+    print(f"{format_name:>18}: {datasets.format_date('2020-03-03', format_name)}")
+
+pairs = datasets.dates(30_000, seed=0)
+train_pairs, validation_pairs, test_pairs = datasets.split(
+    pairs, validation_fraction=0.1, test_fraction=0.1, seed=0)
+print(f"\n{len(train_pairs)} training, {len(validation_pairs)} validation and "
+      f"{len(test_pairs)} test pairs, e.g. {train_pairs[0]}")
+
+SOURCE = datasets.SOURCE_VOCABULARY  # characters of the human-written dates
+TARGET = datasets.TARGET_VOCABULARY  # digits and "-"
+(train_context, train_target_in), train_target_out = datasets.encode_pairs(train_pairs)
+(validation_context, validation_target_in), validation_target_out = \
+    datasets.encode_pairs(validation_pairs)
+(test_context, test_target_in), test_target_out = datasets.encode_pairs(test_pairs)
+print(f"source vocabulary: {SOURCE.size} ids, target vocabulary: {TARGET.size} ids")
+print("context ids", train_context.shape, " decoder input", train_target_in.shape,
+      " target", train_target_out.shape)
+
+# %% [markdown]
+# Each character becomes an id (`SOURCE.encode`, padded with
+# `keras.utils.pad_sequences`, so it runs on any backend); ids 0, 1 and 2 are
+# padding, start (`<SOS>`) and end (`<EOS>`). As in the lecture's toy example,
+# the decoder reads the target shifted right by one: at each position it sees the
+# start token and the tokens before, and must predict the next one. This is
+# *teacher forcing*: during training the decoder reads the true previous tokens,
+# not its own guesses.
+#
+# The lecture's dialogue uses <SOS>=0, <EOS>=1, <PAD>=2. Here the models mask id
+# 0 as padding, so `datasets.toy_dialogue()` swaps the three special tokens:
+# <PAD>=0, <SOS>=1, <EOS>=2. Every word keeps its id: "how are you" is still
+# `[5, 8, 9]`.
+
+# %% nbgrader="locked" grade_id="demo_data"
+human, iso = train_pairs[0]
+(context_ids, target_in), target_out = datasets.encode_pairs([(human, iso)])
+print(f"{human!r} -> context ids {context_ids[0]}")
+print(f"decoder input  {target_in[0]} = {[TARGET.tokens[i] for i in target_in[0]]}")
+print(f"target output  {target_out[0]} = {[TARGET.tokens[i] for i in target_out[0]]}")
+
+toy = datasets.toy_dialogue()
+TOY = toy["vocabulary"]
+question, answer = toy["pairs"][0]
+print(f"\nlecture ids: {toy['lecture_ids']}")
+print(f"{question!r} -> {TOY.encode([question])[0]}")
+print(f"{answer!r}: decoder input {TOY.encode([answer], start=True)[0]}, "
+      f"target {TOY.encode([answer], end=True)[0]}")
+
+# %% [markdown]
+# ## 2. The building blocks (provided, from labs 3 and 4)
+#
+# The cells below are the answers to labs 3 and 4, read-only: the positional
+# embedding (token vectors scaled by $\sqrt{d_{model}}$ plus the sinusoidal
+# table), the feed-forward block, and the post-norm encoder and decoder layers
+# built on `keras.layers.MultiHeadAttention`. Everything is `keras.ops`, so it
+# runs on TensorFlow, JAX and PyTorch.
+#
+# Padding travels **explicitly**: each layer takes boolean padding masks as
+# arguments (True for real tokens, passed by keyword) rather than relying on
+# Keras's implicit masks, which only some backends carry along. That is why the
+# encoder and decoder layers return no Keras mask (`compute_mask` gives `None`).
+
+# %% nbgrader="locked" grade_id="provided_embedding"
+def validate_layer_arguments(**arguments):
+    """Raise a ValueError at once for an invalid layer argument.
+
+    Sizes must be positive integers, `dropout_rate` a number in [0, 1), and
+    `d_model` a multiple of `num_heads`.
+    """
+    for name, value in arguments.items():
+        if name == "dropout_rate":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0 <= value < 1:
+                raise ValueError(
+                    f"Received an invalid value for argument `{name}`, expected a "
+                    f"number in [0, 1) (the fraction of values dropped while "
+                    f"training). Received: {name}={value!r}")
+        elif isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                or value <= 0:
+            raise ValueError(
+                f"Received an invalid value for argument `{name}`, expected a "
+                f"positive integer. Received: {name}={value!r}")
+    if "num_heads" in arguments and arguments["d_model"] % arguments["num_heads"]:
+        raise ValueError(
+            f"Received d_model={arguments['d_model']} and "
+            f"num_heads={arguments['num_heads']}: d_model must be a multiple of "
+            f"num_heads (each head gets key_dim = d_model // num_heads features).")
+
+
+def positional_encoding(length, depth):
+    """The sinusoidal table `(length, depth)`, float32 (lab 3).
+
+    PE[pos, 2i] = sin(pos / 10000^(2i / depth)), PE[pos, 2i + 1] = cos(same).
+    """
+    positions = np.arange(length)[:, None]  # (length, 1)
+    columns = np.arange(depth)[None, :]  # (1, depth)
+    angles = positions / np.power(10000.0, (columns - columns % 2) / depth)
+    table = np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))
+    return table.astype("float32")  # (length, depth)
+
+
+class PositionalEmbedding(keras.layers.Layer):
+    """Token embedding scaled by sqrt(d_model), plus the sinusoidal table (lab 3).
+
+    Args:
+        vocab_size: number of token ids; id 0 is padding.
+        d_model: size of each output vector.
+        max_length: number of positions the sinusoidal table covers.
+        mask_zero: whether `compute_mask` returns `token_ids != 0`.
+
+    Call arguments:
+        token_ids: integer tensor `(B, T)`, T <= max_length.
+
+    Returns:
+        `(B, T, d_model)`. The only weight is the token table
+        `token_embedding` `(vocab_size, d_model)`.
+    """
+
+    def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_length = max_length
+        self.mask_zero = mask_zero
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model,
+                                                      name="token_embedding")
+        self.positional_table = positional_encoding(max_length, d_model)  # a constant
+
+    def build(self, input_shape):
+        self.token_embedding.build(input_shape)
+
+    def call(self, token_ids):
+        length = ops.shape(token_ids)[1]
+        vectors = self.token_embedding(token_ids) * math.sqrt(self.d_model)  # (B, T, d_model)
+        table = ops.convert_to_tensor(self.positional_table)[:length]  # (T, d_model)
+        return vectors + ops.cast(table, vectors.dtype)
+
+    def compute_mask(self, token_ids, mask=None):
+        return ops.not_equal(token_ids, 0) if self.mask_zero else None
+
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size,
+                "d_model": self.d_model, "max_length": self.max_length,
+                "mask_zero": self.mask_zero}
+
+
+class FeedForward(keras.layers.Layer):
+    """dropout(relu(x W1 + b1) W2 + b2), position by position (lab 4)."""
+
+    def __init__(self, d_model, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(d_model=d_model, dff=dff, dropout_rate=dropout_rate)
+        self.d_model = d_model
+        self.dff = dff
+        self.dropout_rate = dropout_rate
+        self.dense1 = keras.layers.Dense(dff, activation="relu", name="dense1")
+        self.dense2 = keras.layers.Dense(d_model, name="dense2")
+        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+
+    def build(self, input_shape):
+        self.dense1.build(input_shape)
+        self.dense2.build(tuple(input_shape)[:-1] + (self.dff,))
+
+    def call(self, x, training=None):
+        return self.dropout(self.dense2(self.dense1(x)), training=training)
+
+    def get_config(self):
+        return {**super().get_config(), "d_model": self.d_model, "dff": self.dff,
+                "dropout_rate": self.dropout_rate}
+
+
+# %% nbgrader="locked" grade_id="provided_layers"
+class EncoderLayer(keras.layers.Layer):
+    """Self-attention and feed-forward, each with dropout, residual and norm (lab 4).
+
+    x = norm1(x + dropout(self_attention(x))); x = norm2(x + ffn(x)).
+
+    Call arguments:
+        x: `(B, S, d_model)`.
+        padding_mask: optional bool `(B, S)`, True for real tokens; padded
+            tokens are never attended to.
+        training: whether dropout is active.
+
+    Returns:
+        `(B, S, d_model)` (meaningless at padded positions).
+    """
+
+    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(d_model=d_model, num_heads=num_heads, dff=dff,
+                                 dropout_rate=dropout_rate)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.dff = dff
+        self.dropout_rate = dropout_rate
+        self.self_attention = keras.layers.MultiHeadAttention(
+            num_heads=num_heads, key_dim=d_model // num_heads, name="self_attention")
+        self.ffn = FeedForward(d_model, dff, dropout_rate=dropout_rate, name="ffn")
+        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm1")
+        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm2")
+        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+
+    def build(self, input_shape):
+        self.self_attention.build(input_shape, input_shape)
+        self.ffn.build(input_shape)
+        self.norm1.build(input_shape)
+        self.norm2.build(input_shape)
+
+    def compute_mask(self, x, previous_mask=None):
+        return None  # padding travels as an explicit argument
+
+    def call(self, x, padding_mask=None, training=None):
+        attention_mask = None
+        if padding_mask is not None:
+            attention_mask = ops.expand_dims(padding_mask, 1)  # (B, 1, S): keys only
+        attention = self.self_attention(query=x, value=x, key=x, attention_mask=attention_mask,
+                                        training=training)  # (B, S, d_model)
+        x = self.norm1(x + self.dropout(attention, training=training))
+        return self.norm2(x + self.ffn(x, training=training))  # (B, S, d_model)
+
+    def get_config(self):
+        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads,
+                "dff": self.dff, "dropout_rate": self.dropout_rate}
+
+
+class DecoderLayer(keras.layers.Layer):
+    """Causal self-attention, cross-attention to the encoder, feed-forward (lab 4).
+
+    Call arguments:
+        x: the target so far, `(B, T, d_model)`.
+        context: the encoder's output, `(B, S, d_model)`.
+        x_padding_mask: optional bool `(B, T)`, True for real target tokens.
+        context_padding_mask: optional bool `(B, S)`, True for real source tokens.
+        training: whether dropout is active.
+
+    Returns:
+        `(B, T, d_model)`. The cross-attention weights of the call are kept in
+        `last_attention_scores`, `(B, num_heads, T, S)`.
+    """
+
+    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(d_model=d_model, num_heads=num_heads, dff=dff,
+                                 dropout_rate=dropout_rate)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.dff = dff
+        self.dropout_rate = dropout_rate
+        self.last_attention_scores = None
+        key_dim = d_model // num_heads
+        self.self_attention = keras.layers.MultiHeadAttention(
+            num_heads=num_heads, key_dim=key_dim, name="self_attention")
+        self.cross_attention = keras.layers.MultiHeadAttention(
+            num_heads=num_heads, key_dim=key_dim, name="cross_attention")
+        self.ffn = FeedForward(d_model, dff, dropout_rate=dropout_rate, name="ffn")
+        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm1")
+        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm2")
+        self.norm3 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm3")
+        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+
+    def build(self, x_shape, context_shape):
+        self.self_attention.build(x_shape, x_shape)
+        self.cross_attention.build(x_shape, context_shape)
+        self.ffn.build(x_shape)
+        for norm in (self.norm1, self.norm2, self.norm3):
+            norm.build(x_shape)
+
+    def compute_mask(self, x, previous_mask=None):
+        return None  # padding travels as an explicit argument
+
+    def call(self, x, context, x_padding_mask=None, context_padding_mask=None,
+             training=None):
+        positions = ops.arange(ops.shape(x)[1])
+        self_mask = ops.expand_dims(positions[:, None] >= positions[None, :], 0)  # (1, T, T)
+        if x_padding_mask is not None:
+            self_mask = ops.logical_and(self_mask, ops.expand_dims(x_padding_mask, 1))
+        cross_mask = None
+        if context_padding_mask is not None:
+            cross_mask = ops.expand_dims(context_padding_mask, 1)  # (B, 1, S)
+        attention = self.self_attention(query=x, value=x, key=x, attention_mask=self_mask,
+                                        training=training)  # (B, T, d_model)
+        x = self.norm1(x + self.dropout(attention, training=training))
+        attention, scores = self.cross_attention(
+            query=x, value=context, key=context, attention_mask=cross_mask,
+            return_attention_scores=True, training=training)  # (B, T, d_model)
+        self.last_attention_scores = scores  # (B, num_heads, T, S)
+        x = self.norm2(x + self.dropout(attention, training=training))
+        return self.norm3(x + self.ffn(x, training=training))  # (B, T, d_model)
+
+    def get_config(self):
+        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads,
+                "dff": self.dff, "dropout_rate": self.dropout_rate}
+
+
+# %% [markdown]
+# ## 3. The encoder
+#
+# The encoder turns source ids into one contextual vector per token: embed the
+# ids (`PositionalEmbedding`), apply dropout, then run `num_layers` encoder
+# layers one after the other, each reading the previous one's output:
+#
+# $$x^{(0)} = \operatorname{dropout}(\operatorname{embed}(\text{ids})), \qquad
+#   x^{(\ell)} = \operatorname{EncoderLayer}_\ell\big(x^{(\ell - 1)}\big).$$
+#
+# Every layer gets the padding mask `token_ids != 0` as `padding_mask=...` (by
+# keyword), so no token ever attends to padding. The layers are *separate*
+# objects with their own weights: a list comprehension that calls `EncoderLayer`
+# `num_layers` times, not one layer used twice.
+#
+# Keep these attribute names: `pos_embedding`, `dropout` and `enc_layers` (a
+# list). The trained weights that come with this lab are stored by them, and
+# loading fails if they differ. As in every lab, store each constructor argument
+# under its own name and return them all from `get_config`.
+
+# %% nbgrader="solution" grade_id="Encoder"
+class Encoder(keras.layers.Layer):
+    """The Transformer's encoder: positional embedding and a stack of layers.
+
+    Args:
+        num_layers: number of `EncoderLayer`s, a positive integer.
+        d_model: size of the token vectors.
+        num_heads: attention heads per layer; must divide `d_model`.
+        dff: hidden units of each feed-forward block.
+        vocab_size: number of source token ids (id 0 is padding).
+        max_length: longest sequence the positional table covers.
+        dropout_rate: dropout after the embedding and inside each layer.
+        **kwargs: other `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Call arguments:
+        token_ids: integer `(B, S)`, padded with 0.
+        training: whether dropout is active (default: inference).
+
+    Returns:
+        `(B, S, d_model)`: one vector per source token.
+
+    Example:
+
+    >>> encoder = Encoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=20)
+    >>> tuple(encoder(np.array([[5, 3, 9, 0]])).shape)
+    (1, 4, 8)
+
+    References:
+        Vaswani et al., 2017, "Attention Is All You Need", section 3.1.
+    """
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, vocab_size=vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        ### BEGIN SOLUTION
+        self.num_layers, self.d_model, self.num_heads = num_layers, d_model, num_heads
+        self.dff, self.vocab_size = dff, vocab_size
+        self.max_length, self.dropout_rate = max_length, dropout_rate
+        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length=max_length,
+                                                 name="pos_embedding")
+        self.dropout = keras.layers.Dropout(rate=dropout_rate, name="dropout")
+        self.enc_layers = [EncoderLayer(d_model, num_heads, dff, dropout_rate=dropout_rate,
+                                        name=f"encoder_layer_{index}")
+                           for index in range(num_layers)]
+        ### END SOLUTION
+
+    def call(self, token_ids, training=None):
+        ### BEGIN SOLUTION
+        padding_mask = ops.not_equal(token_ids, 0)  # (B, S), True for real tokens
+        x = self.pos_embedding(token_ids)  # (B, S, d_model)
+        x = self.dropout(x, training=training)
+        for layer in self.enc_layers:
+            x = layer(x, padding_mask=padding_mask, training=training)  # (B, S, d_model)
+        return x
+        ### END SOLUTION
+
+    def get_config(self):
+        config = super().get_config()
+        ### BEGIN SOLUTION
+        config.update({"num_layers": self.num_layers, "d_model": self.d_model,
+                       "num_heads": self.num_heads, "dff": self.dff,
+                       "vocab_size": self.vocab_size, "max_length": self.max_length,
+                       "dropout_rate": self.dropout_rate})
+        ### END SOLUTION
+        return config
+
+
+# %% nbgrader="locked" grade_id="check_Encoder"
+# Visible check: structure, shape, weights, padding and the config.
+encoder = Encoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=SOURCE.size)
+source_ids = SOURCE.encode(["3 March 2021", "3.3.2021"], length=14)  # the second is padded
+encoded = checks.check_shape(encoder(source_ids), (2, 14, 8),
+                             "Encoder(num_layers=2, d_model=8, ...) on ids (2, 14)")
+checks.check_true(isinstance(getattr(encoder, "pos_embedding", None), PositionalEmbedding)
+                  and isinstance(getattr(encoder, "dropout", None), keras.layers.Dropout),
+                  "pos_embedding (PositionalEmbedding) and dropout (Dropout)",
+                  "a sublayer is missing or of another kind")
+layers = list(getattr(encoder, "enc_layers", []))
+checks.check_true(len(layers) == 2 and all(isinstance(layer, EncoderLayer) for layer in layers)
+                  and layers[0] is not layers[1],
+                  "enc_layers: a list of 2 separate EncoderLayers",
+                  f"found {len(layers)} item(s)",
+                  hint="[EncoderLayer(...) for _ in range(num_layers)].")
+one_layer = EncoderLayer(d_model=8, num_heads=2, dff=16)
+one_layer(np.zeros((1, 3, 8), "float32"))
+expected_count = SOURCE.size * 8 + 2 * one_layer.count_params()
+checks.check_true(encoder.count_params() == expected_count,
+                  f"{expected_count} weights: the embedding table and two layers",
+                  f"found {encoder.count_params()}")
+longer = np.pad(source_ids, ((0, 0), (0, 4)))  # four more padded columns
+real = source_ids != 0
+checks.check_close(checks.to_numpy(encoder(longer, training=False))[:, :14][real], encoded[real],
+                   "Encoder: more padding changes no output at a real token",
+                   hint="pass padding_mask=ops.not_equal(token_ids, 0) to every layer, by keyword.")
+config = encoder.get_config()
+checks.check_true(all(config.get(name) == value for name, value in dict(
+    num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=SOURCE.size, max_length=2048,
+    dropout_rate=0.1).items()), "get_config() holds the seven constructor arguments",
+    f"got {sorted(config)}")
+checks.check_true(Encoder.from_config(config).get_config() == config,
+                  "Encoder.from_config(get_config()) rebuilds the same encoder")
+
+# %% nbgrader="tests" grade_id="test_Encoder" points=2
+# Hidden tests of `Encoder` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_Encoder():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    r = rng("Encoder")
+    for num_layers, d_model, num_heads, dff, vocab_size in [(2, 16, 4, 24, 13),
+                                                             (1, 12, 3, 20, 9)]:
+        arguments = dict(num_layers=num_layers, d_model=d_model, num_heads=num_heads, dff=dff,
+                         vocab_size=vocab_size, max_length=40, dropout_rate=0.1)
+        what = "Encoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+        encoder = Encoder(**arguments)
+        ids = r.integers(1, vocab_size, size=(3, 7))
+        for row, length in enumerate([7, 4, 1]):
+            ids[row, length:] = 0
+        real = ids != 0
+        output = assert_shape(encoder(ids, training=False), (3, 7, d_model),
+                              f"{what} on ids (3, 7)")
+        count = int(reference.to_numpy(reference.call_method(encoder, "count_params")))
+        expected_count = reference.encoder_parameter_count(num_layers, d_model, num_heads,
+                                                           dff, vocab_size)
+        assert_true(count == expected_count,
+                    f"{what}: {count} weights, expected {expected_count} (the embedding "
+                    f"table and {num_layers} separate EncoderLayer(s); no other weights).")
+        shapes = [reference.to_numpy(w).shape
+                  for w in reference.call_method(encoder, "get_weights")]
+        weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
+                    else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
+        reference.call_method(encoder, "set_weights", weights)
+        parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer",
+                               encoder, "encoder")
+        assert_true(len(parameters["blocks"]) == num_layers,
+                    f"{what}: found {len(parameters['blocks'])} EncoderLayer(s), expected "
+                    f"num_layers={num_layers}.")
+        output = as_array(encoder(ids, training=False), what)
+        longer = np.pad(ids, ((0, 0), (0, 3)))
+        padded = assert_shape(encoder(longer, training=False), (3, 10, d_model),
+                              f"{what} on ids (3, 10)")
+        assert_close(padded[:, :7][real], output[real],
+                     f"{what}: three more padded columns change the outputs at real tokens; "
+                     "pass padding_mask=(token_ids != 0) to every EncoderLayer, by keyword")
+        expected = reference.encoder_forward(parameters, ids)
+        assert_close(output[real], expected[real],
+                     f"{what}: outputs at the real tokens (random weights, training=False)")
+        config = reference.call_method(encoder, "get_config")
+        wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
+        assert_true(not wrong, f"{what}: get_config() gives {wrong} for these arguments; "
+                               "store each constructor argument and add it to the config.")
+
+
+_hidden_test_Encoder()
+del _hidden_test_Encoder
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. The decoder
+#
+# The decoder has the same shape: embed the target ids, apply dropout, and run
+# `num_layers` decoder layers. Each layer needs two masks, both by keyword: the
+# target's own padding (`x_padding_mask=token_ids != 0`; the layer adds the
+# look-ahead mask itself) and the source's padding (`context_padding_mask`, which
+# the decoder receives from its caller: it sees only the encoder's vectors, not
+# the source ids).
+#
+# After the loop, keep the cross-attention weights of the **last** layer in
+# `self.last_attention_scores`, `(B, num_heads, T, S)`: section 11 draws them.
+# Attribute names: `pos_embedding`, `dropout`, `dec_layers` (a list).
+
+# %% nbgrader="solution" grade_id="Decoder"
+class Decoder(keras.layers.Layer):
+    """The Transformer's decoder: positional embedding and a stack of layers.
+
+    Args:
+        num_layers: number of `DecoderLayer`s, a positive integer.
+        d_model: size of the token vectors.
+        num_heads: attention heads per layer; must divide `d_model`.
+        dff: hidden units of each feed-forward block.
+        vocab_size: number of target token ids (id 0 is padding).
+        max_length: longest sequence the positional table covers.
+        dropout_rate: dropout after the embedding and inside each layer.
+        **kwargs: other `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Call arguments:
+        token_ids: integer `(B, T)`, the target so far (start id first), padded with 0.
+        context: the encoder's output, `(B, S, d_model)`.
+        context_padding_mask: optional bool `(B, S)`, True for real source tokens.
+        training: whether dropout is active (default: inference).
+
+    Returns:
+        `(B, T, d_model)`. The last layer's cross-attention weights stay in
+        `last_attention_scores`, `(B, num_heads, T, S)`.
+
+    Example:
+
+    >>> decoder = Decoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=14)
+    >>> tuple(decoder(np.array([[1, 5, 3]]), np.zeros((1, 4, 8), "float32")).shape)
+    (1, 3, 8)
+
+    References:
+        Vaswani et al., 2017, "Attention Is All You Need", section 3.1.
+    """
+
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, vocab_size=vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        self.last_attention_scores = None
+        ### BEGIN SOLUTION
+        self.num_layers, self.d_model, self.num_heads = num_layers, d_model, num_heads
+        self.dff, self.vocab_size = dff, vocab_size
+        self.max_length, self.dropout_rate = max_length, dropout_rate
+        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length=max_length,
+                                                 name="pos_embedding")
+        self.dropout = keras.layers.Dropout(rate=dropout_rate, name="dropout")
+        self.dec_layers = [DecoderLayer(d_model, num_heads, dff, dropout_rate=dropout_rate,
+                                        name=f"decoder_layer_{index}")
+                           for index in range(num_layers)]
+        ### END SOLUTION
+
+    def call(self, token_ids, context, context_padding_mask=None, training=None):
+        ### BEGIN SOLUTION
+        padding_mask = ops.not_equal(token_ids, 0)  # (B, T)
+        x = self.pos_embedding(token_ids)  # (B, T, d_model)
+        x = self.dropout(x, training=training)
+        for layer in self.dec_layers:
+            x = layer(x, context, x_padding_mask=padding_mask,
+                      context_padding_mask=context_padding_mask, training=training)
+        self.last_attention_scores = self.dec_layers[-1].last_attention_scores  # (B, h, T, S)
+        return x
+        ### END SOLUTION
+
+    def get_config(self):
+        config = super().get_config()
+        ### BEGIN SOLUTION
+        config.update({"num_layers": self.num_layers, "d_model": self.d_model,
+                       "num_heads": self.num_heads, "dff": self.dff,
+                       "vocab_size": self.vocab_size, "max_length": self.max_length,
+                       "dropout_rate": self.dropout_rate})
+        ### END SOLUTION
+        return config
+
+
+# %% nbgrader="locked" grade_id="check_Decoder"
+# Visible check: shape, the attention weights, the look-ahead and the source padding.
+decoder = Decoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=TARGET.size)
+target_ids = TARGET.encode(["2021-03-03", "2021"], length=6, start=True)  # (2, 6)
+context = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
+context_mask = np.array([[True] * 5, [True, True, True, False, False]])
+decoded = checks.check_shape(decoder(target_ids, context, context_padding_mask=context_mask),
+                             (2, 6, 8), "Decoder(num_layers=2, d_model=8, ...) on ids (2, 6)")
+layers = list(getattr(decoder, "dec_layers", []))
+checks.check_true(len(layers) == 2 and all(isinstance(layer, DecoderLayer) for layer in layers)
+                  and layers[0] is not layers[1],
+                  "dec_layers: a list of 2 separate DecoderLayers", f"found {len(layers)} item(s)")
+scores = checks.check_shape(decoder.last_attention_scores, (2, 2, 6, 5),
+                            "last_attention_scores (B, num_heads, T, S)",
+                            hint="after the loop: self.last_attention_scores = "
+                                 "self.dec_layers[-1].last_attention_scores.")
+checks.check_close(scores[1, :, :, 3:], np.zeros((2, 6, 2)),
+                   "no attention to the padded source tokens of sentence 2",
+                   hint="pass context_padding_mask to every layer, by keyword.")
+changed = target_ids.copy()
+changed[0, 3:] = TARGET.ids("999")  # new tokens after position 2 of sentence 1
+checks.check_close(checks.to_numpy(decoder(changed, context, context_padding_mask=context_mask))[0, :3],
+                   decoded[0, :3], "Decoder: later tokens never change earlier outputs")
+
+# %% nbgrader="tests" grade_id="test_Decoder" points=2
+# Hidden tests of `Decoder` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_Decoder():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    r = rng("Decoder")
+    for num_layers, d_model, num_heads, dff, vocab_size in [(2, 16, 4, 24, 11),
+                                                             (1, 12, 2, 20, 8)]:
+        arguments = dict(num_layers=num_layers, d_model=d_model, num_heads=num_heads, dff=dff,
+                         vocab_size=vocab_size, max_length=40, dropout_rate=0.1)
+        what = "Decoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+        decoder = Decoder(**arguments)
+        ids = r.integers(1, vocab_size, size=(3, 6))
+        for row, length in enumerate([6, 3, 1]):
+            ids[row, length:] = 0
+        real = ids != 0
+        context = r.normal(size=(3, 5, d_model)).astype("float32")
+        context_mask = np.ones((3, 5), dtype=bool)
+        context_mask[1, 3:] = False
+        context_mask[2, 1:] = False
+        assert_shape(decoder(ids, context, context_padding_mask=context_mask, training=False),
+                     (3, 6, d_model), f"{what} on ids (3, 6), context (3, 5, {d_model})")
+        count = int(reference.to_numpy(reference.call_method(decoder, "count_params")))
+        expected_count = reference.decoder_parameter_count(num_layers, d_model, num_heads,
+                                                           dff, vocab_size)
+        assert_true(count == expected_count,
+                    f"{what}: {count} weights, expected {expected_count} (the embedding "
+                    f"table and {num_layers} separate DecoderLayer(s); no other weights).")
+        shapes = [reference.to_numpy(w).shape
+                  for w in reference.call_method(decoder, "get_weights")]
+        weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
+                    else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
+        reference.call_method(decoder, "set_weights", weights)
+        parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer",
+                               decoder, "decoder")
+        assert_true(len(parameters["blocks"]) == num_layers,
+                    f"{what}: found {len(parameters['blocks'])} DecoderLayer(s), expected "
+                    f"num_layers={num_layers}.")
+        for mask, mask_text in [(context_mask, "a context padding mask"), (None, "no mask")]:
+            call = f"{what} with {mask_text}"
+            expected, expected_scores = reference.decoder_forward(parameters, ids, context, mask)
+            output = as_array(decoder(ids, context, context_padding_mask=mask, training=False),
+                              call)
+            assert_close(output[real], expected[real],
+                         f"{call}: outputs at the real target tokens (random weights)")
+            scores = assert_shape(decoder.last_attention_scores, expected_scores.shape,
+                                  f"{call}: last_attention_scores")
+            assert_close(scores.transpose(0, 2, 1, 3)[real], expected_scores.transpose(0, 2, 1, 3)[real],
+                         f"{call}: last_attention_scores (the LAST layer's cross-attention) "
+                         "at the real target tokens")
+        # The look-ahead: tokens after position 2 change nothing before them.
+        changed = ids.copy()
+        changed[0, 3:] = r.integers(1, vocab_size, size=3)
+        output = as_array(decoder(ids, context, context_padding_mask=context_mask,
+                                  training=False), what)
+        again = as_array(decoder(changed, context, context_padding_mask=context_mask,
+                                 training=False), what)
+        assert_close(again[0, :3], output[0, :3],
+                     f"{what}: changing target tokens 3 to 5 changes the outputs at positions "
+                     "0 to 2; each layer must get x_padding_mask (the layer adds the "
+                     "look-ahead mask)")
+        config = reference.call_method(decoder, "get_config")
+        wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
+        assert_true(not wrong, f"{what}: get_config() gives {wrong} for these arguments; "
+                               "store each constructor argument and add it to the config.")
+
+
+_hidden_test_Decoder()
+del _hidden_test_Decoder
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. The Transformer
+#
+# The whole model is a `keras.Model` with three parts: `encoder` (an `Encoder` of
+# the source vocabulary), `decoder` (a `Decoder` of the target vocabulary) and
+# `final_layer`, a `Dense` layer with `target_vocab_size` units that turns each
+# decoder vector into one score (logit) per target token, without a softmax. Its
+# `call` takes one argument, the pair `(context_ids, target_ids)`, so that
+# `model.fit` can feed it:
+#
+# $$\text{logits} = \operatorname{final}\Big(\operatorname{Decoder}\big(\text{target},\;
+#   \operatorname{Encoder}(\text{context}),\; \text{context} \ne 0\big)\Big).$$
+#
+# The context's padding mask is the Transformer's job: only it sees both the
+# source ids and the decoder. Keep the attribute names `encoder`, `decoder` and
+# `final_layer`.
+
+# %% nbgrader="solution" grade_id="Transformer"
+class Transformer(keras.Model):
+    """The encoder-decoder Transformer, from ids to logits.
+
+    Args:
+        num_layers: encoder and decoder layers (each).
+        d_model: size of the token vectors.
+        num_heads: attention heads per layer; must divide `d_model`.
+        dff: hidden units of each feed-forward block.
+        input_vocab_size: number of source ids (id 0 is padding).
+        target_vocab_size: number of target ids (id 0 is padding).
+        max_length: longest sequence the positional tables cover.
+        dropout_rate: dropout rate of every dropout layer.
+        **kwargs: other `keras.Model` arguments (`name`).
+
+    Call arguments:
+        inputs: the pair `(context_ids (B, S), target_ids (B, T))`.
+        training: whether dropout is active (default: inference).
+
+    Returns:
+        Logits `(B, T, target_vocab_size)`: at each target position, a score for
+        every possible next token.
+
+    Example:
+
+    >>> model = Transformer(1, 6, 2, 12, input_vocab_size=11, target_vocab_size=11)
+    >>> tuple(model((np.array([[5, 8, 9]]), np.array([[1, 6, 3]]))).shape)
+    (1, 3, 11)
+
+    References:
+        Vaswani et al., 2017, "Attention Is All You Need", section 3.
+    """
+
+    def __init__(self, num_layers, d_model, num_heads, dff, input_vocab_size,
+                 target_vocab_size, max_length=2048, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, input_vocab_size=input_vocab_size,
+                                 target_vocab_size=target_vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        ### BEGIN SOLUTION
+        self.num_layers, self.d_model, self.num_heads = num_layers, d_model, num_heads
+        self.dff, self.max_length, self.dropout_rate = dff, max_length, dropout_rate
+        self.input_vocab_size = input_vocab_size
+        self.target_vocab_size = target_vocab_size
+        self.encoder = Encoder(num_layers, d_model, num_heads, dff, vocab_size=input_vocab_size,
+                               max_length=max_length, dropout_rate=dropout_rate, name="encoder")
+        self.decoder = Decoder(num_layers, d_model, num_heads, dff, vocab_size=target_vocab_size,
+                               max_length=max_length, dropout_rate=dropout_rate, name="decoder")
+        self.final_layer = keras.layers.Dense(target_vocab_size, name="final_layer")
+        ### END SOLUTION
+
+    def call(self, inputs, training=None):
+        ### BEGIN SOLUTION
+        context_ids, target_ids = inputs  # (B, S) and (B, T)
+        context = self.encoder(context_ids, training=training)  # (B, S, d_model)
+        context_padding_mask = ops.not_equal(context_ids, 0)  # (B, S), True for real tokens
+        x = self.decoder(target_ids, context, context_padding_mask=context_padding_mask,
+                         training=training)  # (B, T, d_model) for the T target positions
+        return self.final_layer(x)  # (B, T, target_vocab_size)
+        ### END SOLUTION
+
+    def get_config(self):
+        config = super().get_config()
+        ### BEGIN SOLUTION
+        config.update({"num_layers": self.num_layers, "d_model": self.d_model,
+                       "num_heads": self.num_heads, "dff": self.dff,
+                       "input_vocab_size": self.input_vocab_size,
+                       "target_vocab_size": self.target_vocab_size,
+                       "max_length": self.max_length, "dropout_rate": self.dropout_rate})
+        ### END SOLUTION
+        return config
+
+
+# %% nbgrader="locked" grade_id="check_Transformer"
+# Visible check: the lecture's toy model (d_model 6, an output layer of 11).
+toy_model = Transformer(num_layers=1, d_model=6, num_heads=2, dff=12,
+                        input_vocab_size=TOY.size, target_vocab_size=TOY.size)
+question_ids = TOY.encode(["how are you"])  # [[5, 8, 9]]
+decoder_input = TOY.encode(["i am"], start=True)  # [[1, 6, 3]]: <SOS> i am
+logits = checks.check_shape(toy_model((question_ids, decoder_input)), (1, 3, 11),
+                            "Transformer: logits for 'how are you' and '<SOS> i am'",
+                            hint="call unpacks inputs = (context_ids, target_ids).")
+checks.check_true(isinstance(toy_model, keras.Model), "Transformer is a keras.Model")
+parts = [getattr(toy_model, name, None) for name in ("encoder", "decoder", "final_layer")]
+checks.check_true(isinstance(parts[0], Encoder) and isinstance(parts[1], Decoder)
+                  and isinstance(parts[2], keras.layers.Dense) and parts[2].units == 11,
+                  "encoder (Encoder), decoder (Decoder), final_layer (Dense, 11 units)",
+                  "a part is missing or of another kind")
+checks.check_true(toy_model.count_params() == parts[0].count_params()
+                  + parts[1].count_params() + 6 * 11 + 11,
+                  "weights: encoder + decoder + final_layer (6 x 11 + 11)",
+                  f"found {toy_model.count_params()}")
+padded_question = np.pad(question_ids, ((0, 0), (0, 3)))
+checks.check_close(toy_model((padded_question, decoder_input)), logits,
+                   "Transformer: padding the question changes no logit",
+                   hint="give the decoder context_padding_mask=ops.not_equal(context_ids, 0).")
+
+# %% nbgrader="tests" grade_id="test_Transformer" points=2
+# Hidden tests of `Transformer` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_Transformer():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    r = rng("Transformer")
+    arguments = dict(num_layers=1, d_model=16, num_heads=2, dff=24)
+    arguments.update(input_vocab_size=13, target_vocab_size=9, max_length=40, dropout_rate=0.1)
+    what = "Transformer(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+    model = Transformer(**arguments)
+    assert_true(any(path.endswith(".Model") and path.startswith("keras")
+                    for path in reference.class_paths(model)),
+                f"{what}: is not a keras.Model; write class Transformer(keras.Model).")
+    context_ids = r.integers(1, 13, size=(3, 8))
+    for row, length in enumerate([8, 5, 2]):
+        context_ids[row, length:] = 0
+    target_ids = r.integers(1, 9, size=(3, 6))
+    for row, length in enumerate([6, 6, 3]):
+        target_ids[row, length:] = 0
+    real = target_ids != 0
+    assert_shape(model((context_ids, target_ids), training=False), (3, 6, 9),
+                 f"{what} on ((3, 8), (3, 6)) ids")
+    count = int(reference.to_numpy(reference.call_method(model, "count_params")))
+    expected_count = reference.transformer_parameter_count(1, 16, 2, 24, 13, 9)
+    assert_true(count == expected_count,
+                f"{what}: {count} weights, expected {expected_count} (an Encoder of the "
+                "input vocabulary, a Decoder of the target vocabulary and a Dense layer "
+                "with target_vocab_size units).")
+    shapes = [reference.to_numpy(w).shape for w in reference.call_method(model, "get_weights")]
+    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
+                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
+    reference.call_method(model, "set_weights", weights)
+    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", model,
+                           "transformer")
+    logits = as_array(model((context_ids, target_ids), training=False), what)
+    longer = np.pad(context_ids, ((0, 0), (0, 3)))
+    again = as_array(model((longer, target_ids), training=False), what)
+    assert_close(again[real], logits[real],
+                 f"{what}: padding the context with three more 0s changes the logits; give "
+                 "the decoder context_padding_mask=(context_ids != 0)")
+    expected = reference.transformer_forward(parameters, context_ids, target_ids)
+    assert_close(logits[real], expected[real],
+                 f"{what}: logits at the real target tokens (random weights)")
+
+
+_hidden_test_Transformer()
+del _hidden_test_Transformer
+### END HIDDEN TESTS
+
+# %% [markdown]
+# How big is the date translator? Embedding tables grow with the vocabularies,
+# every layer adds its attention and feed-forward weights, and the positional
+# tables add nothing (they are constants).
+
+# %% nbgrader="locked" grade_id="demo_Transformer"
+HYPERPARAMETERS = dict(num_layers=2, d_model=64, num_heads=4, dff=128, max_length=64,
+                       dropout_rate=0.1)
+
+
+def build_date_model():
+    """The date translator of this lab, built on one batch so that it has weights."""
+    model = Transformer(**HYPERPARAMETERS, input_vocab_size=SOURCE.size,
+                        target_vocab_size=TARGET.size)
+    model((train_context[:1], train_target_in[:1]))
+    return model
+
+
+def load_shipped_weights(model, name):
+    """Load the weights `name` that come with labkit; returns their metadata."""
+    weights_path, metadata = datasets.pretrained_checkpoint(name)
+    try:
+        model.load_weights(weights_path)
+    except Exception as error:  # a model whose parts are named differently
+        raise RuntimeError(
+            f"The trained weights {weights_path.name} do not fit your Transformer: keep the "
+            "attribute names encoder, decoder, final_layer, pos_embedding, dropout, "
+            "enc_layers and dec_layers, or set TRAIN = True to train your own.") from error
+    return metadata
+
+
+date_model = build_date_model()
+for name in ("encoder", "decoder", "final_layer"):
+    print(f"{name:>12}: {getattr(date_model, name).count_params():>7} weights")
+print(f"{'total':>12}: {date_model.count_params():>7} weights")
+
+# %% [markdown]
+# ## 6. A loss that ignores padding
+#
+# The model predicts a token at *every* position, padded ones included. Those
+# predictions must not count: the loss is the cross-entropy averaged over the
+# real tokens only,
+#
+# $$\mathcal{L} = \frac{\sum_{b,t} m_{bt}\,\big(-\log p_{bt}(y_{bt})\big)}{\sum_{b,t} m_{bt}},
+#   \qquad m_{bt} = [\,y_{bt} \ne 0\,],$$
+#
+# where $p_{bt}$ is the softmax of the logits `y_pred[b, t]`. Averaging over all
+# $B \times T$ positions instead would reward the model for predicting padding
+# and make short sentences weigh less. `keras.losses.sparse_categorical_crossentropy`
+# with `from_logits=True` gives the per-token terms.
+
+# %% nbgrader="solution" grade_id="masked_loss"
+def masked_loss(y_true, y_pred):
+    """Sparse cross-entropy from logits, averaged over the real (non-0) tokens.
+
+    Args:
+        y_true: integer `(B, T)`, the target ids, 0 for padding.
+        y_pred: float `(B, T, V)`, logits.
+
+    Returns:
+        A scalar.
+    """
+    ### BEGIN SOLUTION
+    per_token = keras.losses.sparse_categorical_crossentropy(
+        y_true, y_pred, from_logits=True)  # (B, T)
+    mask = ops.cast(ops.not_equal(y_true, 0), per_token.dtype)  # 1 for real tokens
+    return ops.sum(per_token * mask) / ops.maximum(ops.sum(mask), 1.0)
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_masked_loss"
+# Visible check: uniform logits over V = 4 ids cost log(4) = 1.3863 per real token.
+y_true = np.array([[3, 0]])
+y_pred = np.zeros((1, 2, 4), "float32")
+y_pred[0, 1] = [9.0, -9.0, 0.0, 0.0]  # anything at the padded position
+checks.check_close(masked_loss(y_true, y_pred), np.log(4.0),
+                   "masked_loss: one real token with uniform logits",
+                   hint="the padded position must not count: multiply by the mask y_true != 0 "
+                        "and divide by the number of real tokens.")
+y_pred[0, 0] = [0.0, 0.0, 0.0, np.log(7.0)]  # the right id gets probability 7 / 10
+checks.check_close(masked_loss(y_true, y_pred), -np.log(0.7), "masked_loss: probability 0.7",
+                   hint="use from_logits=True: y_pred holds logits, not probabilities.")
+
+# %% nbgrader="tests" grade_id="test_masked_loss" points=2
+# Hidden tests of `masked_loss` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_masked_loss():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.references import lab5 as reference
+
+    r = rng("masked_loss")
+    for batch, length, vocabulary, lengths in [(4, 9, 7, [9, 5, 1, 7]), (2, 5, 11, [5, 5]),
+                                                (3, 6, 5, [2, 6, 4])]:
+        y_true = r.integers(1, vocabulary, size=(batch, length))
+        for row, real_length in enumerate(lengths):
+            y_true[row, real_length:] = 0
+        y_pred = (2 * r.normal(size=(batch, length, vocabulary))).astype("float32")
+        what = f"masked_loss(y_true {y_true.shape} with {int((y_true == 0).sum())} padded, " \
+               f"y_pred {y_pred.shape})"
+        value = as_array(masked_loss(y_true, y_pred), what)
+        assert_true(value.size == 1, f"{what}: returned shape {value.shape}, expected a scalar.")
+        value = value.reshape(())
+        expected = reference.masked_loss(y_true, y_pred)
+        real = y_true != 0
+        if not real.all() and not np.isclose(value, expected, rtol=1e-4):
+            per_token = reference.per_token_cross_entropy(y_true, y_pred)
+            assert_true(not np.isclose(value, per_token.mean(), rtol=1e-4),
+                        f"{what}: the padded positions count in the average; multiply by "
+                        "the mask y_true != 0 and divide by the number of real tokens.")
+            assert_true(not np.isclose(value, (per_token * real).mean(), rtol=1e-4),
+                        f"{what}: divided by B*T; divide by the number of real tokens.")
+        assert_close(value, expected, what)
+        # Logits at padded positions change nothing.
+        changed = y_pred.copy()
+        changed[~real] = 10 * r.normal(size=changed[~real].shape)
+        assert_close(as_array(masked_loss(y_true, changed), what).reshape(()), expected,
+                     f"{what}: new logits at the padded positions change the loss")
+
+
+_hidden_test_masked_loss()
+del _hidden_test_masked_loss
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The token accuracy follows the same rule: the fraction of *real* tokens whose
+# highest logit is the right id. Counting padding would inflate it, since a
+# model learns quickly that padding follows the end token.
+
+# %% nbgrader="solution" grade_id="masked_accuracy"
+def masked_accuracy(y_true, y_pred):
+    """Fraction of the real (non-0) tokens where argmax(y_pred) equals y_true.
+
+    Args:
+        y_true: integer `(B, T)`, 0 for padding.
+        y_pred: float `(B, T, V)`, logits (or probabilities).
+
+    Returns:
+        A scalar in [0, 1].
+    """
+    ### BEGIN SOLUTION
+    predicted = ops.argmax(y_pred, axis=-1)  # (B, T)
+    y_true = ops.cast(y_true, predicted.dtype)
+    real = ops.not_equal(y_true, 0)
+    correct = ops.logical_and(ops.equal(predicted, y_true), real)
+    return ops.sum(ops.cast(correct, "float32")) / ops.maximum(
+        ops.sum(ops.cast(real, "float32")), 1.0)
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_masked_accuracy"
+# Visible check: two real tokens, one right; the padded positions would match.
+y_true = np.array([[1, 2, 0, 0]])
+y_pred = np.eye(4, dtype="float32")[[[1, 3, 0, 0]]]  # argmax: 1, 3, 0, 0
+checks.check_close(masked_accuracy(y_true, y_pred), 0.5, "masked_accuracy: 1 of 2 real tokens",
+                   hint="count only the positions where y_true != 0, and divide by their number.")
+
+# %% nbgrader="tests" grade_id="test_masked_accuracy" points=1
+# Hidden tests of `masked_accuracy` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_masked_accuracy():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.references import lab5 as reference
+
+    r = rng("masked_accuracy")
+    for batch, length, vocabulary, lengths in [(4, 8, 6, [8, 3, 1, 6]), (3, 5, 9, [5, 5, 2])]:
+        y_true = r.integers(1, vocabulary, size=(batch, length))
+        for row, real_length in enumerate(lengths):
+            y_true[row, real_length:] = 0
+        y_pred = r.normal(size=(batch, length, vocabulary)).astype("float32")
+        hit = r.random(size=(batch, length)) < 0.5
+        rows, columns = np.nonzero(hit)
+        y_pred[rows, columns, y_true[rows, columns]] = 5.0  # right at about half the tokens
+        what = f"masked_accuracy(y_true {y_true.shape} with {int((y_true == 0).sum())} " \
+               f"padded, y_pred {y_pred.shape})"
+        value = as_array(masked_accuracy(y_true, y_pred), what)
+        assert_true(value.size == 1, f"{what}: returned shape {value.shape}, expected a scalar.")
+        expected = reference.masked_accuracy(y_true, y_pred)
+        everywhere = float(np.mean(np.argmax(y_pred, axis=-1) == y_true))
+        assert_true(np.isclose(value.reshape(()), expected, rtol=1e-4, atol=1e-6)
+                    or not np.isclose(value.reshape(()), everywhere, rtol=1e-4, atol=1e-6),
+                    f"{what}: the padded positions count; compare only where y_true != 0 "
+                    "and divide by the number of real tokens.")
+        assert_close(value.reshape(()), expected, what)
+        # At padded positions the argmax is 0, i.e. "right" if padding counted.
+        changed = y_pred.copy()
+        real = y_true != 0
+        changed[~real] = 0.0
+        changed[~real, 0] = 5.0
+        value = as_array(masked_accuracy(y_true, changed), what).reshape(())
+        assert_true(np.isclose(value, expected, rtol=1e-4, atol=1e-6),
+                    f"{what}: predicting padding at the padded positions changes the "
+                    "accuracy; count only the positions where y_true != 0.")
+
+
+_hidden_test_masked_accuracy()
+del _hidden_test_masked_accuracy
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 7. Training
+#
+# **A smoke test first.** Before spending minutes on the dates, check that the
+# pieces fit on the lecture's dialogue: two pairs and the lecture's tiny model
+# (d_model 6, an output layer of 11 tokens). With `TRAIN = True` your model learns
+# the two pairs by heart in 150 steps (a model that cannot has a bug); otherwise
+# it loads weights trained that way. Either way, on the two pairs the masked loss
+# should be near 0 and the masked accuracy 1.
+
+# %% nbgrader="locked" grade_id="smoke_test"
+questions = [question for question, _ in toy["pairs"]]
+answers = [answer for _, answer in toy["pairs"]]
+toy_context = TOY.encode(questions)  # (2, 3)
+toy_target_in = TOY.encode(answers, start=True)  # (2, 4): <SOS> then the answer
+toy_target_out = TOY.encode(answers, end=True)  # (2, 4): the answer then <EOS>
+keras.utils.set_random_seed(0)
+toy_model = Transformer(num_layers=1, d_model=6, num_heads=2, dff=12,
+                        input_vocab_size=TOY.size, target_vocab_size=TOY.size, dropout_rate=0.0)
+toy_model((toy_context, toy_target_in))  # builds the weights
+if TRAIN:
+    repeats = 150  # one epoch of 150 steps, each on both pairs
+    toy_model.compile(optimizer=keras.optimizers.Adam(0.02), loss=masked_loss,
+                      metrics=[masked_accuracy])
+    toy_model.fit((np.tile(toy_context, (repeats, 1)), np.tile(toy_target_in, (repeats, 1))),
+                  np.tile(toy_target_out, (repeats, 1)), batch_size=2, verbose=0)
+    toy_model.save_weights("toy_dialogue.weights.h5")
+else:
+    load_shipped_weights(toy_model, "toy_dialogue")
+toy_logits = toy_model((toy_context, toy_target_in), training=False)
+print(f"on the two pairs: masked loss "
+      f"{float(checks.to_numpy(masked_loss(toy_target_out, toy_logits))):.4f}, masked accuracy "
+      f"{float(checks.to_numpy(masked_accuracy(toy_target_out, toy_logits))):.2f}")
+
+# %% [markdown]
+# **The learning rate.** The paper warms the learning rate up linearly, then lets
+# it decay with the inverse square root of the step:
+#
+# $$\text{lr}(s) = d_{model}^{-0.5}\,\min\big(s^{-0.5},\; s \cdot w^{-1.5}\big),$$
+#
+# with $w$ warm-up steps. Large steps at the very start would push the freshly
+# initialized attention layers into saturation; the warm-up avoids that. With
+# Adam's $\beta_2 = 0.98$ and $\epsilon = 10^{-9}$, as in the paper.
+
+# %% nbgrader="locked" grade_id="schedule"
+class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """lr(step) = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step from 1."""
+
+    def __init__(self, d_model, warmup_steps=4000):
+        self.d_model = d_model
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32") + 1.0  # Keras counts steps from 0
+        scale = ops.minimum(ops.power(step, -0.5), step * self.warmup_steps ** -1.5)
+        return self.d_model ** -0.5 * scale
+
+    def get_config(self):
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps}
+
+
+TRAINING = dict(epochs=5, batch_size=128, warmup_steps=600)
+steps = np.arange(1, TRAINING["epochs"] * math.ceil(len(train_pairs) / TRAINING["batch_size"]))
+schedule = WarmupSchedule(HYPERPARAMETERS["d_model"], TRAINING["warmup_steps"])
+plt.figure(figsize=(6, 2.5))
+plt.plot(steps, checks.to_numpy(schedule(steps - 1)))
+plt.xlabel("training step")
+plt.ylabel("learning rate")
+plt.title(f"warm-up over {TRAINING['warmup_steps']} steps, then 1/sqrt(step)")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **The date translator.** Two encoder and two decoder layers, `d_model` 64, 4
+# heads, 173 006 weights: tiny by today's standards, enough for dates. Five
+# epochs of 187 steps (batches of 128 pairs), with the warm-up over the first 600.
+# With `TRAIN = True` the cell below trains it with your `Transformer`,
+# `masked_loss` and `masked_accuracy` (Keras's progress bar shows each epoch);
+# otherwise it loads the weights that come with `labkit` into your model, which
+# works when your attribute names are those of sections 3 to 5.
+#
+# Measured with this lab's code (`benchmarks/lab5_training.py` in the course
+# repository) on an otherwise idle 2-core CPU, TensorFlow backend: training takes
+# 156 s (5 epochs; the first includes about 30 s of XLA compilation), and greedy
+# decoding then translates 98.8% of the 3074 held-out test dates exactly right
+# (every character of the ISO date). Six epochs reach 99.8% in about 3 minutes.
+
+# %% nbgrader="locked" grade_id="train_or_load"
+if TRAIN:
+    keras.utils.set_random_seed(0)
+    date_model = build_date_model()
+    optimizer = keras.optimizers.Adam(
+        WarmupSchedule(HYPERPARAMETERS["d_model"], TRAINING["warmup_steps"]),
+        beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+    # XLA about halves a training step on a CPU with TensorFlow (JAX always compiles).
+    jit_compile = True if keras.config.backend() == "tensorflow" else "auto"
+    date_model.compile(optimizer=optimizer, loss=masked_loss, metrics=[masked_accuracy],
+                       jit_compile=jit_compile)
+    started = time.perf_counter()
+    history = date_model.fit(
+        (train_context, train_target_in), train_target_out,
+        validation_data=((validation_context, validation_target_in), validation_target_out),
+        epochs=TRAINING["epochs"], batch_size=TRAINING["batch_size"], verbose=2)
+    training_seconds = time.perf_counter() - started
+    curves = {name: [float(v) for v in values] for name, values in history.history.items()}
+    date_model.save_weights("dates_transformer.weights.h5")
+    print(f"trained in {training_seconds:.0f} s; weights saved to dates_transformer.weights.h5")
+else:
+    checkpoint = load_shipped_weights(date_model, "dates_transformer")
+    curves = checkpoint["history"]
+    training_seconds = checkpoint["training_seconds"]
+    print(f"loaded the shipped weights: trained for {len(curves['loss'])} epochs in "
+          f"{training_seconds:.0f} s on a {checkpoint['trained_on']}")
+
+# %% nbgrader="locked" grade_id="training_curves"
+figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
+epochs = np.arange(1, len(curves["loss"]) + 1)
+left.plot(epochs, curves["loss"], "o-", label="training")
+left.plot(epochs, curves["val_loss"], "o-", label="validation")
+left.set(xlabel="epoch", ylabel="masked loss", title="loss", yscale="log")
+right.plot(epochs, curves["masked_accuracy"], "o-", label="training")
+right.plot(epochs, curves["val_masked_accuracy"], "o-", label="validation")
+right.set(xlabel="epoch", ylabel="masked accuracy", title="token accuracy")
+for ax in (left, right):
+    ax.legend()
+    ax.grid(alpha=0.3)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 8. Greedy decoding
+#
+# At inference time there is no target to read: the decoder reads its own
+# output. Start every sentence with `start_id`, run the model, take the most
+# likely next token (the argmax of the logits at the **last** position), append
+# it, and repeat, until a sentence produces `end_id` or `max_length` tokens were
+# written.
+#
+# **How decoding functions call a model** (the convention the hidden tests use
+# too): `model((context_ids, target_ids), training=False)` with `context_ids`
+# `(B, S)` and the tokens so far `target_ids` `(B, t)`, start id first; it
+# returns logits `(B, t, V)`. Call nothing else on the model.
+#
+# Return the ids **after** the start id, `(B, L)` with `L <= max_length`: a row
+# that wrote `end_id` keeps it and is padded with 0 after it; stop as soon as
+# every row has ended. NumPy is fine for the bookkeeping; the model's output may
+# be a tensor (`ops.convert_to_numpy`).
+
+# %% nbgrader="solution" grade_id="greedy_decode"
+def greedy_decode(model, context_ids, max_length, start_id, end_id):
+    """Translate a batch by always taking the most likely next token.
+
+    Args:
+        model: called as `model((context_ids, target_ids), training=False)`,
+            returning logits `(B, t, V)`.
+        context_ids: integer `(B, S)`, the source sentences.
+        max_length: the most tokens to write after the start id.
+        start_id: the id every target starts with.
+        end_id: the id that ends a sentence.
+
+    Returns:
+        Integer `(B, L)`, L <= max_length: the ids written after start_id, a
+        row's end_id included, 0 after it.
+    """
+    ### BEGIN SOLUTION
+    context_ids = np.asarray(ops.convert_to_numpy(context_ids))
+    batch_size = context_ids.shape[0]
+    tokens = np.full((batch_size, 1), start_id, dtype="int32")  # (B, 1): the start id
+    finished = np.zeros(batch_size, dtype=bool)
+    for _ in range(max_length):
+        logits = model((context_ids, tokens), training=False)  # (B, t, V)
+        next_tokens = ops.convert_to_numpy(ops.argmax(logits[:, -1, :], axis=-1))
+        next_tokens = np.where(finished, 0, next_tokens).astype("int32")  # padding after the end
+        tokens = np.concatenate([tokens, next_tokens[:, None]], axis=1)  # (B, t + 1)
+        finished |= next_tokens == end_id
+        if finished.all():
+            break
+    return tokens[:, 1:]
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_greedy_decode"
+# Visible check: a hand-made "model" (no weights) that always spells 3, 4, 5 and
+# then the end id 2, whatever the context. Its logits at each position depend only
+# on the tokens up to that position, like a Transformer's.
+class SpellingModel:
+    """Next token after the prefix: start(1) -> 3 -> 4 -> 5 -> end(2)."""
+
+    following = {1: 3, 3: 4, 4: 5, 5: 2}
+
+    def __call__(self, inputs, training=False):
+        target_ids = checks.to_numpy(inputs[1])  # the context does not matter here
+        logits = np.full(target_ids.shape + (7,), -5.0, dtype="float32")
+        for (b, t), token in np.ndenumerate(target_ids):
+            logits[b, t, self.following.get(int(token), 2)] = 5.0
+        return ops.convert_to_tensor(logits)
+
+
+def trim_padding(ids):
+    """ids as NumPy without the padding columns (or entries) at the end."""
+    ids = checks.to_numpy(ids)
+    while ids.shape[-1] and not np.any(ids[..., -1]):
+        ids = ids[..., :-1]
+    return ids
+
+
+contexts = np.array([[3, 3, 0], [4, 0, 0]])
+checks.check_close(trim_padding(greedy_decode(SpellingModel(), contexts, max_length=10,
+                                              start_id=1, end_id=2)),
+                   [[3, 4, 5, 2], [3, 4, 5, 2]], "greedy_decode: spells 3, 4, 5, end",
+                   hint="append the argmax of the LAST position's logits; return the ids "
+                        "after the start id; stop a row at end_id.")
+checks.check_close(greedy_decode(SpellingModel(), contexts, max_length=2, start_id=1, end_id=2),
+                   [[3, 4], [3, 4]], "greedy_decode: max_length=2 stops after two ids")
+
+# %% nbgrader="tests" grade_id="test_greedy_decode" points=2
+# Hidden tests of `greedy_decode` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_greedy_decode():
+    import numpy as np
+    from autograder.testing import rng, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    fixtures = reference.decoding_models()
+    r = rng("greedy_decode")
+
+    def check(kind, options, contexts, max_length, start_id, end_id, what):
+        model = construct(reference.DECODING_MODELS_SOURCE, "make_model", kind, **options)
+        here = fixtures["make_model"](kind, **options)
+        expected = reference.normalize_greedy(
+            reference.greedy_decode(here, contexts, max_length, start_id, end_id),
+            end_id, max_length, "reference")
+        got = reference.normalize_greedy(
+            greedy_decode(model, contexts, max_length=max_length, start_id=start_id,
+                          end_id=end_id), end_id, max_length, what, start_id=start_id)
+        assert_true(len(got) == len(expected),
+                    f"{what}: returned {len(got)} rows, expected one per context "
+                    f"({len(expected)}).")
+        for index, (row, wanted) in enumerate(zip(got, expected)):
+            if row == wanted:
+                continue
+            if len(row) > len(wanted) and row[: len(wanted)] == wanted:
+                raise AssertionError(f"{what}: row {index} goes on after end_id={end_id}.")
+            position = next((i for i, (a, b) in enumerate(zip(row, wanted)) if a != b),
+                            min(len(row), len(wanted)))
+            raise AssertionError(
+                f"{what}: row {index} differs from greedy decoding at position {position} "
+                f"(got {len(row)} ids, expected {len(wanted)}); append the argmax of the "
+                "last position's logits at each step and stop a row at end_id.")
+
+    # A batch where three rows end early and two never end within max_length.
+    seed = int(r.integers(1_000_000))
+    table = fixtures["make_model"]("table", seed=seed)
+    ending, endless = [], []
+    while len(ending) < 3 or len(endless) < 2:
+        row = r.integers(3, 7, size=5)
+        row[int(r.integers(2, 6)):] = 0
+        length = table.length(tuple(int(t) for t in np.trim_zeros(row, "b")))
+        (ending if length <= 6 else endless).append(row)
+    contexts = np.array([ending[0], endless[0], ending[1], ending[2], endless[1]])
+    check("table", {"seed": seed}, contexts, 6, 1, 2,
+          f"greedy_decode(model, context_ids {contexts.shape}, max_length=6, start_id=1, "
+          "end_id=2)")
+    # Other start and end ids.
+    options = {"seed": seed + 1, "start_id": 6, "end_id": 4}
+    check("table", options, contexts[:3], 8, 6, 4,
+          "greedy_decode(model, context_ids (3, 5), max_length=8, start_id=6, end_id=4)")
+    # A hand-set model: greedy takes "a" (0.5), then "a" again, then ends.
+    check("greedy_misses", {}, np.array([[3, 4, 0]]), 5, 1, 2,
+          "greedy_decode(hand-set model, context_ids (1, 3), max_length=5, start_id=1, "
+          "end_id=2)")
+
+
+_hidden_test_greedy_decode()
+del _hidden_test_greedy_decode
+### END HIDDEN TESTS
+
+# %% [markdown]
+# First the smoke test's model: does it answer the lecture's question? Then the
+# date translator on every held-out test date. A small wrapper makes the many
+# calls fast: it calls the model exactly as `greedy_decode` does, but through
+# Keras's compiled prediction step (`predict_on_batch`) with the target padded to
+# a fixed length, which changes no logit before the padding (the model is
+# causal, and padding is masked).
+
+# %% nbgrader="locked" grade_id="demo_greedy_decode"
+answer_ids = greedy_decode(toy_model, toy_context, max_length=5, start_id=TOY.start_id,
+                           end_id=TOY.end_id)
+for question, answer in zip(questions, TOY.decode(checks.to_numpy(answer_ids))):
+    print(f"{question!r} -> {answer!r}")
+
+
+class CompiledCalls:
+    """model((context_ids, target_ids), training=False), through predict_on_batch."""
+
+    def __init__(self, model, target_length):
+        self.model, self.target_length = model, target_length
+
+    def __call__(self, inputs, training=False):
+        context_ids, target_ids = (np.asarray(checks.to_numpy(part)) for part in inputs)
+        length = max(self.target_length, target_ids.shape[1])
+        padded = np.zeros((target_ids.shape[0], length), dtype="int32")
+        padded[:, : target_ids.shape[1]] = target_ids
+        logits = self.model.predict_on_batch((context_ids.astype("int32"), padded))
+        return ops.convert_to_tensor(np.asarray(logits)[:, : target_ids.shape[1]])
+
+
+def translate(texts, decode=greedy_decode, **options):
+    """Human-written dates -> ISO strings with one of the decoding functions."""
+    context_ids = SOURCE.encode(texts, length=datasets.SOURCE_LENGTH)
+    ids = decode(CompiledCalls(date_model, datasets.TARGET_LENGTH), context_ids,
+                 max_length=datasets.TARGET_LENGTH, start_id=TARGET.start_id,
+                 end_id=TARGET.end_id, **options)
+    return TARGET.decode(checks.to_numpy(ids))
+
+
+EVALUATED = 500  # held-out test dates decoded here (benchmarks/lab5_training.py: all)
+started = time.perf_counter()
+evaluated_pairs = test_pairs[:EVALUATED]
+test_predictions = []
+for first in range(0, len(evaluated_pairs), 500):
+    test_predictions += translate([human for human, _ in evaluated_pairs[first: first + 500]])
+decoding_seconds = time.perf_counter() - started
+right = [prediction == iso for prediction, (_, iso) in zip(test_predictions, evaluated_pairs)]
+test_exact_match = float(np.mean(right))
+print(f"exact match on {len(evaluated_pairs)} held-out test dates: {test_exact_match:.2%} "
+      f"(greedy decoding, {decoding_seconds:.1f} s)")
+for (human, iso), prediction in list(zip(evaluated_pairs, test_predictions))[:6]:
+    print(f"{human:>32} -> {prediction}  {'✓' if prediction == iso else '✗ ' + iso}")
+mistakes = [(h, i, p) for (h, i), p in zip(evaluated_pairs, test_predictions) if p != i]
+print(f"\n{len(mistakes)} mistakes, e.g.:")
+for human, iso, prediction in mistakes[:5]:
+    print(f"{human:>32} -> {prediction}  (expected {iso})")
+
+# %% [markdown]
+# Try your own dates (any of the 13 formats, between 1950 and 2049). What does
+# the model do with a format it never saw, or a year outside its range?
+
+# %% nbgrader="locked" grade_id="demo_own_dates"
+for text in ["14 juillet 2021", "Friday, December 31, 1999", "1er janvier 2000",
+             "29 de febrero de 2024", "July 4th, 1976", "12/25/49", "25.12.2049",
+             "July 4, 1776"]:
+    print(f"{text:>28} -> {translate([text])[0]}")
+
+# %% [markdown]
+# ## 9. Sampling with a temperature
+#
+# Greedy decoding always writes the same answer. Sampling draws the next token
+# from the model's probabilities instead, and a **temperature** $T$ makes it more
+# careful or more adventurous:
+#
+# $$p_i(T) = \frac{\exp(z_i / T)}{\sum_j \exp(z_j / T)}.$$
+#
+# $T = 1$ is the model's own distribution; $T < 1$ sharpens it (as $T \to 0$ it
+# puts all the weight on the largest logit: greedy); $T > 1$ flattens it toward
+# uniform. Write `sample_with_temperature` for logits `(B, V)`: divide by $T$ and
+# draw one id per row with `keras.random.categorical` (which takes logits, and a
+# `seed` that makes the draw reproducible). Return the argmax when `temperature`
+# is 0.
+
+# %% nbgrader="solution" grade_id="sample_with_temperature"
+def sample_with_temperature(logits, temperature, seed=None):
+    """Draw one token id per row from softmax(logits / temperature).
+
+    Args:
+        logits: float `(B, V)`.
+        temperature: a number >= 0; 0 gives the argmax (greedy).
+        seed: optional integer; the same seed gives the same draw.
+
+    Returns:
+        Integer `(B,)`, one id per row.
+    """
+    ### BEGIN SOLUTION
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0. Received: temperature={temperature}")
+    logits = ops.convert_to_tensor(logits, dtype="float32")  # (B, V)
+    if temperature == 0:
+        return ops.argmax(logits, axis=-1)  # (B,)
+    samples = keras.random.categorical(logits / temperature, num_samples=1, seed=seed)  # (B, 1)
+    return samples[:, 0]
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_sample_with_temperature"
+# Visible check: limits, shape, the seed, and the frequencies of 4000 draws.
+logits = np.array([[2.0, 1.0, 0.0, -1.0]] * 4000, dtype="float32")
+checks.check_close(sample_with_temperature(logits[:3], 0.0), [0, 0, 0],
+                   "temperature 0: the argmax")
+checks.check_close(sample_with_temperature(logits[:3], 1e-4, seed=1), [0, 0, 0],
+                   "temperature 1e-4: the argmax", hint="divide the logits by T (not multiply).")
+first = checks.check_shape(sample_with_temperature(logits, 1.0, seed=42), (4000,),
+                           "sample_with_temperature(logits (4000, 4), 1.0): one id per row")
+checks.check_close(sample_with_temperature(logits, 1.0, seed=42), first,
+                   "the same seed gives the same draw", hint="pass seed=seed on.")
+for temperature in (0.5, 2.0):
+    wanted = np.exp(logits[0] / temperature) / np.exp(logits[0] / temperature).sum()
+    draws = checks.to_numpy(sample_with_temperature(logits, temperature, seed=7)).astype(int)
+    checks.check_close(np.bincount(draws, minlength=4) / 4000, wanted, atol=0.04,
+                       what=f"temperature {temperature}: frequencies near softmax(z / T)",
+                       hint="sample from logits / temperature.")
+
+# %% nbgrader="tests" grade_id="test_sample_with_temperature" points=2
+# Hidden tests of `sample_with_temperature` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_sample_with_temperature():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_true
+    from autograder.references import lab5 as reference
+
+    r = rng("sample_with_temperature")
+    logits = (2 * r.normal(size=(40, 6))).astype("float32")
+    best = np.argmax(logits, axis=-1)
+    logits[np.arange(40), best] += 0.5  # a clear winner in every row
+    for temperature, seed in [(0.0, None), (0.0, 5), (1e-4, 3), (1e-4, None)]:
+        what = f"sample_with_temperature(logits (40, 6), {temperature}, seed={seed})"
+        draws = as_array(sample_with_temperature(logits, temperature, seed=seed), what)
+        assert_true(draws.shape == (40,), f"{what}: returned shape {draws.shape}, "
+                                          "expected (40,): one id per row.")
+        assert_true(np.array_equal(draws.astype(np.int64), best),
+                    f"{what}: {int((draws != best).sum())} of 40 ids are not the argmax; "
+                    "as the temperature goes to 0 (and at 0) the draw is the argmax. Divide "
+                    "the logits by the temperature.")
+    seed = int(r.integers(1, 10_000))
+    what = f"sample_with_temperature(logits (40, 6), 1.0, seed={seed})"
+    first = as_array(sample_with_temperature(logits, 1.0, seed=seed), what)
+    assert_true(first.shape == (40,) and np.all((first >= 0) & (first < 6)),
+                f"{what}: expected 40 ids in [0, 6), got shape {first.shape}.")
+    again = as_array(sample_with_temperature(logits, 1.0, seed=seed), what)
+    assert_true(np.array_equal(first, again),
+                f"{what}: two calls with the same seed give different ids; pass the seed "
+                "to the random draw.")
+    row = np.array([1.5, 0.5, -0.5, 1.0, -1.0], dtype="float32")
+    batch = np.tile(row, (5000, 1))
+    for temperature in (0.5, 2.0):
+        what = f"sample_with_temperature(5000 copies of the logits {row.tolist()}, " \
+               f"{temperature}, seed={seed})"
+        draws = as_array(sample_with_temperature(batch, temperature, seed=seed), what)
+        assert_true(draws.shape == (5000,), f"{what}: returned shape {draws.shape}.")
+        frequencies = np.bincount(draws.astype(np.int64).reshape(-1), minlength=5)[:5] / 5000
+        expected = reference.temperature_probabilities(row, temperature)
+        if np.abs(frequencies - expected).max() > 0.035:
+            multiplied = reference.temperature_probabilities(row, 1 / temperature)
+            assert_true(np.abs(frequencies - multiplied).max() > 0.035,
+                        f"{what}: the frequencies follow softmax(z * T); divide the logits "
+                        "by the temperature.")
+            raise AssertionError(
+                f"{what}: the frequencies of the ids differ from softmax(z / T) by up to "
+                f"{np.abs(frequencies - expected).max():.3f}; sample one id per row from "
+                "logits / temperature.")
+
+
+_hidden_test_sample_with_temperature()
+del _hidden_test_sample_with_temperature
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What the temperature does to one distribution: the date translator's
+# probabilities for the first digit of a date, at three temperatures. Then whole
+# translations, sampled token by token at each temperature.
+
+# %% nbgrader="locked" grade_id="demo_sample_with_temperature"
+example = "Sunday, June 7, 1987"
+first_logits = checks.to_numpy(date_model(
+    (SOURCE.encode([example], length=datasets.SOURCE_LENGTH), np.array([[TARGET.start_id]])),
+    training=False))[0, -1] / 3.0  # a softer version of the model's first-digit logits
+digits = [TARGET.tokens[i] for i in range(TARGET.size)]
+figure, axes = plt.subplots(1, 3, figsize=(14, 2.8))
+for ax, temperature in zip(axes, (0.5, 1.0, 2.0)):
+    probabilities = np.exp(first_logits / temperature - np.max(first_logits / temperature))
+    plots.bars(probabilities / probabilities.sum(), digits, f"T = {temperature}", ax=ax,
+               ylabel="p_i(T)")
+plt.suptitle(f"first token of {example!r}: softmax(z / T) for logits z / 3")
+plt.tight_layout()
+plt.show()
+
+
+def sample_decode(model, context_ids, max_length, start_id, end_id, temperature=1.0, seed=0):
+    """Like greedy_decode, but each token is drawn with sample_with_temperature."""
+    tokens = np.full((len(context_ids), 1), start_id, dtype="int32")
+    finished = np.zeros(len(context_ids), dtype=bool)
+    for step in range(max_length):
+        logits = checks.to_numpy(model((context_ids, tokens), training=False))[:, -1]
+        next_tokens = checks.to_numpy(sample_with_temperature(logits, temperature, seed=seed + step))
+        next_tokens = np.where(finished, 0, next_tokens).astype("int32")
+        tokens = np.concatenate([tokens, next_tokens[:, None]], axis=1)
+        finished = finished | (next_tokens == end_id)
+        if finished.all():
+            break
+    return tokens[:, 1:]
+
+
+for temperature in (0.5, 1.0, 3.0, 10.0):
+    samples = translate([example] * 6, decode=sample_decode, temperature=temperature, seed=1)
+    print(f"T = {temperature:>4}: {'  '.join(samples)}")
+
+# %% [markdown]
+# ## 10. Beam search
+#
+# Greedy decoding commits to the best token at each step, and a good first token
+# can lead to a poor sentence. Beam search keeps the `beam_width` best partial
+# sentences (beams). At each step it extends every beam with every token, scores
+# each candidate by its **total** log-probability,
+#
+# $$\text{score}(y_1, \ldots, y_t) = \sum_{s=1}^{t} \log p(y_s \mid y_{<s}, x),$$
+#
+# and keeps the `beam_width` best candidates. A beam that writes `end_id` is
+# finished: it stays as it is (its score can only fall if it went on). Stop when
+# no unfinished beam can beat the best finished one, or after `max_length`
+# tokens, and return the best sentence. With `beam_width=1` this is exactly
+# greedy decoding.
+#
+# This function decodes **one** source sentence, `context_ids` `(1, S)`; feed the
+# model all beams at once by repeating the context (`np.repeat`). Return the ids
+# after the start id, `(L,)`, end id included when written.
+
+# %% nbgrader="solution" grade_id="beam_search"
+def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
+    """The most likely translation of one sentence, by beam search.
+
+    Args:
+        model: called as `model((context_ids, target_ids), training=False)`,
+            returning logits `(B, t, V)`.
+        context_ids: integer `(1, S)`, one source sentence.
+        beam_width: number of beams kept at each step, a positive integer.
+        max_length: the most tokens to write after the start id.
+        start_id, end_id: the ids that start and end a sentence.
+
+    Returns:
+        Integer `(L,)`: the ids after start_id of the sequence with the highest
+        total log-probability (end_id included when written).
+    """
+    ### BEGIN SOLUTION
+    context_ids = np.asarray(ops.convert_to_numpy(context_ids)).reshape(1, -1)  # (1, S)
+    beams = [([start_id], 0.0)]  # (tokens so far, total log-probability), best first
+    finished = []
+    for _ in range(max_length):
+        prefixes = np.array([tokens for tokens, _ in beams], dtype="int32")  # (k, t)
+        contexts = np.repeat(context_ids, len(beams), axis=0)  # (k, S)
+        logits = model((contexts, prefixes), training=False)  # (k, t, V)
+        log_probabilities = ops.convert_to_numpy(
+            ops.log_softmax(ops.cast(logits[:, -1, :], "float32"), axis=-1))  # (k, V)
+        candidates = []
+        for (tokens, score), row in zip(beams, log_probabilities):
+            for token in np.argsort(row)[::-1][:beam_width]:  # each beam's best tokens
+                candidates.append((tokens + [int(token)], score + float(row[token])))
+        candidates.sort(key=lambda candidate: candidate[1], reverse=True)
+        beams = []
+        for tokens, score in candidates[:beam_width]:
+            (finished if tokens[-1] == end_id else beams).append((tokens, score))
+        if not beams:
+            break
+        if finished and max(score for _, score in finished) >= beams[0][1]:
+            break  # scores only fall: no open beam can win any more
+    best_tokens, _ = max(finished + beams, key=lambda candidate: candidate[1])
+    return np.array(best_tokens[1:], dtype="int32")
+    ### END SOLUTION
+
+
+# %% nbgrader="locked" grade_id="check_beam_search"
+# Visible check: a hand-made model where greedy decoding misses the best sentence.
+# After the start, "3" has probability 0.55 and "4" 0.45. After "3" every
+# continuation is uncertain (end with 0.4); after "4" the end is almost sure (0.95).
+# Greedy: 3, end = 0.55 * 0.4 = 0.22. Best: 4, end = 0.45 * 0.95 = 0.4275.
+class ForkModel:
+    """Hand-set next-token probabilities over the ids 0..5 (end id 2)."""
+
+    table = {(1,): {3: 0.55, 4: 0.45},
+             (1, 3): {2: 0.4, 3: 0.3, 4: 0.3},
+             (1, 4): {2: 0.95, 3: 0.05}}
+
+    def __call__(self, inputs, training=False):
+        target_ids = checks.to_numpy(inputs[1])
+        logits = np.zeros(target_ids.shape + (6,), dtype="float32")
+        for b in range(target_ids.shape[0]):
+            for t in range(target_ids.shape[1]):
+                prefix = tuple(int(x) for x in target_ids[b, : t + 1])
+                probabilities = np.full(6, 1e-6)
+                for token, p in self.table.get(prefix, {2: 1.0}).items():
+                    probabilities[token] = p
+                logits[b, t] = np.log(probabilities / probabilities.sum())
+        return ops.convert_to_tensor(logits)
+
+
+one_context = np.array([[5, 5, 0]])
+checks.check_close(trim_padding(beam_search(ForkModel(), one_context, beam_width=2,
+                                            max_length=5, start_id=1, end_id=2)), [4, 2],
+                   "beam_search(beam_width=2) finds 4, end (0.4275 > 0.22)",
+                   hint="rank the candidates by their TOTAL log-probability.")
+checks.check_close(trim_padding(beam_search(ForkModel(), one_context, beam_width=1,
+                                            max_length=5, start_id=1, end_id=2)), [3, 2],
+                   "beam_search(beam_width=1) is greedy decoding")
+
+# %% nbgrader="tests" grade_id="test_beam_search" points=3
+# Hidden tests of `beam_search` run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+def _hidden_test_beam_search():
+    import numpy as np
+    from autograder.testing import rng, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    fixtures = reference.decoding_models()
+    r = rng("beam_search")
+    context = np.array([[int(t) for t in r.integers(3, 6, size=4)] + [0]])
+
+    def run(kind, options, beam_width, max_length, start_id, end_id, context=context):
+        model = construct(reference.DECODING_MODELS_SOURCE, "make_model", kind, **options)
+        shifted_logits = " (logits shifted after some prefixes)" if "offsets" in options else ""
+        what = (f"beam_search({kind.replace('_', ' ')} model{shifted_logits}, "
+                f"context_ids {context.shape}, "
+                f"beam_width={beam_width}, max_length={max_length}, start_id={start_id}, "
+                f"end_id={end_id})")
+        got = reference.normalize_sequence(
+            beam_search(model, context, beam_width=beam_width, max_length=max_length,
+                        start_id=start_id, end_id=end_id), max_length, what)
+        return got, what, fixtures["make_model"](kind, **options)
+
+    # Hand-set models whose best sequence is known: greedy decoding misses it; the
+    # last step alone, the average per token or a sum of probabilities ranks
+    # another one first; logits shifted after some prefixes (the same
+    # probabilities) trip a sum of raw logits.
+    shifted = {prefix: 3.0 for prefix in ("a", "aa", "ab", "ac")}
+    for kind, options, start_id, end_id in [
+            ("greedy_misses", {}, 1, 2),
+            ("greedy_misses", {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3),
+            ("total_matters", {}, 1, 2),
+            ("short_wins", {}, 1, 2),
+            ("greedy_misses", {"offsets": shifted}, 1, 2)]:
+        here = fixtures["make_model"](kind, **options)
+        tokens = [here.ids[s] for s in ("a", "b", "c", "$")]
+        best, best_score = reference.best_sequence(here, context[0], 4, start_id, end_id, tokens)
+        greedy = reference.greedy_decode(here, context, 4, start_id, end_id)[0].tolist()
+        for beam_width in (2, 3):
+            got, what, here = run(kind, options, beam_width, 4, start_id, end_id)
+            if got == best:
+                continue
+            score = reference.sequence_log_probability(here, context[0], got, start_id)
+            if "offsets" in options:
+                raise AssertionError(
+                    f"{what}: returned a sentence with total log-probability {score:.3f}, "
+                    f"expected the best one ({best_score:.3f}); a model's logits are not "
+                    "log-probabilities: add the log_softmax of each step's logits, not the "
+                    "raw logits.")
+            if got == greedy and greedy != best:
+                raise AssertionError(
+                    f"{what}: returned the greedy answer (total log-probability {score:.3f}); "
+                    f"a better sentence (total log-probability {best_score:.3f}) was within "
+                    "reach: keep the beam_width best candidates at each step.")
+            raise AssertionError(
+                f"{what}: returned a sentence with total log-probability {score:.3f}, "
+                f"expected the best one ({best_score:.3f}); rank the candidates by their "
+                "TOTAL log-probability (the beam's score plus the new token's log-softmax).")
+    # beam_width=1 is greedy decoding.
+    seed = int(r.integers(1_000_000))
+    for kind, options, contexts in [("greedy_misses", {}, [context]),
+                                    ("table", {"seed": seed}, [
+                                        np.array([[int(t) for t in r.integers(3, 7, size=4)]])
+                                        for _ in range(3)])]:
+        for one in contexts:
+            got, what, here = run(kind, options, 1, 6, 1, 2, context=one)
+            greedy = reference.normalize_greedy(reference.greedy_decode(here, one, 6, 1, 2), 2,
+                                                6, "reference")[0]
+            assert_true(got == greedy,
+                        f"{what}: with beam_width=1 the result must be greedy decoding's "
+                        f"(got {len(got)} ids, expected {len(greedy)}).")
+
+
+_hidden_test_beam_search()
+del _hidden_test_beam_search
+### END HIDDEN TESTS
+
+# %% [markdown]
+# On the date translator, greedy decoding and beam search mostly agree: the model
+# is confident. Where they differ, beam search's answer always has the higher
+# total log-probability; whether it is also *right* is another question.
+
+# %% nbgrader="locked" grade_id="demo_beam_search"
+fast_date_model = CompiledCalls(date_model, datasets.TARGET_LENGTH)
+
+
+def total_log_probability(context_ids, tokens):
+    """log p(tokens | context) under the date model (tokens after the start id)."""
+    target = np.array([[TARGET.start_id] + list(tokens)], dtype="int32")
+    logits = checks.to_numpy(fast_date_model((context_ids, target[:, :-1])))[0]  # (t, V)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(sum(log_p[t, token] for t, token in enumerate(tokens)))
+
+
+started = time.perf_counter()
+examples = [human for human, _ in test_pairs[:12]] + [human for human, _, _ in mistakes[:8]]
+differences = 0
+for human in examples:
+    context_ids = SOURCE.encode([human], length=datasets.SOURCE_LENGTH)
+    greedy_ids = checks.to_numpy(greedy_decode(fast_date_model, context_ids, 11, 1, 2))[0]
+    greedy_ids = [int(t) for t in greedy_ids if t != 0]
+    beam_ids = [int(t) for t in checks.to_numpy(
+        beam_search(fast_date_model, context_ids, 3, 11, 1, 2))]
+    if greedy_ids != beam_ids:
+        differences += 1
+        print(f"{human:>32}: greedy {TARGET.decode(greedy_ids)} "
+              f"({total_log_probability(context_ids, greedy_ids):.2f}), beam "
+              f"{TARGET.decode(beam_ids)} ({total_log_probability(context_ids, beam_ids):.2f})")
+print(f"greedy and beam search (width 3) differ on {differences} of {len(examples)} dates "
+      f"({time.perf_counter() - started:.1f} s)")
+
+# %% [markdown]
+# ## 11. Where the decoder looks
+#
+# While it writes each character of the ISO date, the decoder's cross-attention
+# spreads weights over the source characters. `last_attention_scores` holds
+# them for the last decoder layer, one map per head: rows are the decoder's
+# positions (the start token, then the digits it wrote), columns the source
+# characters. Heads often specialise: one follows the year, another the day or
+# the month name.
+
+# %% nbgrader="locked" grade_id="demo_attention"
+example = "Dienstag, 14. Juli 1987"
+context_ids = SOURCE.encode([example], length=datasets.SOURCE_LENGTH)
+written = checks.to_numpy(greedy_decode(CompiledCalls(date_model, datasets.TARGET_LENGTH),
+                                        context_ids, 11, TARGET.start_id, TARGET.end_id))[0]
+target_ids = np.concatenate([[TARGET.start_id], written[written != 0]])[None, :]
+date_model((context_ids, target_ids), training=False)  # keeps the attention weights
+scores = checks.to_numpy(date_model.decoder.last_attention_scores)[0]  # (heads, T, S)
+source_length = len(example)
+rows = ["<SOS>"] + [TARGET.tokens[t] for t in target_ids[0, 1:]]
+columns = list(example)
+figure, axes = plt.subplots(1, scores.shape[0], figsize=(5.2 * scores.shape[0], 4.2))
+for head, ax in enumerate(axes):
+    plots.heatmap(scores[head, :, :source_length], rows, columns, f"head {head}", ax=ax,
+                  annotate=False, vmax=1.0)
+plt.suptitle(f"cross-attention of the last decoder layer: {example!r} -> "
+             f"{TARGET.decode(written)}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Conclusion
+#
+# A Transformer is the sum of parts you know: embeddings with positions, a stack
+# of encoder layers, a stack of masked decoder layers that attend to the
+# encoder, and one Dense layer to the vocabulary. You assembled them, trained
+# them with a loss that ignores padding and the paper's warm-up schedule, and
+# decoded three ways: greedy (fast, one answer), sampling with a temperature
+# (varied, from careful to wild), and beam search (several hypotheses, the best
+# total log-probability). The same pieces, scaled up and trained on far more
+# text, are the encoder-decoder models of machine translation; keep the decoder
+# alone and you have the family of GPT.

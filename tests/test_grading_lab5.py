@@ -1,0 +1,119 @@
+"""Grade lab5 through the real CLI: the solution, the untouched notebook, the samples.
+
+One batch, graded once for the module (a lab5 notebook takes a while: two
+kernels, TensorFlow's import, the shipped weights loaded and the demos run;
+nothing is trained, TRAIN stays False), then checked from every side. The
+samples come from data/sample_submissions/samples_lab5.py, which also says
+what each must score; its dave.ipynb is the untouched notebook.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import re
+import shutil
+
+import pytest
+
+from autograder.labs import LABS
+from autograder.release import build_source_notebook, write_notebook
+from tests.conftest import ROOT, run_cli
+
+LAB = LABS["lab5"]
+POINTS = {"Encoder": 2, "Decoder": 2, "Transformer": 2, "masked_loss": 2,
+          "masked_accuracy": 1, "greedy_decode": 2, "sample_with_temperature": 2,
+          "beam_search": 3}
+
+
+def _load_samples():
+    spec = importlib.util.spec_from_file_location(
+        "samples_lab5", ROOT / "data" / "sample_submissions" / "samples_lab5.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SAMPLES = _load_samples()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    batch = tmp_path_factory.mktemp("submissions")
+    out = tmp_path_factory.mktemp("out")
+    shutil.copytree(ROOT / "data" / "sample_submissions" / "lab5", batch, dirs_exist_ok=True)
+    write_notebook(build_source_notebook(LAB), batch / "solution.ipynb")
+    result = run_cli("grade", "lab5", str(batch), "--out", str(out), "--quiet",
+                     "--seed", "tests")
+    assert result.returncode == 0, result.stderr[-3000:]
+    grades = {row["student_id"]: row for row in csv.DictReader(open(out / "grades.csv"))}
+    exercises = {}
+    for row in csv.DictReader(open(out / "exercises.csv")):
+        exercises.setdefault(row["student_id"], {})[row["exercise"]] = row
+    return {"out": out, "grades": grades, "exercises": exercises}
+
+
+def test_points_follow_the_curriculum():
+    assert LAB.exercises == tuple(POINTS)
+    assert tuple(SAMPLES.EXERCISES) == LAB.exercises
+
+
+def test_the_solution_scores_full_marks(graded):
+    row = graded["grades"]["solution"]
+    assert (float(row["score"]), float(row["max_score"]), row["status"]) == (16, 16, "graded")
+
+
+def test_the_untouched_notebook_scores_zero_without_a_grader_failure(graded):
+    student = SAMPLES.UNTOUCHED.removesuffix(".ipynb")
+    row = graded["grades"][student]
+    assert (float(row["score"]), row["status"]) == (0, "graded"), row
+    messages = {r["message"] for r in graded["exercises"][student].values()}
+    assert all("NotImplementedError" in message for message in messages), messages
+
+
+def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
+    for student, rows in graded["exercises"].items():
+        assert list(rows) == list(LAB.exercises), student
+        for name, row in rows.items():
+            assert float(row["max_score"]) == POINTS[name]
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES.expectations()))
+def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
+    expected = SAMPLES.expectations()[sample]
+    student = sample.removesuffix(".ipynb")
+    rows = graded["exercises"][student]
+    for exercise, outcome in expected.items():
+        score = float(rows[exercise]["score"])
+        if outcome == "kept":
+            assert score == POINTS[exercise], (sample, exercise, rows[exercise]["message"])
+        else:
+            assert score == 0, (sample, exercise)
+            assert rows[exercise]["message"], (sample, exercise)
+    assert graded["grades"][student]["status"] == "graded"
+
+
+@pytest.mark.parametrize("student,exercise,words", [
+    ("bob", "masked_loss", "padded positions count"),
+    ("carol", "greedy_decode", "after the end id"),
+    ("carol", "sample_with_temperature", "Divide the logits by the temperature"),
+    ("erin", "greedy_decode", "starts with the start id"),
+    ("erin", "beam_search", "TOTAL log-probability"),
+    ("frank", "Encoder", "padding_mask"),
+    ("frank", "masked_accuracy", "padded positions count"),
+    ("grace", "Transformer", "context_padding_mask"),
+    ("grace", "Decoder", "LAST layer"),
+])
+def test_feedback_names_the_mistake(graded, student, exercise, words):
+    assert words in graded["exercises"][student][exercise]["message"]
+
+
+def test_feedback_never_shows_hidden_test_source(graded):
+    source = LAB.source_path.read_text()
+    hidden_lines = {line.strip() for block in re.findall(
+        r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
+        for line in block.splitlines() if len(line.strip()) > 20}
+    for page in (graded["out"] / "feedback").glob("*.html"):
+        text = page.read_text()
+        leaked = [line for line in hidden_lines if line in text]
+        assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"
