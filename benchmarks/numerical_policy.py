@@ -54,12 +54,43 @@ def submissions(lab_id: str, folder: Path) -> int:
     return count
 
 
+def _tf32(x):
+    """``x`` (float32) rounded to TF32's 10-bit mantissa, as Ampere tensor cores read it."""
+    import numpy as np
+
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def simulated_tf32() -> None:
+    """Attention (d_k 64, 128 keys) in float32 and in simulated TF32 vs float64."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((8, 128, 64)).astype(np.float32) for _ in range(3))
+
+    def attention(q, k, v, rounding):
+        scores = rounding(q) @ np.swapaxes(rounding(k), -1, -2) / np.float32(8.0)
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        return rounding(weights.astype(q.dtype)) @ rounding(v)
+
+    exact = attention(*(a.astype(np.float64) for a in (q, k, v)), lambda a: a)
+    allowed = policy.ATOL + policy.RTOL * np.abs(exact)
+    for name, rounding in (("float32", lambda a: a), ("TF32 (simulated)", _tf32)):
+        difference = np.abs(attention(q, k, v, rounding) - exact)
+        print(f"scaled dot-product attention in {name}: largest abs. difference "
+              f"{difference.max():.2e}, tolerance used {float((difference / allowed).max()):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labs", nargs="+", default=list(LABS))
     args = parser.parse_args()
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     print(f"backend {backend}; {platform.platform()}; rtol {policy.RTOL:g}, atol {policy.ATOL:g}\n")
+    simulated_tf32()
+    print()
     print("| lab | notebooks (full marks) | comparisons | largest abs. difference | "
           "largest rel. difference | tolerance used (max) | where |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -1,12 +1,14 @@
 """Grade the hostile suite's cases with plain nbgrader, for comparison.
 
 Plain nbgrader 0.9 here means: the lab's source notebook in a course folder,
-`nbgrader generate_assignment`, then `nbgrader autograde` (its default
-preprocessors, the hidden tests running inside the student's kernel) over
-all the cases at once, as an instructor would run it. Prints, for each case,
-what plain nbgrader gave and what this kit gives (graded here with the
-hostile suite's settings, or read from a kit run's OUT folder if given), as
-a Markdown table.
+`nbgrader generate_assignment`, then `nbgrader autograde` with its default
+preprocessors (the hidden tests run inside the student's kernel, with no
+sandbox). Each case is graded in its own copy of the course folder with
+`--student`, so that one case cannot spoil another; then all of them once
+more in one batch run, as an instructor would run it. Prints, as a Markdown
+table, each case's honest score, what plain nbgrader gave (with what the
+secrets case could read), and what this kit gives (graded here with the
+hostile suite's settings, or read from a kit run's OUT folder if given).
 
     .venv/bin/python benchmarks/plain_nbgrader_hostile.py [KIT_OUT_DIR]
 """
@@ -15,10 +17,13 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,32 +37,25 @@ from tests.hostile.cases import cases, write_batch  # noqa: E402
 def main(kit_out: Path | None) -> None:
     lab = LABS["lab1"]
     work = Path(tempfile.mkdtemp(prefix="plain-nbgrader-"))
-    course = work / "course"
-    write_notebook(build_source_notebook(lab), course / "source" / lab.id / f"{lab.notebook}.ipynb")
-    (course / "nbgrader_config.py").write_text(
+    skeleton = work / "skeleton"
+    write_notebook(build_source_notebook(lab), skeleton / "source" / lab.id / f"{lab.notebook}.ipynb")
+    (skeleton / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'plain'\n")
-    nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
-    # nbgrader shells out to `alembic`, which must be on PATH (the venv's bin).
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(nbgrader + ["generate_assignment", lab.id, "--force"], cwd=course,
-                   check=True, capture_output=True, env=env)
+    subprocess.run(NBGRADER + ["generate_assignment", lab.id, "--force"], cwd=skeleton,
+                   check=True, capture_output=True, env=ENV)
     batch = work / "batch"
     batch.mkdir()
-    written = write_batch(batch, [str(course), str(course / "gradebook.db")])
-    # Plain nbgrader needs submitted/<student>/<lab>/<notebook>.ipynb and
-    # skips anything not named exactly like the release.
-    for case in written:
-        source = batch / case.path
-        target = course / "submitted" / case.student_id / lab.id
-        target.mkdir(parents=True, exist_ok=True)
-        if source.name == f"{lab.notebook}.ipynb" or source.suffix == ".ipynb" and "/" not in case.path:
-            shutil.copy(source, target / f"{lab.notebook}.ipynb")
-        else:
-            shutil.copy(source, target / source.name)   # e.g. "Copy of ...": skipped by nbgrader
-    result = subprocess.run(nbgrader + ["autograde", lab.id, "--force"], cwd=course,
-                            capture_output=True, text=True, env=env)
-    plain = _plain_scores(course, lab, [case.student_id for case in written])
-    batch_aborted = result.returncode != 0
+    written = write_batch(batch, [str(skeleton), str(skeleton / "gradebook.db"),
+                                  str(skeleton / "source"), str(ROOT / "solutions"),
+                                  str(ROOT / "autograder" / "references")])
+    # One course folder per case, so that one case cannot abort or spoil
+    # another's grading (a plain batch run stops at the first such case:
+    # see `batch_status` below).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        plain = dict(zip([case.student_id for case in written],
+                         pool.map(lambda case: _plain_one(case, batch, skeleton, work, lab),
+                                  written)))
+    batch_status = _plain_batch(written, batch, skeleton, work, lab)
     if kit_out is None:
         kit_out = work / "kit"
         subprocess.run([sys.executable, "-m", "autograder", "grade", lab.id, str(batch),
@@ -65,15 +63,89 @@ def main(kit_out: Path | None) -> None:
                         "--cell-timeout", "15", "--notebook-timeout", "75"],
                        cwd=ROOT, check=True, capture_output=True)
     kit = {row["student_id"]: row for row in csv.DictReader(open(kit_out / "grades.csv"))}
-    print("| case | what | plain nbgrader 0.9.6 | this kit |")
-    print("| --- | --- | --- | --- |")
+    print("| case | what | honest score | plain nbgrader 0.9.6 | this kit |")
+    print("| --- | --- | --- | --- | --- |")
     for case in written:
         got = kit.get(case.student_id)
-        kit_text = f"{float(got['score']):g}/10, {got['status'][:50]}" if got else ""
-        print(f"| {case.name} | {case.what} | {plain.get(case.student_id, 'no row')} | {kit_text} |")
-    print(f"\nplain `nbgrader autograde` exit status: {result.returncode}"
-          f"{' (the batch reported failures)' if batch_aborted else ''}")
+        kit_text = f"{float(got['score']):g}/10, {got['status'][:60]}" if got else "no row"
+        print(f"| {case.name} | {case.what} | {case.expected()} | {plain[case.student_id]} "
+              f"| {kit_text} |")
+    print(f"\nThe same {len(written)} files in one plain `nbgrader autograde` run: {batch_status}")
     shutil.rmtree(work, ignore_errors=True)
+
+
+NBGRADER = [str(Path(sys.executable).with_name("nbgrader"))]
+# nbgrader shells out to `alembic`, which must be on PATH (the venv's bin).
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _submit(case, batch: Path, course: Path, lab) -> None:
+    """Put the case where plain nbgrader looks: submitted/<student>/<lab>/<notebook>.ipynb."""
+    source = batch / case.path
+    target = course / "submitted" / case.student_id / lab.id
+    target.mkdir(parents=True, exist_ok=True)
+    if source.name == f"{lab.notebook}.ipynb" or source.suffix == ".ipynb" and "/" not in case.path:
+        shutil.copy(source, target / f"{lab.notebook}.ipynb")
+    else:
+        shutil.copy(source, target / source.name)   # e.g. "Copy of ...": nbgrader skips it
+
+
+def _plain_one(case, batch: Path, skeleton: Path, work: Path, lab) -> str:
+    """What plain `nbgrader autograde --student` gives this one case."""
+    course = work / "plain" / case.student_id
+    shutil.copytree(skeleton, course)
+    _submit(case, batch, course, lab)
+    started = time.monotonic()
+    try:
+        result = subprocess.run(NBGRADER + ["autograde", lab.id, "--student", case.student_id,
+                                            "--force"], cwd=course, capture_output=True,
+                                text=True, env=ENV, timeout=600)
+        stopped = ""
+    except subprocess.TimeoutExpired:
+        result, stopped = None, "still running after 600 s (killed)"
+    seconds = time.monotonic() - started
+    score = _plain_scores(course, lab, [case.student_id])[case.student_id]
+    text = stopped or score
+    if result is not None and result.returncode != 0:
+        errors = [line for line in result.stdout.splitlines() + result.stderr.splitlines()
+                  if "ERROR" in line or "Error" in line]
+        reason = errors[-1].split("]")[-1].strip()[:80] if errors else "no reason given"
+        text = f"{score}; autograde failed ({reason})"
+    if case.name == "reads_secrets":
+        text += "; " + _secrets_seen(course, case, lab)
+    return f"{text} [{seconds:.0f} s]"
+
+
+def _secrets_seen(course: Path, case, lab) -> str:
+    path = course / "autograded" / case.student_id / lab.id / f"{lab.notebook}.ipynb"
+    try:
+        text = path.read_text()
+    except OSError:
+        return "no notebook written"
+    match = re.search(r"FINDINGS (\{.*?\})\\n", text)
+    if not match:
+        return "findings not printed"
+    findings = match.group(1)
+    hidden = 5 - findings.count("FileNotFoundError") - findings.count("PermissionError")
+    return (f"read {hidden} of 5 secret paths, references "
+            f"{'imported' if 'imported' in findings else 'hidden'}, hidden test source "
+            f"{'seen' if 'hidden_source' + chr(39) + ': True' in findings else 'not seen'}")
+
+
+def _plain_batch(written, batch: Path, skeleton: Path, work: Path, lab) -> str:
+    course = work / "plain-batch"
+    shutil.copytree(skeleton, course)
+    for case in written:
+        _submit(case, batch, course, lab)
+    try:
+        result = subprocess.run(NBGRADER + ["autograde", lab.id, "--force"], cwd=course,
+                                capture_output=True, text=True, env=ENV, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return "still running after 30 min (killed)"
+    scores = _plain_scores(course, lab, [case.student_id for case in written])
+    graded = sum(1 for value in scores.values() if not value.startswith("no grade"))
+    return (f"exit status {result.returncode}; {graded} of {len(written)} students have a "
+            f"grade in the gradebook.")
 
 
 def _plain_scores(course: Path, lab, students: list[str]) -> dict[str, str]:

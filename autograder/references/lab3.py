@@ -149,8 +149,9 @@ HINTS = {
         "compute_mask when mask_zero."
     ),
     "LearnedPositionalEmbedding": (
-        "Look up the positions 0..T-1 (ops.arange, not the token ids) in "
-        "position_embedding, add them to the token vectors without any scaling, and "
-        "raise a ValueError in call when T is known and larger than max_length."
+        "Build both Embedding sublayers in build (not in __init__); look up the "
+        "positions 0..T-1 (ops.arange, not the token ids) in position_embedding, add "
+        "them to the token vectors without any scaling, and raise a ValueError in call "
+        "when T is known and larger than max_length."
     ),
 }

@@ -489,7 +489,12 @@ def _hidden_test_PositionalEmbedding():
                 f"PositionalEmbedding.token_embedding is a {classes[0]}, expected a "
                 "keras.layers.Embedding.")
 
-    # Weights: created in build; the token table is the only one.
+    # Weights: created in build (none before it); the token table is the only one.
+    early = shapes(layer.weights)
+    assert_true(early == [],
+                f"PositionalEmbedding(vocab_size=11, d_model=6) already has weights of shapes "
+                f"{early} before build: create the weights in build (build token_embedding "
+                "there), not in __init__.")
     layer.build((None, 5))
     built = shapes(layer.weights)
     assert_true(len(built) > 0,
@@ -549,6 +554,9 @@ def _hidden_test_PositionalEmbedding():
                     "token_ids != 0.")
         mask = assert_shape(as_array(mask, f"{what}.compute_mask"), token_ids.shape,
                             f"{what}.compute_mask")
+        assert_true(mask.dtype == np.bool_,
+                    f"{what}.compute_mask returned a mask of dtype {mask.dtype}; Keras masks "
+                    "are boolean: return ops.not_equal(token_ids, 0) without casting it.")
         assert_true(np.array_equal(mask.astype(bool), reference.padding_mask(token_ids)),
                     f"{what}.compute_mask: expected True for real tokens and False where "
                     "the id is 0 (padding).")
@@ -823,7 +831,12 @@ def _hidden_test_LearnedPositionalEmbedding():
                     f"LearnedPositionalEmbedding.{name} is a {classes[0]}, expected "
                     "a keras.layers.Embedding.")
 
-    # Weights created in build: the two tables, both trainable.
+    # Weights created in build (none before it): the two tables, both trainable.
+    early = shapes(layer.weights)
+    assert_true(early == [],
+                f"LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8) already "
+                f"has weights of shapes {early} before build: create the weights in build "
+                "(build both sublayers there), not in __init__.")
     layer.build((None, 5))
     built = shapes(layer.trainable_weights)
     assert_true(built == [(8, 6), (11, 6)],
@@ -879,6 +892,9 @@ def _hidden_test_LearnedPositionalEmbedding():
                     "token_ids != 0.")
         mask = assert_shape(as_array(mask, f"{what}.compute_mask"), token_ids.shape,
                             f"{what}.compute_mask")
+        assert_true(mask.dtype == np.bool_,
+                    f"{what}.compute_mask returned a mask of dtype {mask.dtype}; Keras masks "
+                    "are boolean: return ops.not_equal(token_ids, 0) without casting it.")
         assert_true(np.array_equal(mask.astype(bool), reference.padding_mask(token_ids)),
                     f"{what}.compute_mask: expected True for real tokens and False where "
                     "the id is 0 (padding).")
