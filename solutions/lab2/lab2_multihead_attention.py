@@ -1218,6 +1218,50 @@ def _hidden_test_MultiHeadAttention():
                     "output is not the inference output; inverted dropout scales the "
                     "kept probabilities by 1 / (1 - rate) (keras.layers.Dropout does it).")
 
+    # (d) Where dropout acts. With a single key every probability is 1, so dropout on
+    # the probabilities (B, H, T_q, T_k) drops or keeps each head's whole context of
+    # each query (scaled by 1 / (1 - rate)); dropout on the values, the context or the
+    # output drops single numbers instead. An identity output kernel without bias
+    # shows the heads' contexts one by one. The scores returned are the probabilities
+    # before dropout, as Keras returns them.
+    rate, heads, size, batch, length = 0.5, 2, 3, 64, 5
+    what = (f"MultiHeadAttention(num_heads={heads}, key_dim=2, value_dim={size}, "
+            f"dropout={rate}) on one key, training=True")
+    query = r.normal(size=(batch, length, heads * size)).astype("float32")
+    value = r.normal(size=(batch, 1, 4)).astype("float32")
+    layer = MultiHeadAttention(num_heads=heads, key_dim=2, value_dim=size, dropout=rate)
+    layer(query, value)
+    weights = random_weights([tuple(w.shape) for w in layer.get_weights()])
+    weights[6] = np.eye(heads * size, dtype="float32").reshape(heads, size, heads * size)
+    weights[7] = np.zeros_like(weights[7])
+    layer.set_weights(weights)
+    expected = reference.multi_head_attention(query, value, weights)[0]
+    result = layer(query, value, return_attention_scores=True, training=True)
+    assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
+                f"{what}: returned {type(result).__name__}, expected a tuple (output, "
+                "scores) with return_attention_scores=True.")
+    output, scores = result
+    scores = assert_shape(scores, (batch, heads, length, 1), f"{what}: scores")
+    assert_true(np.allclose(scores, 1.0, atol=1e-5),
+                f"{what}: the scores returned are not the attention probabilities (all 1 "
+                "with a single key); return the probabilities as they are before dropout, "
+                "as keras.layers.MultiHeadAttention does.")
+    output = assert_shape(output, expected.shape, f"{what}: output").astype(np.float64)
+    blocks = output.reshape(batch, length, heads, size)
+    expected_blocks = expected.reshape(batch, length, heads, size)
+    dropped = np.all(np.abs(blocks) <= 1e-6, axis=-1)
+    kept = np.all(np.isclose(blocks, expected_blocks / (1 - rate), rtol=1e-4, atol=1e-5),
+                  axis=-1)
+    assert_true(np.all(dropped | kept),
+                f"{what}: dropout must act on the attention probabilities (B, num_heads, "
+                "T_q, T_k); with a single key each head's context would then be dropped "
+                "whole or kept whole and scaled by 1 / (1 - rate), but here some of its "
+                "numbers are dropped and others kept (dropout on the values, the heads' "
+                "context or the output?).")
+    assert_true(0.3 < dropped.mean() < 0.7,
+                f"{what}: {dropped.mean():.0%} of the heads' contexts were dropped at a rate "
+                f"of {rate}; drop each attention probability with probability `dropout`.")
+
     # Config round trip and argument checks.
     layer = MultiHeadAttention(num_heads=4, key_dim=3, value_dim=5, dropout=0.25,
                                use_bias=False)
