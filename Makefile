@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres labs demo test bench clean help
+.PHONY: env sandbox postgres torch jax labs demo test test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make labs | make bench | make clean"
@@ -48,6 +48,17 @@ postgres:
 	    echo "note: PostgreSQL not found; tests/test_postgres.py will be skipped."; \
 	  fi; }
 
+# Other Keras backends, CPU builds (tests/test_backends.py grades every lab's
+# solution under each one installed; make test-torch runs the verdict suite).
+# PyTorch's CPU wheel is pinned; without it pip would fetch the CUDA build.
+torch: $(STAMP)
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "torch==2.13.0" || \
+	  echo "warning: could not install PyTorch; the torch backend tests will be skipped."
+
+jax: $(STAMP)
+	@$(PY) -c "import jax" 2>/dev/null || $(PY) -m pip install -q "jax[cpu]" || \
+	  echo "warning: could not install JAX; the jax backend tests will be skipped."
+
 env: $(STAMP) sandbox
 
 labs: env
@@ -56,8 +67,17 @@ labs: env
 demo: env labs
 	$(PY) -m autograder demo --out $(OUT)
 
-test: env postgres
+test: env postgres torch
 	$(PY) -m pytest
+
+# The verdict suite and every lab's grading tests under another backend.
+BACKEND_TESTS = tests/test_verdicts.py tests/test_grading_lab1.py tests/test_grading_lab2.py \
+	tests/test_grading_lab3.py tests/test_grading_lab4.py tests/test_grading_lab5.py
+test-torch: env torch
+	KERAS_BACKEND=torch $(PY) -m pytest $(BACKEND_TESTS)
+
+test-jax: env jax
+	KERAS_BACKEND=jax $(PY) -m pytest $(BACKEND_TESTS)
 
 # Grading speed against plain serial nbgrader (issue 9): labs 1-4, 40
 # submissions each; BENCH_ARGS="--labs lab1 --count 10" for a quick look.
