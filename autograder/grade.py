@@ -287,6 +287,12 @@ def _work(submission: names.Submission):
     return result, dict(_WORKER.last_grades), str(_WORKER.root)
 
 
+def _result_from_json(saved: dict) -> SubmissionResult:
+    """A SubmissionResult from its ``asdict`` form in OUT/results/<student>.json."""
+    exercises = [ExerciseResult(**e) for e in saved["exercises"]]
+    return SubmissionResult(**{**saved, "exercises": exercises})
+
+
 def _digest(submission: names.Submission) -> str:
     return hashlib.sha256(submission.data or submission.problem.encode()).hexdigest()
 
@@ -353,9 +359,7 @@ class Grader:
             return None
         if saved.get("sha256") != _digest(submission) or saved.get("seed") != self.seed:
             return None
-        result = saved["result"]
-        result["exercises"] = [ExerciseResult(**e) for e in result["exercises"]]
-        return SubmissionResult(**result)
+        return _result_from_json(saved["result"])
 
     def _save(self, submission: names.Submission, result: SubmissionResult,
               grades: dict[str, float]) -> None:
@@ -607,9 +611,7 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path, db_url: str | None
     results = []
     for student_id in sorted(entries):
         entry = entries[student_id]
-        result = entry["result"]
-        result = SubmissionResult(**{**result, "exercises": [
-            ExerciseResult(**e) for e in result["exercises"]]})
+        result = _result_from_json(entry["result"])
         grader._record(result, entry.get("grades", {}), roots[origin[student_id]])
         grader._save_result(entry["sha256"], result, entry.get("grades", {}))
         results.append(result)

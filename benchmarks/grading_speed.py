@@ -39,7 +39,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")   # the solution runs' kernel
 import nbformat  # noqa: E402
 
 from autograder.labs import LABS  # noqa: E402
-from autograder.release import build_source_notebook, write_notebook  # noqa: E402
+from autograder.release import build_source_notebook  # noqa: E402
+import plain_nbgrader as plain  # noqa: E402
 
 
 def class_of(lab, count: int, folder: Path) -> list[str]:
@@ -64,32 +65,15 @@ def class_of(lab, count: int, folder: Path) -> list[str]:
 
 def plain_nbgrader(lab, batch: Path, students: list[str], work: Path) -> tuple[float, float]:
     """Seconds of one serial `nbgrader autograde` over the class; mean score."""
-    course = work / "plain"
-    write_notebook(build_source_notebook(lab), course / "source" / lab.id / f"{lab.notebook}.ipynb")
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()\nc.CourseDirectory.course_id = 'plain'\n")
-    nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(nbgrader + ["generate_assignment", lab.id, "--force"], cwd=course,
-                   check=True, capture_output=True, env=env)
+    course = plain.make_course(lab, work / "plain")
     for student in students:
         target = course / "submitted" / student / lab.id
         target.mkdir(parents=True)
         shutil.copy(batch / f"{student}.ipynb", target / f"{lab.notebook}.ipynb")
     started = time.monotonic()
-    subprocess.run(nbgrader + ["autograde", lab.id, "--force"], cwd=course,
-                   capture_output=True, env=env)
+    plain.autograde(course, lab)
     seconds = time.monotonic() - started
-    from nbgrader.api import Gradebook, MissingEntry
-
-    scores = []
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        for student in students:
-            try:
-                notebook = gradebook.find_submission_notebook(lab.notebook, lab.id, student)
-                scores.append(sum(grade.score or 0 for grade in notebook.grades))
-            except MissingEntry:
-                scores.append(0.0)
+    scores = [found[0] if found else 0.0 for found in plain.grades(course, lab, students).values()]
     return seconds, sum(scores) / len(scores)
 
 

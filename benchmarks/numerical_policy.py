@@ -39,11 +39,8 @@ from tests import verdicts  # noqa: E402
 
 def submissions(lab_id: str, folder: Path) -> int:
     """The solution and the correct variants of ``lab_id`` in ``folder``."""
-    lab = LABS[lab_id]
     folder.mkdir(parents=True)
-    notebook = verdicts._fill(nbformat.read(lab.student_path, as_version=4),
-                              verdicts.solution_answers(lab_id))
-    nbformat.write(notebook, folder / "solution.ipynb")
+    nbformat.write(verdicts.solution_notebook(lab_id), folder / "solution.ipynb")
     count = 1
     if verdicts.spec(lab_id) is not None:
         expected = verdicts.build(lab_id, folder / "all")

@@ -16,7 +16,6 @@ hostile suite's settings, or read from a kit run's OUT folder if given).
 from __future__ import annotations
 
 import csv
-import os
 import re
 import shutil
 import subprocess
@@ -30,19 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.labs import LABS  # noqa: E402
-from autograder.release import build_source_notebook, write_notebook  # noqa: E402
+import plain_nbgrader as plain  # noqa: E402
 from tests.hostile.cases import cases, write_batch  # noqa: E402
 
 
 def main(kit_out: Path | None) -> None:
     lab = LABS["lab1"]
     work = Path(tempfile.mkdtemp(prefix="plain-nbgrader-"))
-    skeleton = work / "skeleton"
-    write_notebook(build_source_notebook(lab), skeleton / "source" / lab.id / f"{lab.notebook}.ipynb")
-    (skeleton / "nbgrader_config.py").write_text(
-        "c = get_config()\nc.CourseDirectory.course_id = 'plain'\n")
-    subprocess.run(NBGRADER + ["generate_assignment", lab.id, "--force"], cwd=skeleton,
-                   check=True, capture_output=True, env=ENV)
+    skeleton = plain.make_course(lab, work / "skeleton")
     batch = work / "batch"
     batch.mkdir()
     written = write_batch(batch, [str(skeleton), str(skeleton / "gradebook.db"),
@@ -74,11 +68,6 @@ def main(kit_out: Path | None) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
-NBGRADER = [str(Path(sys.executable).with_name("nbgrader"))]
-# nbgrader shells out to `alembic`, which must be on PATH (the venv's bin).
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
 def _submit(case, batch: Path, course: Path, lab) -> None:
     """Put the case where plain nbgrader looks: submitted/<student>/<lab>/<notebook>.ipynb."""
     source = batch / case.path
@@ -97,9 +86,7 @@ def _plain_one(case, batch: Path, skeleton: Path, work: Path, lab) -> str:
     _submit(case, batch, course, lab)
     started = time.monotonic()
     try:
-        result = subprocess.run(NBGRADER + ["autograde", lab.id, "--student", case.student_id,
-                                            "--force"], cwd=course, capture_output=True,
-                                text=True, env=ENV, timeout=600)
+        result = plain.autograde(course, lab, "--student", case.student_id, timeout=600)
         stopped = ""
     except subprocess.TimeoutExpired:
         result, stopped = None, "still running after 600 s (killed)"
@@ -138,8 +125,7 @@ def _plain_batch(written, batch: Path, skeleton: Path, work: Path, lab) -> str:
     for case in written:
         _submit(case, batch, course, lab)
     try:
-        result = subprocess.run(NBGRADER + ["autograde", lab.id, "--force"], cwd=course,
-                                capture_output=True, text=True, env=ENV, timeout=1800)
+        result = plain.autograde(course, lab, timeout=1800)
     except subprocess.TimeoutExpired:
         return "still running after 30 min (killed)"
     scores = _plain_scores(course, lab, [case.student_id for case in written])
@@ -149,21 +135,12 @@ def _plain_batch(written, batch: Path, skeleton: Path, work: Path, lab) -> str:
 
 
 def _plain_scores(course: Path, lab, students: list[str]) -> dict[str, str]:
-    from nbgrader.api import Gradebook, MissingEntry
-
     scores = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        for student in students:
-            try:
-                notebook = gradebook.find_submission_notebook(lab.notebook, lab.id, student)
-            except MissingEntry:
-                scores[student] = "no grade (skipped or aborted)"
-                continue
-            parts = [grade.score for grade in notebook.grades]
-            if any(grade.needs_manual_grade for grade in notebook.grades):
-                scores[student] = f"{sum(p or 0 for p in parts):g}/10, needs manual grade"
-            else:
-                scores[student] = f"{sum(p or 0 for p in parts):g}/10"
+    for student, found in plain.grades(course, lab, students).items():
+        if found is None:
+            scores[student] = "no grade (skipped or aborted)"
+        else:
+            scores[student] = f"{found[0]:g}/10" + (", needs manual grade" if found[1] else "")
     return scores
 
 

@@ -53,6 +53,19 @@ def pytest_terminal_summary(terminalreporter):
             f"{verdict:4}  {group:9}  {name:<{width}}  expected {expected:<28} got {got}")
 
 
+def gradebook_scores(db_url: str, lab) -> dict[tuple[str, str], float]:
+    """(student, grade cell) -> auto score, read through nbgrader's gradebook API."""
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(db_url) as gradebook:
+        for student in gradebook.students:
+            notebook = gradebook.find_submission_notebook(lab.notebook, lab.id, student.id)
+            for grade in notebook.grades:
+                scores[student.id, grade.name] = grade.auto_score
+    return scores
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

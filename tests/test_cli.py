@@ -9,7 +9,7 @@ import sqlite3
 import nbformat
 
 from autograder.labs import LABS
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, gradebook_scores, run_cli
 
 
 def test_an_unknown_lab_is_a_clear_error_with_exit_status_2(tmp_path):
@@ -86,20 +86,6 @@ def test_parallel_grading_equals_serial_and_a_rerun_resumes(tmp_path):
     assert (serial / "grades.csv").read_text() == (parallel / "grades.csv").read_text()
 
 
-def _gradebook_scores(out):
-    """(student, grade cell) -> auto score, read through nbgrader's gradebook API."""
-    from nbgrader.api import Gradebook
-
-    lab = LABS["lab1"]
-    scores = {}
-    with Gradebook(f"sqlite:///{out / 'nbgrader' / 'gradebook.db'}") as gradebook:
-        for student in gradebook.students:
-            notebook = gradebook.find_submission_notebook(lab.notebook, lab.id, student.id)
-            for grade in notebook.grades:
-                scores[student.id, grade.name] = grade.auto_score
-    return scores
-
-
 def test_sharded_grading_merged_equals_unsharded_row_for_row(tmp_path):
     batch = tmp_path / "in"
     batch.mkdir()
@@ -135,7 +121,10 @@ def test_sharded_grading_merged_equals_unsharded_row_for_row(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     for name in ("grades.csv", "exercises.csv"):
         assert (merged / name).read_text() == (whole / name).read_text(), name
-    assert _gradebook_scores(merged) == _gradebook_scores(whole)
+    scores = {out: gradebook_scores(f"sqlite:///{out / 'nbgrader' / 'gradebook.db'}", LABS["lab1"])
+              for out in (merged, whole)}
+    assert {student for student, _ in scores[whole]} == {"alice", "bob", "carol", "dave"}
+    assert scores[merged] == scores[whole]
     assert sorted(p.name for p in (merged / "feedback").iterdir()) == \
         sorted(p.name for p in (whole / "feedback").iterdir())
     assert sorted(p.name for p in (merged / "nbgrader" / "autograded").iterdir()) == \

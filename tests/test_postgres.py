@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder.labs import LABS
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, gradebook_scores, run_cli
 
 LAB = LABS["lab1"]
 
@@ -77,18 +77,6 @@ def postgres_url(tmp_path_factory):
         pg(str(bindir / "pg_ctl"), "-D", str(data / "db"), "-m", "fast", "stop")
 
 
-def _scores(url: str) -> dict[tuple[str, str], float]:
-    from nbgrader.api import Gradebook
-
-    scores = {}
-    with Gradebook(url) as gradebook:
-        for student in gradebook.students:
-            notebook = gradebook.find_submission_notebook(LAB.notebook, LAB.id, student.id)
-            for grade in notebook.grades:
-                scores[student.id, grade.name] = grade.auto_score
-    return scores
-
-
 def test_grading_into_postgresql_matches_sqlite(tmp_path, postgres_url):
     batch = tmp_path / "in"
     batch.mkdir()
@@ -101,8 +89,8 @@ def test_grading_into_postgresql_matches_sqlite(tmp_path, postgres_url):
                          "--seed", "pg", "--jobs", "2", *extra)
         assert result.returncode == 0, result.stderr[-2000:]
     assert (outs["sqlite"] / "grades.csv").read_text() == (outs["postgres"] / "grades.csv").read_text()
-    in_postgres = _scores(postgres_url)
-    in_sqlite = _scores(f"sqlite:///{outs['sqlite'] / 'nbgrader' / 'gradebook.db'}")
+    in_postgres = gradebook_scores(postgres_url, LAB)
+    in_sqlite = gradebook_scores(f"sqlite:///{outs['sqlite'] / 'nbgrader' / 'gradebook.db'}", LAB)
     assert {student for student, _ in in_postgres} == {"alice", "carol"}
     assert in_postgres == in_sqlite
     assert sum(score for (student, _), score in in_postgres.items() if student == "alice") == 10

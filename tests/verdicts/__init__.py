@@ -57,6 +57,11 @@ def solution_answers(lab_id: str) -> dict[str, str]:
     return answers
 
 
+def solution_notebook(lab_id: str):
+    """The student notebook of ``lab_id`` with every answer cell filled with the solution."""
+    return _fill(nbformat.read(LABS[lab_id].student_path, as_version=4), solution_answers(lab_id))
+
+
 def _fill(notebook, answers: dict[str, str]):
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
