@@ -20,9 +20,11 @@ writes what happened to `report_file` (JSON) for the grader's reports.
 from __future__ import annotations
 
 import ast
+import atexit
 import builtins
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -42,8 +44,20 @@ TESTS_KERNEL_STARTUP = """
 import os, sys, warnings
 warnings.filterwarnings("ignore")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy
+import autograder.probe, autograder.testing
+"""
+
+#: Run in the test kernel before each submission's tests: a clean namespace
+#: (nothing of the previous submission's tests is left), NumPy's error
+#: settings reset, and a client of this submission's student kernel.
+TESTS_SESSION_START = """
+get_ipython().reset(new_session=False)
+import numpy as __autograder_numpy
+__autograder_numpy.seterr(all="warn", under="ignore")
+del __autograder_numpy
 from autograder.probe import StudentKernel as __AutograderStudentKernel
-__autograder_kernel__ = __AutograderStudentKernel.from_env()
+__autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r)
 del __AutograderStudentKernel
 
 
@@ -51,6 +65,82 @@ def construct_in_student_kernel(source, name, *args, **kwargs):
     # Build a grader-written object (e.g. a tiny model) in the student's kernel.
     return __autograder_kernel__.construct(source, name, *args, **kwargs)
 """
+
+TESTS_SESSION_END = """
+__autograder_kernel__.close()
+get_ipython().reset(new_session=False)
+"""
+
+
+class TestsKernel:
+    """The grader's test kernel, kept from one submission to the next.
+
+    It never runs student code: it runs the hidden tests, which reach the
+    student's kernel only through autograder.probe and read back only JSON
+    and NumPy arrays (allow_pickle=False). So one submission cannot change
+    it for the next, and starting it once per grading process instead of
+    once per submission saves a Python start and its imports (about 0.6 s a
+    submission). Its namespace is reset between submissions; a kernel that
+    timed out or died is replaced.
+    """
+
+    _kept: "TestsKernel | None" = None
+
+    def __init__(self, settings: tuple):
+        self.settings = settings
+        lab_id, seed = settings
+        self.folder = tempfile.mkdtemp(prefix="labkit-tests-")
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith("AUTOGRADER_")}
+        env.update(
+            AUTOGRADER_LAB=lab_id,
+            AUTOGRADER_SEED=seed,
+            TF_CPP_MIN_LOG_LEVEL="3",
+            PYTHONWARNINGS="ignore",
+            MPLBACKEND="Agg",
+        )
+        self.km = KernelManager(kernel_name="python3", transport="ipc",
+                                ip=str(Path(self.folder) / "tests"),
+                                connection_file=str(Path(self.folder) / "tests.json"))
+        self.km.start_kernel(env=env, cwd=self.folder,
+                             extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=120)
+
+    @classmethod
+    def get(cls, settings: tuple) -> tuple["TestsKernel", bool]:
+        """The kept kernel for ``settings`` (lab, seed), or a new one; and
+        whether it is new."""
+        kept = cls._kept
+        if kept is not None and kept.settings == settings and kept.alive():
+            return kept, False
+        cls.discard()
+        cls._kept = cls(settings)
+        return cls._kept, True
+
+    @classmethod
+    def discard(cls) -> None:
+        kept, cls._kept = cls._kept, None
+        if kept is not None:
+            kept.shutdown()
+
+    def alive(self) -> bool:
+        try:
+            return bool(self.km.is_alive())
+        except Exception:  # noqa: BLE001
+            return False
+
+    def shutdown(self) -> None:
+        try:
+            self.kc.stop_channels()
+            self.km.shutdown_kernel(now=True)
+        except Exception:  # noqa: BLE001
+            pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+atexit.register(TestsKernel.discard)
 
 
 def _error_output(ename: str, evalue: str, traceback: list[str] | None = None) -> NotebookNode:
@@ -83,7 +173,7 @@ class IsolatedExecute(Execute):
         super().__init__(*args, **kwargs)
         self._tests_km = None
         self._tests_kc = None
-        self._tests_dir = None
+        self._tests_dirty = False
         self._record = {}
         self._deadline = None
         self._stopped = ""
@@ -97,8 +187,12 @@ class IsolatedExecute(Execute):
             "stopped": "",
             "tests": {},
             "cells_run": 0,
+            # Seconds spent in each phase (see benchmarks/grading_speed.py).
+            "timings": {"student_kernel_start": 0.0, "student_cells": 0.0,
+                        "tests_kernel_start": 0.0, "tests": 0.0},
         }
         self._stopped = ""
+        self._tests_dirty = False
         self._answers_seen = False
         self._deadline = time.monotonic() + self.notebook_timeout
         started = time.monotonic()
@@ -121,6 +215,24 @@ class IsolatedExecute(Execute):
             if self.report_file:
                 Path(self.report_file).write_text(json.dumps(self._record, indent=1))
 
+    def _add_time(self, phase: str, started: float) -> None:
+        timings = self._record["timings"]
+        timings[phase] = round(timings[phase] + time.monotonic() - started, 3)
+
+    def start_new_kernel(self, **kwargs):
+        started = time.monotonic()
+        try:
+            return super().start_new_kernel(**kwargs)
+        finally:
+            self._add_time("student_kernel_start", started)
+
+    def start_new_kernel_client(self):
+        started = time.monotonic()
+        try:
+            return super().start_new_kernel_client()
+        finally:
+            self._add_time("student_kernel_start", started)
+
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
@@ -133,7 +245,11 @@ class IsolatedExecute(Execute):
                 self._fail(cell, "NotGraded", f"Not run: {self._stopped}.")
             return cell, resources
         if grade_cell:
-            self._run_test_cell(cell)
+            started = time.monotonic()
+            try:
+                self._run_test_cell(cell)
+            finally:
+                self._add_time("tests", started)
             return cell, resources
         if is_solution(cell):
             self._answers_seen = True
@@ -142,6 +258,7 @@ class IsolatedExecute(Execute):
             # The provided set-up cells (imports of TensorFlow and friends) are
             # the instructor's code: a loaded machine must not time them out.
             self.timeout = max(self.timeout or 0, self.setup_timeout)
+        started = time.monotonic()
         try:
             self._record["cells_run"] += 1
             self._exit_asked = False
@@ -168,6 +285,7 @@ class IsolatedExecute(Execute):
             return cell, resources
         finally:
             self.timeout = timeout
+            self._add_time("student_cells", started)
 
     def _note_exit_request(self, cell=None, cell_index=None, execute_reply=None, **_) -> None:
         content = (execute_reply or {}).get("content", {})
@@ -186,44 +304,39 @@ class IsolatedExecute(Execute):
 
     # -- the test kernel -----------------------------------------------------
     def _start_tests_kernel(self) -> None:
-        self._tests_dir = tempfile.mkdtemp(prefix="labkit-tests-")
+        started = time.monotonic()
+        try:
+            self._start_tests_kernel_now()
+        finally:
+            self._add_time("tests_kernel_start", started)
+
+    def _start_tests_kernel_now(self) -> None:
         student_km = self.km
-        connection_file = student_km.connection_file
         pgid = getattr(getattr(student_km, "provisioner", None), "pgid", None)
-        env = {key: value for key, value in os.environ.items()
-               if not key.startswith("AUTOGRADER_")}
-        env.update(
-            AUTOGRADER_STUDENT_CONNECTION=connection_file,
-            AUTOGRADER_EXCHANGE=str(Path(student_km.ipc_dir) / "exchange"),
-            AUTOGRADER_LAB=self.lab_id,
-            AUTOGRADER_SEED=self.seed,
-            TF_CPP_MIN_LOG_LEVEL="3",
-            PYTHONWARNINGS="ignore",
-            MPLBACKEND="Agg",
-        )
-        if pgid:
-            env["AUTOGRADER_STUDENT_PGID"] = str(pgid)
-        km = KernelManager(kernel_name="python3", transport="ipc",
-                           ip=str(Path(self._tests_dir) / "tests"),
-                           connection_file=str(Path(self._tests_dir) / "tests.json"))
-        km.start_kernel(env=env, cwd=self._tests_dir,
-                        extra_arguments=["--HistoryManager.hist_file=:memory:"])
-        kc = km.client()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=120)
-        self._tests_km, self._tests_kc = km, kc
-        status, error = self._tests_execute(TESTS_KERNEL_STARTUP, 120)
+        kernel, new = TestsKernel.get((self.lab_id, self.seed))
+        self._tests_km, self._tests_kc = kernel.km, kernel.kc
+        if new:
+            status, error = self._tests_execute(TESTS_KERNEL_STARTUP, 120)
+            if status != "ok":
+                TestsKernel.discard()
+                raise RuntimeError(f"the grader's test kernel failed to start: {error}")
+        session = TESTS_SESSION_START % (student_km.connection_file,
+                                         str(Path(student_km.ipc_dir) / "exchange"),
+                                         pgid, self.lab_id)
+        status, error = self._tests_execute(session, 60)
         if status != "ok":
+            TestsKernel.discard()
             raise RuntimeError(f"the grader's test kernel failed to start: {error}")
 
     def _shutdown_tests_kernel(self) -> None:
+        """Hand the test kernel back for the next submission (or stop it if it
+        did not come back clean)."""
         if self._tests_kc is not None:
-            self._tests_kc.stop_channels()
-        if self._tests_km is not None:
-            try:
-                self._tests_km.shutdown_kernel(now=True)
-            except Exception:  # noqa: BLE001
-                pass
+            status = "dirty"
+            if not self._tests_dirty:
+                status, _ = self._tests_execute(TESTS_SESSION_END, 30)
+            if status != "ok":
+                TestsKernel.discard()
         self._tests_km = self._tests_kc = None
 
     def _tests_execute(self, code: str, timeout: float):
@@ -235,12 +348,17 @@ class IsolatedExecute(Execute):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._tests_km.interrupt_kernel()
+                self._tests_dirty = True   # not handed on to the next submission
                 return "timeout", {"ename": "CellTimeoutError",
                                    "evalue": f"the tests took longer than {timeout:.0f} s",
                                    "traceback": []}
             try:
                 reply = kc.get_shell_msg(timeout=min(remaining, 1.0))
             except Exception:  # noqa: BLE001 - queue.Empty
+                if not self._tests_km.is_alive():
+                    self._tests_dirty = True
+                    return "error", {"ename": "GraderError",
+                                     "evalue": "the grader's test kernel died", "traceback": []}
                 continue
             if reply["parent_header"].get("msg_id") != msg_id:
                 continue

@@ -1,8 +1,9 @@
 """Code the test kernel sends into the student's kernel for each call.
 
-This file is read as text and executed inside the student's kernel with a
-fresh namespace for every request, so that nothing of it has to survive
-between calls. It imports nothing from the kit. It reads a request (JSON and
+This file is read as text and executed inside the student's kernel, in a
+namespace of its own, the first time the test kernel sends a request; its
+`handle` is then kept in the kernel's builtins for the requests that follow
+(autograder.probe.GLUE_CALL). It imports nothing from the kit. It reads a request (JSON and
 an .npz of arrays, allow_pickle=False) from the exchange folder, runs the
 call on the student's object, and writes the answer the same way.
 
@@ -107,6 +108,13 @@ def _resolve(target, user_ns):
     return _registry()[target["id"]]
 
 
+def _walk(target, path):
+    """``target.a.b`` for the path "a.b" (one request instead of one per name)."""
+    for name in path.split("."):
+        target = getattr(target, name)
+    return target
+
+
 def _class_path(kind):
     return f"{kind.__module__}.{kind.__qualname__}"
 
@@ -130,6 +138,19 @@ def _describe(target):
     return description
 
 
+_STAND_INS = {}
+
+
+def _stand_in(name, source):
+    """The grader's correct version of ``name``, compiled once per kernel."""
+    key = (name, source)
+    if key not in _STAND_INS:
+        namespace = {}
+        exec(compile(source, f"<stand-in {name}>", "exec"), namespace)
+        _STAND_INS[key] = namespace[name]
+    return _STAND_INS[key]
+
+
 def handle(request_path, user_ns):
     """Serve one request; the answer goes next to the request file.
 
@@ -147,10 +168,8 @@ def handle(request_path, user_ns):
     patched = {}
     try:
         for name, source in request.get("stand_ins", {}).items():
-            namespace = {}
-            exec(compile(source, f"<stand-in {name}>", "exec"), namespace)
             patched[name] = user_ns.get(name, _MISSING)
-            user_ns[name] = namespace[name]
+            user_ns[name] = _stand_in(name, source)
         operation = request["op"]
         target = None if operation == "construct" else _resolve(request["target"], user_ns)
         if operation == "construct":
@@ -164,11 +183,11 @@ def handle(request_path, user_ns):
             kwargs = _decode(request["kwargs"], arrays_in)
             result = target(*args, **kwargs)
         elif operation == "getattr":
-            result = getattr(target, request["attr"])
+            result = _walk(target, request["attr"])
         elif operation == "callmethod":
             args = _decode(request["args"], arrays_in)
             kwargs = _decode(request["kwargs"], arrays_in)
-            result = getattr(target, request["attr"])(*args, **kwargs)
+            result = _walk(target, request["attr"])(*args, **kwargs)
         elif operation == "describe":
             result = _describe(target)
         else:

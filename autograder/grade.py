@@ -145,12 +145,21 @@ class Worker:
         self.notebook_timeout = notebook_timeout
         self.hidden = [Path(path) for path in hidden] + [self.root]
         self.last_grades: dict[str, float] = {}
+        self.last_timings: dict[str, float] = {}
         shutil.rmtree(self.root, ignore_errors=True)
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = _lab_points(self.api, self.lab)
 
     def grade_one(self, submission: names.Submission) -> SubmissionResult:
         self.last_grades = {}
+        self.last_timings = {}
+        started = time.monotonic()
+        try:
+            return self._grade_one(submission)
+        finally:
+            self.last_timings["total"] = round(time.monotonic() - started, 3)
+
+    def _grade_one(self, submission: names.Submission) -> SubmissionResult:
         notes = [submission.note] if submission.note else []
         if submission.problem or submission.data is None:
             return _failed(submission.student_id, self.lab, self.points,
@@ -189,6 +198,8 @@ class Worker:
             api = course.make_api(self.root, self.db_url, config)
             outcome = api.autograde(self.lab.id, student_id, force=True, create=True)
             record = json.loads(record_path.read_text()) if record_path.exists() else {}
+            self.last_timings.update(record.get("timings", {}))
+            self.last_timings["execute"] = record.get("seconds", 0.0)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if record.get("grader_error"):
@@ -284,7 +295,7 @@ def _work(submission: names.Submission):
     """Grade one submission in this worker process."""
     assert _WORKER is not None
     result = _WORKER.grade_one(submission)
-    return result, dict(_WORKER.last_grades), str(_WORKER.root)
+    return result, dict(_WORKER.last_grades), str(_WORKER.root), dict(_WORKER.last_timings)
 
 
 def _result_from_json(saved: dict) -> SubmissionResult:
@@ -362,15 +373,15 @@ class Grader:
         return _result_from_json(saved["result"])
 
     def _save(self, submission: names.Submission, result: SubmissionResult,
-              grades: dict[str, float]) -> None:
-        self._save_result(_digest(submission), result, grades)
+              grades: dict[str, float], timings: dict[str, float] | None = None) -> None:
+        self._save_result(_digest(submission), result, grades, timings)
 
     def _save_result(self, sha256: str, result: SubmissionResult,
-                     grades: dict[str, float]) -> None:
+                     grades: dict[str, float], timings: dict[str, float] | None = None) -> None:
         path = self._cache_path(result.student_id)
         path.with_suffix(".tmp").write_text(json.dumps(
             {"sha256": sha256, "seed": self.seed, "result": asdict(result),
-             "grades": grades}))
+             "grades": grades, "timings": timings or {}}))
         path.with_suffix(".tmp").replace(path)
 
     # -- the batch -------------------------------------------------------------
@@ -401,10 +412,10 @@ class Grader:
             "cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
         }
         by_id = {submission.student_id: submission for submission in pending}
-        for result, grades, worker_root in self._run(pending, settings):
+        for result, grades, worker_root, timings in self._run(pending, settings):
             submission = by_id[result.student_id]
             self._record(result, grades, Path(worker_root))
-            self._save(submission, result, grades)
+            self._save(submission, result, grades, timings)
             results[result.student_id] = result
             if bar is not None:
                 bar.set_postfix_str(result.student_id[:20])
@@ -437,7 +448,7 @@ class Grader:
                                    f"grader error: the grading worker failed "
                                    f"({type(error).__name__}: {error})"[:300],
                                    submission.source_name),
-                           {}, str(self.root / ".workers" / "lost"))
+                           {}, str(self.root / ".workers" / "lost"), {})
 
     def _record(self, result: SubmissionResult, grades: dict[str, float],
                 worker_root: Path) -> None:
@@ -613,7 +624,8 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path, db_url: str | None
         entry = entries[student_id]
         result = _result_from_json(entry["result"])
         grader._record(result, entry.get("grades", {}), roots[origin[student_id]])
-        grader._save_result(entry["sha256"], result, entry.get("grades", {}))
+        grader._save_result(entry["sha256"], result, entry.get("grades", {}),
+                             entry.get("timings", {}))
         results.append(result)
     paths = reports.write_reports(results, grader.out_dir, lab.title, _hints(lab))
     return results, paths

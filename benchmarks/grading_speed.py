@@ -15,7 +15,7 @@ Also times each lab's solution notebook run top to bottom in a plain kernel
 (the student's experience of "Run all"). Prints a Markdown table with seconds
 per submission, the ratio, and the projected time for 200 submissions.
 
-    .venv/bin/python benchmarks/grading_speed.py                # labs 1-4, 40 each
+    .venv/bin/python benchmarks/grading_speed.py                # labs 1-5, 40 each
     .venv/bin/python benchmarks/grading_speed.py --labs lab1 --count 10
     make bench
 """
@@ -77,9 +77,16 @@ def plain_nbgrader(lab, batch: Path, students: list[str], work: Path) -> tuple[f
     return seconds, sum(scores) / len(scores)
 
 
-def kit(lab, batch: Path, work: Path, jobs: int) -> tuple[float, float]:
-    """Seconds of `python -m autograder grade` over the class; mean score."""
+#: The phases of one submission in the kit (OUT/results/<student>.json
+#: "timings", written by the grading worker), in the order they happen.
+PHASES = ("student_kernel_start", "student_cells", "tests_kernel_start", "tests", "total")
+
+
+def kit(lab, batch: Path, work: Path, jobs: int) -> tuple[float, float, dict[str, float]]:
+    """Seconds of `python -m autograder grade` over the class; mean score; mean
+    seconds of each phase of a submission (in its worker)."""
     import csv
+    import json
 
     out = work / "kit"
     started = time.monotonic()
@@ -88,7 +95,12 @@ def kit(lab, batch: Path, work: Path, jobs: int) -> tuple[float, float]:
                    cwd=ROOT, check=True, capture_output=True)
     seconds = time.monotonic() - started
     rows = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8")))
-    return seconds, sum(float(row["score"]) for row in rows) / len(rows)
+    timings = [json.loads(path.read_text()).get("timings", {})
+               for path in (out / "results").glob("*.json")]
+    timings = [entry for entry in timings if "student_cells" in entry]   # notebooks that ran
+    phases = {phase: sum(entry.get(phase, 0.0) for entry in timings) / max(len(timings), 1)
+              for phase in PHASES}
+    return seconds, sum(float(row["score"]) for row in rows) / len(rows), phases
 
 
 def solution_run(lab, work: Path) -> float:
@@ -106,7 +118,7 @@ def solution_run(lab, work: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--labs", nargs="+", default=["lab1", "lab2", "lab3", "lab4"])
+    parser.add_argument("--labs", nargs="+", default=["lab1", "lab2", "lab3", "lab4", "lab5"])
     parser.add_argument("--count", type=int, default=40, help="submissions per lab (default 40)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="the kit's --jobs (default: the number of cores)")
@@ -121,6 +133,7 @@ def main() -> None:
     print("| lab | submissions | plain nbgrader s/sub | kit s/sub | kit vs plain | "
           "200 submissions (kit) | solution notebook, Run all |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
+    phase_rows = []
     for lab_id in args.labs:
         lab = LABS[lab_id]
         work = Path(tempfile.mkdtemp(prefix=f"bench-{lab_id}-"))
@@ -128,7 +141,8 @@ def main() -> None:
             batch = work / "class"
             students = class_of(lab, args.count, batch)
             run_all = solution_run(lab, work)
-            kit_s, kit_mean = kit(lab, batch, work, args.jobs)
+            kit_s, kit_mean, phases = kit(lab, batch, work, args.jobs)
+            phase_rows.append((lab_id, phases))
             if args.skip_plain:
                 plain_text, ratio = "not run", ""
             else:
@@ -141,6 +155,14 @@ def main() -> None:
                   flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    print("\nWhere a submission's time goes in the kit (mean seconds in its worker, "
+          "notebooks that ran):\n")
+    print("| lab | " + " | ".join(PHASES) + " | other (nbgrader, files) |")
+    print("| --- " * (len(PHASES) + 2) + "|")
+    for lab_id, phases in phase_rows:
+        other = phases["total"] - sum(phases[p] for p in PHASES if p != "total")
+        print(f"| {lab_id} | " + " | ".join(f"{phases[p]:.2f}" for p in PHASES)
+              + f" | {other:.2f} |")
 
 
 if __name__ == "__main__":

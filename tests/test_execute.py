@@ -4,13 +4,43 @@ from __future__ import annotations
 
 import ast
 
-from autograder.execute import TESTS_KERNEL_STARTUP, names_used
+from autograder.execute import (TESTS_KERNEL_STARTUP, TESTS_SESSION_END,
+                                 TESTS_SESSION_START, TestsKernel, names_used)
 
 
 def test_the_test_kernel_startup_code_is_valid_python():
-    tree = ast.parse(TESTS_KERNEL_STARTUP)
+    ast.parse(TESTS_KERNEL_STARTUP)
+    ast.parse(TESTS_SESSION_END)
+    tree = ast.parse(TESTS_SESSION_START % ("/x/kernel.json", "/x/exchange", None, "lab1"))
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert "construct_in_student_kernel" in defined
+
+
+def _run(kernel: TestsKernel, code: str) -> dict:
+    msg_id = kernel.kc.execute(code, user_expressions={"seen": "sorted(k for k in globals() "
+                                                       "if not k.startswith('_'))"})
+    while True:
+        reply = kernel.kc.get_shell_msg(timeout=60)
+        if reply["parent_header"]["msg_id"] == msg_id:
+            return reply["content"]
+
+
+def test_the_test_kernel_is_kept_for_the_same_run_and_forgets_each_submission():
+    try:
+        first, new = TestsKernel.get(("lab1", "seed-a"))
+        assert new
+        assert _run(first, "left_by_submission_1 = 42")["status"] == "ok"
+        # What the executor runs after each submission: the namespace is emptied.
+        content = _run(first, "get_ipython().reset(new_session=False)")
+        assert "left_by_submission_1" not in content["user_expressions"]["seen"]["data"][
+            "text/plain"]
+        again, new = TestsKernel.get(("lab1", "seed-a"))
+        assert again is first and not new
+        # Another run (another seed or lab) never shares it.
+        other, new = TestsKernel.get(("lab1", "seed-b"))
+        assert new and other is not first and not first.alive()
+    finally:
+        TestsKernel.discard()
 
 
 def test_names_used_finds_what_a_tests_cell_reads():

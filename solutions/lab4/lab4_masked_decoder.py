@@ -1126,15 +1126,15 @@ def _hidden_test_EncoderLayer():
 
         # Dropout on the attention's output as well: with the feed-forward block
         # silenced (dense2 all zeros: ffn(x) = 0), training must still change the output.
-        dense2 = reference.sublayer(layer, "ffn.dense2")
-        dense2.set_weights([np.zeros_like(w) for w in weights["ffn.dense2"]])
+        reference.set_sublayer_weights(layer, "ffn.dense2",
+                                       [np.zeros_like(w) for w in weights["ffn.dense2"]])
         quiet = reference.to_numpy(layer(x, padding_mask=real, training=False))
         trained = reference.to_numpy(layer(x, padding_mask=real, training=True))
         assert_true(not np.allclose(trained, quiet, rtol=1e-4, atol=1e-5),
                     f"{on_x}: with the feed-forward block giving 0, training=True (dropout_rate"
                     "=0.5) gave the inference output; the attention's output needs dropout "
                     "too: x = norm1(x + dropout(attention(x))).")
-        dense2.set_weights(weights["ffn.dense2"])
+        reference.set_sublayer_weights(layer, "ffn.dense2", weights["ffn.dense2"])
 
     # Config round trip.
     config = layer.get_config()
@@ -1491,8 +1491,8 @@ def _hidden_test_DecoderLayer():
         for kept, silenced in [("self_attention", ("cross_attention", "ffn.dense2")),
                                ("cross_attention", ("self_attention", "ffn.dense2"))]:
             for path in silenced:
-                reference.sublayer(layer, path).set_weights(
-                    [np.zeros_like(w) for w in weights[path]])
+                reference.set_sublayer_weights(layer, path,
+                                               [np.zeros_like(w) for w in weights[path]])
             quiet = reference.to_numpy(layer(x, context, training=False))
             trained = reference.to_numpy(layer(x, context, training=True))
             assert_true(not np.allclose(trained, quiet, **close),
@@ -1500,7 +1500,7 @@ def _hidden_test_DecoderLayer():
                         "training=True (dropout_rate=0.5) gave the inference output; the "
                         f"output of {kept} needs dropout too: x = norm(x + dropout(...)).")
             for path in silenced:
-                reference.sublayer(layer, path).set_weights(weights[path])
+                reference.set_sublayer_weights(layer, path, weights[path])
 
     # Config round trip.
     config = layer.get_config()
