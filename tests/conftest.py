@@ -69,3 +69,47 @@ def gradebook_scores(db_url: str, lab) -> dict[tuple[str, str], float]:
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+# -- checks every lab's grading test makes (tests/test_grading_lab*.py) ------
+def assert_rows_follow_the_curriculum(exercises: dict, lab, points: dict) -> None:
+    """Every student has one row per exercise, in curriculum order, with its points."""
+    assert exercises, "no exercise rows at all"
+    for student, rows in exercises.items():
+        assert list(rows) == list(lab.exercises), student
+        for name, row in rows.items():
+            assert float(row["max_score"]) == points[name]
+
+
+def assert_sample_scores(graded: dict, student: str, expected: dict, points: dict,
+                         status: str | None = "graded") -> None:
+    """``student`` keeps full marks where ``expected`` says "kept" and gets 0,
+    with a message, where it says the exercise is wrong (and has ``status``,
+    unless None)."""
+    rows = graded["exercises"][student]
+    for exercise, outcome in expected.items():
+        score = float(rows[exercise]["score"])
+        if outcome == "kept":
+            assert score == points[exercise], (student, exercise, rows[exercise]["message"])
+        else:
+            assert score == 0, (student, exercise)
+            assert rows[exercise]["message"], (student, exercise)
+    if status is not None:
+        assert graded["grades"][student]["status"] == status
+
+
+def assert_no_hidden_source_in_feedback(out: Path, lab) -> None:
+    """No feedback page shows a line of the lab's hidden tests."""
+    import re
+
+    source = lab.source_path.read_text()
+    hidden_lines = {line.strip() for block in re.findall(
+        r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
+        for line in block.splitlines() if len(line.strip()) > 20}
+    assert hidden_lines, f"{lab.id}: no hidden test lines found to look for"
+    pages = list((out / "feedback").glob("*.html"))
+    assert pages, "no feedback pages"
+    for page in pages:
+        text = page.read_text()
+        leaked = [line for line in hidden_lines if line in text]
+        assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"

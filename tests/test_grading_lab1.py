@@ -18,7 +18,8 @@ import pytest
 from autograder.labs import LABS
 from autograder.release import build_source_notebook, write_notebook
 from autograder.sandbox import bubblewrap_works
-from tests.conftest import ROOT, run_cli
+from tests.conftest import (ROOT, assert_no_hidden_source_in_feedback,
+                            assert_rows_follow_the_curriculum, assert_sample_scores, run_cli)
 
 LAB = LABS["lab1"]
 POINTS = {"dot_scores": 1, "softmax": 2, "attention_pool": 2, "bilinear_scores": 1,
@@ -156,10 +157,7 @@ def test_the_untouched_notebook_scores_zero_without_a_grader_failure(graded):
 
 
 def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
-    for student, rows in graded["exercises"].items():
-        assert list(rows) == list(LAB.exercises), student
-        for name, row in rows.items():
-            assert float(row["max_score"]) == POINTS[name]
+    assert_rows_follow_the_curriculum(graded["exercises"], LAB, POINTS)
 
 
 @pytest.mark.parametrize("sample", ["alice.ipynb", "bob.ipynb", "carol.ipynb",
@@ -168,15 +166,7 @@ def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
 def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
     expected = _load_build().build_expectations()[sample]
     student = sample.split("/")[0].removesuffix(".ipynb")
-    rows = graded["exercises"][student]
-    for exercise, outcome in expected.items():
-        score = float(rows[exercise]["score"])
-        if outcome == "kept":
-            assert score == POINTS[exercise], (sample, exercise, rows[exercise]["message"])
-        else:
-            assert score == 0, (sample, exercise)
-            assert rows[exercise]["message"], (sample, exercise)
-    assert graded["grades"][student]["status"] == "graded"
+    assert_sample_scores(graded, student, expected, POINTS)
 
 
 def test_an_unreadable_notebook_gets_a_row_with_the_reason(graded):
@@ -200,14 +190,7 @@ def test_a_hostile_notebook_cannot_forge_points_or_read_secrets(graded):
 
 
 def test_feedback_never_shows_hidden_test_source(graded):
-    source = LAB.source_path.read_text()
-    hidden_lines = {line.strip() for block in re.findall(
-        r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
-        for line in block.splitlines() if len(line.strip()) > 20}
-    for page in (graded["out"] / "feedback").glob("*.html"):
-        text = page.read_text()
-        leaked = [line for line in hidden_lines if line in text]
-        assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"
+    assert_no_hidden_source_in_feedback(graded["out"], LAB)
 
 
 def test_report_and_feedback_files_exist(graded):

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import csv
 import importlib.util
-import re
 import shutil
 
 import pytest
 
 from autograder.labs import LABS
 from autograder.release import build_source_notebook, write_notebook
-from tests.conftest import ROOT, run_cli
+from tests.conftest import (ROOT, assert_no_hidden_source_in_feedback,
+                            assert_rows_follow_the_curriculum, assert_sample_scores, run_cli)
 
 LAB = LABS["lab2"]
 POINTS = {"mha_weight_shapes": 1, "SelfAttention": 2, "split_heads": 1, "merge_heads": 1,
@@ -69,26 +69,15 @@ def test_the_untouched_notebook_scores_zero_without_a_grader_failure(graded):
 
 
 def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
-    for student, rows in graded["exercises"].items():
-        assert list(rows) == list(LAB.exercises), student
-        for name, row in rows.items():
-            assert float(row["max_score"]) == POINTS[name]
+    assert_rows_follow_the_curriculum(graded["exercises"], LAB, POINTS)
 
 
 @pytest.mark.parametrize("sample", sorted(_load_build().build_expectations_lab2()))
 def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
     expected = _load_build().build_expectations_lab2()[sample]
     student = sample.split("/")[0].removesuffix(".ipynb")
-    rows = graded["exercises"][student]
-    for exercise, outcome in expected.items():
-        score = float(rows[exercise]["score"])
-        if outcome == "kept":
-            assert score == POINTS[exercise], (sample, exercise, rows[exercise]["message"])
-        else:
-            assert score == 0, (sample, exercise)
-            assert rows[exercise]["message"], (sample, exercise)
-    if student != "heidi":
-        assert graded["grades"][student]["status"] == "graded"
+    assert_sample_scores(graded, student, expected, POINTS,
+                         status=None if student == "heidi" else "graded")
 
 
 def test_failure_messages_name_the_mistake(graded):
@@ -110,14 +99,7 @@ def test_an_unreadable_notebook_gets_a_row_with_the_reason(graded):
 
 
 def test_feedback_never_shows_hidden_test_source_and_gives_hints(graded):
-    source = LAB.source_path.read_text()
-    hidden_lines = {line.strip() for block in re.findall(
-        r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
-        for line in block.splitlines() if len(line.strip()) > 20}
-    for page in (graded["out"] / "feedback").glob("*.html"):
-        text = page.read_text()
-        leaked = [line for line in hidden_lines if line in text]
-        assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"
+    assert_no_hidden_source_in_feedback(graded["out"], LAB)
     carol = (graded["out"] / "feedback" / "carol.html").read_text()
     assert "class=\"hint\"" in carol and "sqrt(key_dim)" in carol
 

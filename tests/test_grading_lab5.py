@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import csv
 import importlib.util
-import re
 import shutil
 
 import pytest
 
 from autograder.labs import LABS
 from autograder.release import build_source_notebook, write_notebook
-from tests.conftest import ROOT, run_cli
+from tests.conftest import (ROOT, assert_no_hidden_source_in_feedback,
+                            assert_rows_follow_the_curriculum, assert_sample_scores, run_cli)
 
 LAB = LABS["lab5"]
 POINTS = {"Encoder": 2, "Decoder": 2, "Transformer": 2, "masked_loss": 2,
@@ -72,25 +72,14 @@ def test_the_untouched_notebook_scores_zero_without_a_grader_failure(graded):
 
 
 def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
-    for student, rows in graded["exercises"].items():
-        assert list(rows) == list(LAB.exercises), student
-        for name, row in rows.items():
-            assert float(row["max_score"]) == POINTS[name]
+    assert_rows_follow_the_curriculum(graded["exercises"], LAB, POINTS)
 
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES.expectations()))
 def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
     expected = SAMPLES.expectations()[sample]
     student = sample.removesuffix(".ipynb")
-    rows = graded["exercises"][student]
-    for exercise, outcome in expected.items():
-        score = float(rows[exercise]["score"])
-        if outcome == "kept":
-            assert score == POINTS[exercise], (sample, exercise, rows[exercise]["message"])
-        else:
-            assert score == 0, (sample, exercise)
-            assert rows[exercise]["message"], (sample, exercise)
-    assert graded["grades"][student]["status"] == "graded"
+    assert_sample_scores(graded, student, expected, POINTS)
 
 
 @pytest.mark.parametrize("student,exercise,words", [
@@ -109,11 +98,4 @@ def test_feedback_names_the_mistake(graded, student, exercise, words):
 
 
 def test_feedback_never_shows_hidden_test_source(graded):
-    source = LAB.source_path.read_text()
-    hidden_lines = {line.strip() for block in re.findall(
-        r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
-        for line in block.splitlines() if len(line.strip()) > 20}
-    for page in (graded["out"] / "feedback").glob("*.html"):
-        text = page.read_text()
-        leaked = [line for line in hidden_lines if line in text]
-        assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"
+    assert_no_hidden_source_in_feedback(graded["out"], LAB)
