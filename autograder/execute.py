@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from jupyter_client import KernelManager
@@ -66,10 +67,9 @@ def construct_in_student_kernel(source, name, *args, **kwargs):
     return __autograder_kernel__.construct(source, name, *args, **kwargs)
 """
 
-TESTS_SESSION_END = """
-__autograder_kernel__.close()
-get_ipython().reset(new_session=False)
-"""
+#: Run after them: this submission's student kernel is done with (the next
+#: TESTS_SESSION_START empties the namespace).
+TESTS_SESSION_END = "__autograder_kernel__.close()"
 
 
 class TestsKernel:
@@ -215,23 +215,23 @@ class IsolatedExecute(Execute):
             if self.report_file:
                 Path(self.report_file).write_text(json.dumps(self._record, indent=1))
 
-    def _add_time(self, phase: str, started: float) -> None:
-        timings = self._record["timings"]
-        timings[phase] = round(timings[phase] + time.monotonic() - started, 3)
+    @contextmanager
+    def _timed(self, phase: str):
+        """Add the seconds spent in the block to ``phase`` of the record."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            timings = self._record["timings"]
+            timings[phase] = round(timings[phase] + time.monotonic() - started, 3)
 
     def start_new_kernel(self, **kwargs):
-        started = time.monotonic()
-        try:
+        with self._timed("student_kernel_start"):
             return super().start_new_kernel(**kwargs)
-        finally:
-            self._add_time("student_kernel_start", started)
 
     def start_new_kernel_client(self):
-        started = time.monotonic()
-        try:
+        with self._timed("student_kernel_start"):
             return super().start_new_kernel_client()
-        finally:
-            self._add_time("student_kernel_start", started)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -245,11 +245,8 @@ class IsolatedExecute(Execute):
                 self._fail(cell, "NotGraded", f"Not run: {self._stopped}.")
             return cell, resources
         if grade_cell:
-            started = time.monotonic()
-            try:
+            with self._timed("tests"):
                 self._run_test_cell(cell)
-            finally:
-                self._add_time("tests", started)
             return cell, resources
         if is_solution(cell):
             self._answers_seen = True
@@ -258,11 +255,11 @@ class IsolatedExecute(Execute):
             # The provided set-up cells (imports of TensorFlow and friends) are
             # the instructor's code: a loaded machine must not time them out.
             self.timeout = max(self.timeout or 0, self.setup_timeout)
-        started = time.monotonic()
         try:
             self._record["cells_run"] += 1
             self._exit_asked = False
-            result = super().preprocess_cell(cell, resources, index)
+            with self._timed("student_cells"):
+                result = super().preprocess_cell(cell, resources, index)
             if self._exit_asked:
                 # exit() stops the kernel a moment after its reply: how many
                 # more cells would run before it dies depends on the machine's
@@ -285,7 +282,6 @@ class IsolatedExecute(Execute):
             return cell, resources
         finally:
             self.timeout = timeout
-            self._add_time("student_cells", started)
 
     def _note_exit_request(self, cell=None, cell_index=None, execute_reply=None, **_) -> None:
         content = (execute_reply or {}).get("content", {})
@@ -304,29 +300,20 @@ class IsolatedExecute(Execute):
 
     # -- the test kernel -----------------------------------------------------
     def _start_tests_kernel(self) -> None:
-        started = time.monotonic()
-        try:
-            self._start_tests_kernel_now()
-        finally:
-            self._add_time("tests_kernel_start", started)
-
-    def _start_tests_kernel_now(self) -> None:
         student_km = self.km
         pgid = getattr(getattr(student_km, "provisioner", None), "pgid", None)
-        kernel, new = TestsKernel.get((self.lab_id, self.seed))
-        self._tests_km, self._tests_kc = kernel.km, kernel.kc
-        if new:
-            status, error = self._tests_execute(TESTS_KERNEL_STARTUP, 120)
-            if status != "ok":
-                TestsKernel.discard()
-                raise RuntimeError(f"the grader's test kernel failed to start: {error}")
         session = TESTS_SESSION_START % (student_km.connection_file,
                                          str(Path(student_km.ipc_dir) / "exchange"),
                                          pgid, self.lab_id)
-        status, error = self._tests_execute(session, 60)
-        if status != "ok":
-            TestsKernel.discard()
-            raise RuntimeError(f"the grader's test kernel failed to start: {error}")
+        with self._timed("tests_kernel_start"):
+            kernel, new = TestsKernel.get((self.lab_id, self.seed))
+            self._tests_km, self._tests_kc = kernel.km, kernel.kc
+            for code in ([TESTS_KERNEL_STARTUP] if new else []) + [session]:
+                status, error = self._tests_execute(code, 120)
+                if status != "ok":
+                    TestsKernel.discard()
+                    self._tests_km = self._tests_kc = None
+                    raise RuntimeError(f"the grader's test kernel failed to start: {error}")
 
     def _shutdown_tests_kernel(self) -> None:
         """Hand the test kernel back for the next submission (or stop it if it

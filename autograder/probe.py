@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import secrets
 import time
 from pathlib import Path
@@ -79,16 +78,6 @@ class StudentKernel:
         """Stop talking to this student's kernel (the test kernel goes on to
         the next submission)."""
         self.client.stop_channels()
-
-    @classmethod
-    def from_env(cls) -> "StudentKernel":
-        pgid = os.environ.get("AUTOGRADER_STUDENT_PGID")
-        return cls(
-            os.environ["AUTOGRADER_STUDENT_CONNECTION"],
-            os.environ["AUTOGRADER_EXCHANGE"],
-            int(pgid) if pgid else None,
-            os.environ.get("AUTOGRADER_LAB"),
-        )
 
     # -- binding names -------------------------------------------------------
     def stand_ins_for(self, name: str) -> dict[str, str]:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.labs import LABS  # noqa: E402
 import plain_nbgrader as plain  # noqa: E402
-from tests.hostile.cases import cases, write_batch  # noqa: E402
+from tests.hostile.cases import write_batch  # noqa: E402
 
 
 def main(kit_out: Path | None) -> None:
@@ -46,9 +46,9 @@ def main(kit_out: Path | None) -> None:
     # another's grading (a plain batch run stops at the first such case:
     # see `batch_status` below).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        plain = dict(zip([case.student_id for case in written],
-                         pool.map(lambda case: _plain_one(case, batch, skeleton, work, lab),
-                                  written)))
+        plain_scores = dict(zip([case.student_id for case in written],
+                                pool.map(lambda case: _plain_one(case, batch, skeleton,
+                                                                 work, lab), written)))
     batch_status = _plain_batch(written, batch, skeleton, work, lab)
     if kit_out is None:
         kit_out = work / "kit"
@@ -62,7 +62,7 @@ def main(kit_out: Path | None) -> None:
     for case in written:
         got = kit.get(case.student_id)
         kit_text = f"{float(got['score']):g}/10, {got['status'][:60]}" if got else "no row"
-        print(f"| {case.name} | {case.what} | {case.expected()} | {plain[case.student_id]} "
+        print(f"| {case.name} | {case.what} | {case.expected()} | {plain_scores[case.student_id]} "
               f"| {kit_text} |")
     print(f"\nThe same {len(written)} files in one plain `nbgrader autograde` run: {batch_status}")
     shutil.rmtree(work, ignore_errors=True)

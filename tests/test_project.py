@@ -29,6 +29,19 @@ def test_environment_yml_lists_the_pyproject_dependencies(root):
     assert "-e ./student" in pip_lines and "-e ." in pip_lines
 
 
+def test_the_kits_python_has_no_undefined_or_unused_names(root):
+    # Catches what no test runs into: e.g. a benchmark whose local variable
+    # shadowed the module it had just used (UnboundLocalError at its start).
+    import subprocess
+    import sys
+
+    folders = ["autograder", "benchmarks", "tests", "student/labkit",
+               "data/sample_submissions"]
+    result = subprocess.run([sys.executable, "-m", "pyflakes", *folders], cwd=root,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_ci_runs_make_test(root):
     script = (root / ".ci" / "run").read_text()
     assert "make test" in script
