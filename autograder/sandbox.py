@@ -33,9 +33,14 @@ from traitlets import Dict, List, Unicode
 #: System folders the kernel may read.
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
                 "/opt/conda")
+#: How many threads the numerical libraries of a student kernel may use
+#: (OpenMP for PyTorch and NumPy's BLAS, MKL, TensorFlow's op pools); set by
+#: the grader when it runs several kernels at once (autograder.grade).
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+              "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 #: Environment variables passed through from the grader (nothing else is).
 PASSTHROUGH_ENV = ("LANG", "LC_ALL", "KERAS_BACKEND", "CUDA_VISIBLE_DEVICES",
-                   "XLA_PYTHON_CLIENT_PREALLOCATE", "TZ")
+                   "XLA_PYTHON_CLIENT_PREALLOCATE", "TZ") + THREAD_ENV
 
 
 @dataclass
@@ -111,7 +116,7 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc"]
-    for device in sorted(Path("/dev").glob("nvidia*")):
+    for device in gpu_devices():
         args += ["--dev-bind", str(device), str(device)]
     for path in spec.hidden:
         if any(_inside(path, Path(p)) for p in _python_paths() + list(spec.readable)):
@@ -130,12 +135,28 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def rlimit_prefix(limits: Limits) -> list[str]:
-    """`prlimit` in front of the kernel command (util-linux), where it exists."""
+def gpu_devices() -> list[Path]:
+    """The NVIDIA device nodes of this machine (bound into the sandbox)."""
+    return sorted(Path("/dev").glob("nvidia*"))
+
+
+def rlimit_prefix(limits: Limits, gpu: bool | None = None) -> list[str]:
+    """`prlimit` in front of the kernel command (util-linux), where it exists.
+
+    Memory is capped by address space (RLIMIT_AS) on a CPU machine. Where
+    the kernel can see a GPU it is capped by data segment (RLIMIT_DATA:
+    private writable memory, which is what a memory bomb allocates) instead:
+    CUDA's driver reserves address space the size of the GPU's memory and
+    more at start-up, and fails to initialise under any RLIMIT_AS that
+    would still stop a runaway notebook.
+    """
     prlimit = shutil.which("prlimit")
     if not prlimit:
         return []
-    return [prlimit, f"--as={limits.memory_bytes}", f"--fsize={limits.file_size_bytes}",
+    if gpu is None:
+        gpu = bool(gpu_devices())
+    memory = "--data" if gpu else "--as"
+    return [prlimit, f"{memory}={limits.memory_bytes}", f"--fsize={limits.file_size_bytes}",
             f"--nproc={limits.processes}", f"--nofile={limits.open_files}", "--core=0"]
 
 

@@ -13,6 +13,11 @@ per lab for the Keras backend of the environment:
 
 A correct answer must stay well under 1.0 ("used"); the margin is what the
 policy leaves for other float32 orderings (GPU kernels, another backend).
+
+The solution notebook gets one more cell that prints the backend and the
+device of a tensor made in the student kernel, read back from the graded
+notebook ("device" column): on a GPU machine it shows that the kernel, inside
+the sandbox, computed on the GPU (cuda:0) rather than falling back to CPU.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,10 +43,29 @@ from autograder.labs import LABS  # noqa: E402
 from tests import verdicts  # noqa: E402
 
 
+DEVICE_CELL = """import keras
+_t = keras.ops.ones((2, 2))
+_d = getattr(_t, "device", None)
+print("RAN ON:", keras.backend.backend(), _d() if callable(_d) else _d)"""
+
+
+def device_used(out: Path, lab_id: str) -> str:
+    """What the solution's last cell printed in the student kernel."""
+    lab = LABS[lab_id]
+    graded = out / "nbgrader" / "autograded" / "solution" / lab_id / f"{lab.notebook}.ipynb"
+    if not graded.exists():
+        return "(not graded)"
+    text = json.dumps(nbformat.read(graded, as_version=4).cells[-1].get("outputs", []))
+    at = text.find("RAN ON: ")
+    return text[at + 8:].split("\\n")[0] if at >= 0 else "(no output)"
+
+
 def submissions(lab_id: str, folder: Path) -> int:
     """The solution and the correct variants of ``lab_id`` in ``folder``."""
     folder.mkdir(parents=True)
-    nbformat.write(verdicts.solution_notebook(lab_id), folder / "solution.ipynb")
+    notebook = verdicts.solution_notebook(lab_id)
+    notebook.cells.append(nbformat.v4.new_code_cell(DEVICE_CELL))
+    nbformat.write(notebook, folder / "solution.ipynb")
     count = 1
     if verdicts.spec(lab_id) is not None:
         expected = verdicts.build(lab_id, folder / "all")
@@ -83,33 +108,39 @@ def simulated_tf32() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labs", nargs="+", default=list(LABS))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="parallel student kernels (default: the number of cores)")
     args = parser.parse_args()
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     print(f"backend {backend}; {platform.platform()}; rtol {policy.RTOL:g}, atol {policy.ATOL:g}\n")
     simulated_tf32()
     print()
     print("| lab | notebooks (full marks) | comparisons | largest abs. difference | "
-          "largest rel. difference | tolerance used (max) | where |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "largest rel. difference | tolerance used (max) | where | device | seconds |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for lab_id in args.labs:
         work = Path(tempfile.mkdtemp(prefix=f"precision-{lab_id}-"))
         count = submissions(lab_id, work / "in")
         log = work / "precision.jsonl"
+        started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "autograder", "grade", lab_id, str(work / "in"),
-                        "--out", str(work / "out"), "--quiet", "--seed", "precision"],
+                        "--out", str(work / "out"), "--quiet", "--seed", "precision",
+                        "--jobs", str(args.jobs)],
                        cwd=ROOT, check=True, capture_output=True,
                        env={**os.environ, "LABKIT_PRECISION_LOG": str(log)})
+        seconds = time.perf_counter() - started
+        device = device_used(work / "out", lab_id)
         rows = list(csv.DictReader(open(work / "out" / "grades.csv", encoding="utf-8")))
         full = sum(float(row["score"]) >= float(row["max_score"]) for row in rows)
         entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         if not entries:
-            print(f"| {lab_id} | {full}/{count} | 0 | | | | |")
+            print(f"| {lab_id} | {full}/{count} | 0 | | | | | {device} | {seconds:.0f} |")
             continue
         worst = max(entries, key=lambda e: e["used"])
         print(f"| {lab_id} | {full}/{count} | {len(entries)} | "
               f"{max(e['max_abs'] for e in entries):.2e} | "
               f"{max(e['max_rel'] for e in entries):.2e} | {worst['used']:.3f} | "
-              f"{worst['what'][:60]} |", flush=True)
+              f"{worst['what'][:60]} | {device} | {seconds:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from tests.conftest import VERDICT_TABLE, run_cli
 
 LABS_WITH_SPECS = [lab_id for lab_id in LABS if verdicts.spec(lab_id) is not None]
 SEED = os.environ.get("VERDICT_SEED", "verdicts")
+#: Parallel student kernels (2 on CI's 2 cores; more on a bigger grading machine).
+JOBS = os.environ.get("VERDICT_JOBS", "2")
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,7 @@ def graded(tmp_path_factory):
             folder = tmp_path_factory.mktemp(f"verdicts_{lab_id}")
             expected = verdicts.build(lab_id, folder / "in")
             result = run_cli("grade", lab_id, str(folder / "in"), "--out", str(folder / "out"),
-                             "--quiet", "--seed", SEED, "--jobs", "2", timeout=3600)
+                             "--quiet", "--seed", SEED, "--jobs", JOBS, timeout=3600)
             assert result.returncode == 0, result.stderr[-3000:]
             rows = list(csv.DictReader(open(folder / "out" / "exercises.csv", encoding="utf-8")))
             got: dict[str, dict] = {}

@@ -1,0 +1,73 @@
+"""The student kernel's resource limits and environment (autograder/sandbox.py).
+
+The memory cap must stop a notebook that allocates without end on a CPU
+machine (address space) and on a GPU machine (data segment, since CUDA
+reserves address space the size of the GPU at start-up); both are run here
+on a real process. The thread settings that --jobs gives each kernel must
+reach it, and nothing else of the grader's environment may.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder import grade, sandbox
+
+BOMB = "b = bytearray(400 * 1024 * 1024); print('allocated', len(b))"
+SMALL = "b = bytearray(20 * 1024 * 1024); print('allocated', len(b))"
+
+
+def _run_limited(code: str, gpu: bool) -> subprocess.CompletedProcess:
+    limits = sandbox.Limits(memory_bytes=200 * 1024**2)
+    prefix = sandbox.rlimit_prefix(limits, gpu=gpu)
+    return subprocess.run(prefix + [sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is not installed")
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu-address-space", "gpu-data-segment"])
+def test_the_memory_cap_stops_a_memory_bomb_and_allows_ordinary_use(gpu):
+    assert ("--data" if gpu else "--as") in " ".join(sandbox.rlimit_prefix(sandbox.Limits(), gpu=gpu))
+    bomb = _run_limited(BOMB, gpu)
+    assert bomb.returncode != 0 and "MemoryError" in bomb.stderr, (bomb.stdout, bomb.stderr)
+    small = _run_limited(SMALL, gpu)
+    assert small.returncode == 0 and "allocated" in small.stdout, small.stderr
+
+
+def test_the_gpu_device_nodes_are_bound_into_the_sandbox(tmp_path, monkeypatch):
+    fake = [tmp_path / "nvidia0", tmp_path / "nvidiactl"]
+    monkeypatch.setattr(sandbox, "gpu_devices", lambda: fake)
+    spec = sandbox.SandboxSpec(scratch=tmp_path / "s", ipc_dir=tmp_path / "i")
+    args = sandbox.bwrap_prefix(spec)
+    for device in fake:
+        at = args.index(str(device))
+        assert args[at - 1] == "--dev-bind" and args[at + 1] == str(device)
+
+
+def _private_environ(monkeypatch) -> None:
+    """A copy of os.environ without thread settings, thrown away after the test."""
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
+                                        if k not in sandbox.THREAD_ENV})
+
+
+def test_parallel_kernels_share_the_cores_and_the_instructor_setting_wins(monkeypatch, tmp_path):
+    _private_environ(monkeypatch)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    os.environ["MKL_NUM_THREADS"] = "3"          # the instructor's own choice
+    os.environ["GRADER_SECRET"] = "do-not-pass"
+    grade.share_cores(4)
+    env = sandbox.kernel_environment(sandbox.SandboxSpec(scratch=tmp_path, ipc_dir=tmp_path))
+    assert env["OMP_NUM_THREADS"] == "2" and env["TF_NUM_INTRAOP_THREADS"] == "2"
+    assert env["MKL_NUM_THREADS"] == "3"
+    assert "GRADER_SECRET" not in env
+
+
+def test_one_job_leaves_the_thread_settings_alone(monkeypatch):
+    _private_environ(monkeypatch)
+    grade.share_cores(1)
+    assert not any(name in os.environ for name in sandbox.THREAD_ENV)
