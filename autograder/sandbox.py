@@ -234,4 +234,10 @@ class SandboxKernelManager(AsyncKernelManager):
         spec = self._spec()
         kw["env"] = kernel_environment(spec)
         kw["cwd"] = str(spec.scratch)
+        # The kernel's own file descriptors 1 and 2 would be the grader's
+        # terminal: TensorFlow's C++ start-up logs, or a notebook's
+        # os.write(2, ...), would reach the instructor. What the notebook
+        # prints through Python reaches the grader as iopub messages anyway.
+        kw["stdout"] = subprocess.DEVNULL
+        kw["stderr"] = subprocess.DEVNULL
         return await self._async_start_kernel(**kw)
