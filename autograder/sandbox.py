@@ -81,7 +81,7 @@ def bubblewrap_works() -> bool:
     try:
         result = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--unshare-net", "--die-with-parent", "true"],
+             "--unshare-net", "--unshare-pid", "--die-with-parent", "true"],
             capture_output=True, timeout=20,
         )
     except (OSError, subprocess.SubprocessError):
@@ -105,8 +105,16 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     """The bubblewrap command line that wraps the kernel command."""
     # A private /tmp first: the binds below may lie inside /tmp (a checkout
     # or a virtual environment there) and must stay visible on top of it.
+    # Its own PID namespace: the notebook sees and can signal only its own
+    # processes (not the grader, the test kernels or other students'
+    # kernels, which run as the same user), and whatever it leaves running
+    # (a daemon in a new session) dies with the kernel. ipykernel's parent
+    # poller would take bubblewrap's init (pid 1 inside) for a dead parent
+    # and quit, so JPY_PARENT_PID is dropped; --die-with-parent ties the
+    # kernel's life to the grader instead.
     args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
-            "--unshare-uts", "--hostname", "grader", "--tmpfs", "/tmp"]
+            "--unshare-pid", "--unshare-uts", "--hostname", "grader",
+            "--unsetenv", "JPY_PARENT_PID", "--tmpfs", "/tmp"]
     for path in SYSTEM_PATHS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import subprocess
 
 import nbformat
 import pytest
@@ -81,3 +82,44 @@ def test_feedback_shows_no_secret_and_no_hidden_source(graded):
     for page in (graded["out"] / "feedback").glob("*.html"):
         text = page.read_text()
         assert SECRET not in text and "BEGIN HIDDEN" not in text and "assert_close(" not in text
+
+
+KILL_EVERYTHING = """import os, signal, subprocess
+subprocess.Popen(['sleep', '876.5'], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:
+    if pid != os.getpid():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+"""
+
+
+@pytest.mark.skipif(not bubblewrap_works(),
+                    reason="bubblewrap is not available here: without its PID namespace this "
+                           "notebook would kill the test run itself")
+def test_a_notebook_that_kills_every_process_it_sees_harms_no_one_else(tmp_path):
+    """Its kernel sees only its own PID namespace: the grader, the test kernel
+    and the classmates graded beside it (--jobs 2) go on, and the daemon it
+    leaves behind dies with its kernel."""
+    batch = tmp_path / "in"
+    batch.mkdir()
+    alice = nbformat.read(ROOT / "data" / "sample_submissions" / "lab1" / "alice.ipynb",
+                          as_version=4)
+    for name in ("calm1", "calm2"):
+        nbformat.write(alice, batch / f"{name}.ipynb")
+    alice.cells.insert(1, nbformat.v4.new_code_cell(KILL_EVERYTHING))
+    nbformat.write(alice, batch / "killer.ipynb")
+    result = run_cli("grade", "lab1", str(batch), "--out", str(tmp_path / "out"), "--quiet",
+                     "--jobs", "2", timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    grades = {row["student_id"]: row for row in
+              csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8"))}
+    assert sorted(grades) == ["calm1", "calm2", "killer"]
+    for student, row in grades.items():
+        assert (float(row["score"]), row["status"]) == (10.0, "graded"), (student, row)
+    leftovers = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                                 text=True).stdout.splitlines()
+                 if line.strip() == "sleep 876.5"]
+    assert not leftovers, "the notebook's daemon outlived its kernel"

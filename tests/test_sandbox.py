@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -71,3 +72,55 @@ def test_one_job_leaves_the_thread_settings_alone(monkeypatch):
     _private_environ(monkeypatch)
     grade.share_cores(1)
     assert not any(name in os.environ for name in sandbox.THREAD_ENV)
+
+
+def _sandboxed(tmp_path, code: str) -> subprocess.CompletedProcess:
+    spec = sandbox.SandboxSpec(scratch=tmp_path / "scratch", ipc_dir=tmp_path / "ipc")
+    spec.scratch.mkdir()
+    spec.ipc_dir.mkdir()
+    return subprocess.run(sandbox.bwrap_prefix(spec) + [sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "JPY_PARENT_PID": str(os.getpid())})
+
+
+needs_bubblewrap = pytest.mark.skipif(not sandbox.bubblewrap_works(),
+                                      reason="bubblewrap (bwrap) does not run here")
+
+
+@needs_bubblewrap
+def test_a_sandboxed_process_cannot_see_or_signal_the_grader_or_other_kernels(tmp_path):
+    victim = subprocess.Popen(["sleep", "300"])
+    try:
+        result = _sandboxed(tmp_path, (
+            "import os, signal\n"
+            f"try:\n    os.kill({victim.pid}, signal.SIGKILL)\n    print('KILLED')\n"
+            "except ProcessLookupError:\n    print('NOT FOUND')\n"
+            f"print('GRADER VISIBLE' if os.path.exists('/proc/{os.getpid()}') else 'GRADER HIDDEN')\n"
+            "print('PARENT HANDLE', os.environ.get('JPY_PARENT_PID'))"))
+        assert result.returncode == 0, result.stderr
+        assert "NOT FOUND" in result.stdout and victim.poll() is None
+        assert "GRADER HIDDEN" in result.stdout
+        # ipykernel would quit at once if it polled bubblewrap's init as its parent.
+        assert "PARENT HANDLE None" in result.stdout
+    finally:
+        victim.kill()
+
+
+@needs_bubblewrap
+def test_what_a_sandboxed_process_leaves_running_dies_with_it(tmp_path):
+    marker = "987.654"                        # a sleep no one else runs
+    result = _sandboxed(tmp_path, (
+        "import subprocess\n"
+        f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True,\n"
+        "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print('LEFT A DAEMON')"))
+    assert "LEFT A DAEMON" in result.stdout, result.stderr
+    survivors = []
+    for _ in range(20):
+        survivors = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                                     text=True).stdout.splitlines()
+                     if line.strip() == f"sleep {marker}"]
+        if not survivors:
+            break
+        time.sleep(0.1)
+    assert not survivors, "a process started in the sandbox outlived it"
