@@ -38,6 +38,12 @@ SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/l
 #: the grader when it runs several kernels at once (autograder.grade).
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+#: Arguments of a kernel started inside the sandbox. ipykernel's parent
+#: poller would take bubblewrap's init (pid 1 in the kernel's PID namespace)
+#: for a dead parent and quit at once; --die-with-parent ties the kernel's
+#: life to the grader instead. (An argument rather than bwrap's --unsetenv,
+#: which older bubblewrap releases lack.)
+SANDBOXED_KERNEL_ARGS = ["--IPKernelApp.parent_handle=0"]
 #: Environment variables passed through from the grader (nothing else is).
 PASSTHROUGH_ENV = ("LANG", "LC_ALL", "KERAS_BACKEND", "CUDA_VISIBLE_DEVICES",
                    "XLA_PYTHON_CLIENT_PREALLOCATE", "TZ") + THREAD_ENV
@@ -108,13 +114,11 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     # Its own PID namespace: the notebook sees and can signal only its own
     # processes (not the grader, the test kernels or other students'
     # kernels, which run as the same user), and whatever it leaves running
-    # (a daemon in a new session) dies with the kernel. ipykernel's parent
-    # poller would take bubblewrap's init (pid 1 inside) for a dead parent
-    # and quit, so JPY_PARENT_PID is dropped; --die-with-parent ties the
-    # kernel's life to the grader instead.
+    # (a daemon in a new session) dies with the kernel. (ipykernel must not
+    # poll its parent there: see SANDBOXED_KERNEL_ARGS.)
     args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
             "--unshare-pid", "--unshare-uts", "--hostname", "grader",
-            "--unsetenv", "JPY_PARENT_PID", "--tmpfs", "/tmp"]
+            "--tmpfs", "/tmp"]
     for path in SYSTEM_PATHS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -222,8 +226,9 @@ class SandboxKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
         spec = self._spec()
-        prefix = bwrap_prefix(spec) if bubblewrap_works() else []
-        return rlimit_prefix(spec.limits) + prefix + command
+        if not bubblewrap_works():
+            return rlimit_prefix(spec.limits) + command
+        return rlimit_prefix(spec.limits) + bwrap_prefix(spec) + command + SANDBOXED_KERNEL_ARGS
 
     async def interrupt_kernel(self):
         """Interrupt by message, not by signal.
