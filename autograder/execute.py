@@ -84,6 +84,8 @@ class TestsKernel:
     timed out or died is replaced.
     """
 
+    __test__ = False    # a kernel, not a pytest test class
+
     _kept: "TestsKernel | None" = None
 
     def __init__(self, settings: tuple):
