@@ -25,6 +25,7 @@ import builtins
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
@@ -104,8 +105,11 @@ class TestsKernel:
         self.km = KernelManager(kernel_name="python3", transport="ipc",
                                 ip=str(Path(self.folder) / "tests"),
                                 connection_file=str(Path(self.folder) / "tests.json"))
+        # Like the student kernel's, its fd 1 and 2 are not the instructor's
+        # terminal (TensorFlow's C++ logs when the references import Keras).
         self.km.start_kernel(env=env, cwd=self.folder,
-                             extra_arguments=["--HistoryManager.hist_file=:memory:"])
+                             extra_arguments=["--HistoryManager.hist_file=:memory:"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=120)

@@ -132,17 +132,18 @@ def test_sharded_grading_merged_equals_unsharded_row_for_row(tmp_path):
 
 
 def test_nothing_a_student_kernel_writes_to_its_descriptors_reaches_the_instructor(tmp_path):
-    """The student kernel's fd 1 and 2 are not the grader's terminal: neither
-    TensorFlow's C++ start-up logs nor a notebook's os.write(2, ...) show up
-    in what the instructor sees, and the notebook still gets its marks."""
+    """Neither kernel's fd 1 and 2 are the grader's terminal: TensorFlow's C++
+    start-up logs (in lab2 the test kernel's references import Keras too) and
+    a notebook's os.write(2, ...) do not show up in what the instructor sees,
+    and the notebook still gets its marks."""
     batch = tmp_path / "in"
     batch.mkdir()
-    notebook = nbformat.read(ROOT / "data" / "sample_submissions" / "lab1" / "alice.ipynb",
+    notebook = nbformat.read(ROOT / "data" / "sample_submissions" / "lab2" / "alice.ipynb",
                              as_version=4)
     notebook.cells.insert(1, nbformat.v4.new_code_cell(
         "import os\nos.write(1, b'STUDENT-ON-FD1\\n' * 100)\nos.write(2, b'STUDENT-ON-FD2\\n' * 100)"))
     nbformat.write(notebook, batch / "alice.ipynb")
-    result = run_cli("grade", "lab1", str(batch), "--out", str(tmp_path / "out"), "--jobs", "1")
+    result = run_cli("grade", "lab2", str(batch), "--out", str(tmp_path / "out"), "--jobs", "1")
     assert result.returncode == 0, result.stderr[-2000:]
     seen = result.stdout + result.stderr
     for leaked in ("STUDENT-ON-FD1", "STUDENT-ON-FD2", "absl::InitializeLog", "oneDNN"):
