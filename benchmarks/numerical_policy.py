@@ -43,29 +43,10 @@ from autograder.labs import LABS  # noqa: E402
 from tests import verdicts  # noqa: E402
 
 
-DEVICE_CELL = """import keras
-_t = keras.ops.ones((2, 2))
-_d = getattr(_t, "device", None)
-print("RAN ON:", keras.backend.backend(), _d() if callable(_d) else _d)"""
-
-
-def device_used(out: Path, lab_id: str) -> str:
-    """What the solution's last cell printed in the student kernel."""
-    lab = LABS[lab_id]
-    graded = out / "nbgrader" / "autograded" / "solution" / lab_id / f"{lab.notebook}.ipynb"
-    if not graded.exists():
-        return "(not graded)"
-    text = json.dumps(nbformat.read(graded, as_version=4).cells[-1].get("outputs", []))
-    at = text.find("RAN ON: ")
-    return text[at + 8:].split("\\n")[0] if at >= 0 else "(no output)"
-
-
 def submissions(lab_id: str, folder: Path) -> int:
     """The solution and the correct variants of ``lab_id`` in ``folder``."""
     folder.mkdir(parents=True)
-    notebook = verdicts.solution_notebook(lab_id)
-    notebook.cells.append(nbformat.v4.new_code_cell(DEVICE_CELL))
-    nbformat.write(notebook, folder / "solution.ipynb")
+    nbformat.write(verdicts.solution_reporting_device(lab_id), folder / "solution.ipynb")
     count = 1
     if verdicts.spec(lab_id) is not None:
         expected = verdicts.build(lab_id, folder / "all")
@@ -129,7 +110,7 @@ def main() -> None:
                        cwd=ROOT, check=True, capture_output=True,
                        env={**os.environ, "LABKIT_PRECISION_LOG": str(log)})
         seconds = time.perf_counter() - started
-        device = device_used(work / "out", lab_id)
+        device = verdicts.device_reported(work / "out", lab_id)
         rows = list(csv.DictReader(open(work / "out" / "grades.csv", encoding="utf-8")))
         full = sum(float(row["score"]) >= float(row["max_score"]) for row in rows)
         entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

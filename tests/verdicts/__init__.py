@@ -62,6 +62,35 @@ def solution_notebook(lab_id: str):
     return _fill(nbformat.read(LABS[lab_id].student_path, as_version=4), solution_answers(lab_id))
 
 
+#: Appended to a solution to show what its student kernel really computed
+#: with: the Keras backend and the device of a tensor made there.
+DEVICE_CELL = """import keras
+_t = keras.ops.ones((2, 2))
+_d = getattr(_t, "device", None)
+print("RAN ON:", keras.backend.backend(), _d() if callable(_d) else _d)"""
+
+
+def solution_reporting_device(lab_id: str):
+    """The solution notebook with DEVICE_CELL at the end."""
+    notebook = solution_notebook(lab_id)
+    notebook.cells.append(nbformat.v4.new_code_cell(DEVICE_CELL))
+    return notebook
+
+
+def device_reported(out: Path, lab_id: str, student: str = "solution") -> str:
+    """What DEVICE_CELL printed in ``student``'s graded notebook under ``out``
+    (`grade --out`), e.g. "torch cpu"; "(not graded)" or "(no output)" otherwise."""
+    lab = LABS[lab_id]
+    graded = Path(out) / "nbgrader" / "autograded" / student / lab_id / f"{lab.notebook}.ipynb"
+    if not graded.exists():
+        return "(not graded)"
+    for output in nbformat.read(graded, as_version=4).cells[-1].get("outputs", []):
+        text = output.get("text", "")
+        if "RAN ON: " in text:
+            return text.split("RAN ON: ", 1)[1].splitlines()[0].strip()
+    return "(no output)"
+
+
 def _fill(notebook, answers: dict[str, str]):
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
