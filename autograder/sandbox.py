@@ -6,8 +6,9 @@ the kit's virtual environment and the student helpers) and nothing else of
 this machine: not the course folder, the gradebook, solutions/, the
 references, the submissions of other students or the output folder. It has
 no network (`--unshare-net`), a private /tmp, a scratch working directory,
-a minimal environment (no grader secrets such as a database URL), and
-resource limits (address space, file size, processes) set with setrlimit.
+a minimal environment (no grader secrets such as a database URL), no
+capabilities even when the grader runs as root, and resource limits
+(address space, file size, processes) set with setrlimit.
 It talks to the grader over ZeroMQ ipc sockets in a folder bound into the
 sandbox, since loopback TCP is gone with the network.
 
@@ -119,6 +120,13 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
             "--unshare-pid", "--unshare-uts", "--hostname", "grader",
             "--tmpfs", "/tmp"]
+    if os.geteuid() == 0:
+        # Run by root (a container, a CI runner), bubblewrap keeps nearly
+        # every capability for the sandboxed process: with CAP_SYS_ADMIN a
+        # notebook could remount the read-only Python installation writable
+        # and plant code that the grader's own processes then run. Without
+        # capabilities it is an ordinary process that cannot remount.
+        args += ["--cap-drop", "ALL"]
     for path in SYSTEM_PATHS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]

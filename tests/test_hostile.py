@@ -6,13 +6,15 @@ import csv
 import json
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.sandbox import bubblewrap_works
 from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
-from tests.hostile.cases import cases, write_batch
+from tests.hostile.cases import PLANTED, cases, write_batch
 
 SECRET = "s3cr3t-token-of-the-grader"
 
@@ -76,6 +78,15 @@ def test_the_sandbox_hid_every_secret(graded):
     assert "'hidden_source': False" in findings, findings
     assert "'references': 'ModuleNotFoundError'" in findings, findings
     assert SECRET not in text
+
+
+def test_the_grader_python_stayed_read_only(graded):
+    if not bubblewrap_works():
+        pytest.skip("bubblewrap is not available here: isolation is not enforced")
+    planted = Path(sys.prefix) / PLANTED
+    found = planted.exists()
+    planted.unlink(missing_ok=True)
+    assert not found, "a notebook wrote into the grader's Python installation"
 
 
 def test_feedback_shows_no_secret_and_no_hidden_source(graded):

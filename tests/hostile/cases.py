@@ -232,6 +232,20 @@ except ImportError as error:
 print("FINDINGS", repr(findings))
 '''
 
+#: Where plants_code tries to write (the grader's own Python installation,
+#: which its test kernels import from).
+PLANTED = "labkit-hostile-planted.txt"
+PLANT = f"""
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount(None, sys.prefix.encode(), None, 32 | 4096, None)   # MS_REMOUNT | MS_BIND
+subprocess.run(["mount", "-o", "remount,rw,bind", sys.prefix], capture_output=True)
+try:
+    open(os.path.join(sys.prefix, {PLANTED!r}), "w").write("planted by a notebook")
+except OSError:
+    pass
+"""
+
 
 def cases() -> list[Case]:
     wrong = {"dot_scores": WRONG_DOT}
@@ -317,6 +331,8 @@ def dot_scores(query, keys):
         Case("reads_secrets", "secrecy", "reads course, gradebook, solutions, references, "
              "other submissions, env; opens a socket",
              lambda: with_cell(FINDINGS), 10, needs_sandbox=True),
+        Case("plants_code", "secrecy", "remounts the grader's Python writable and plants a file",
+             lambda: with_cell(PLANT), 10, needs_sandbox=True),
         # -- structure ----------------------------------------------------------
         Case("deleted_test_cell", "structure", "a test cell deleted",
              lambda: _drop("test_softmax"), 10),
