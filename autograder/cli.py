@@ -36,6 +36,7 @@ def _grade(args) -> int:
     from autograder.reports import write_gradebook_table
 
     started = time.monotonic()
+    os.environ["AUTOGRADER_KERNELS"] = args.kernels      # read by every worker's kernels
     results, paths = grade(args.lab, Path(args.submissions), Path(args.out),
                            db_url=args.db, course_dir=args.course_dir, seed=args.seed,
                            progress=not args.quiet, cell_timeout=args.cell_timeout,
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--shard", metavar="K/N",
                        help="grade only part K of N of the class (sorted by student id; "
                             "needs --seed); join the parts with `merge`")
+    grade.add_argument("--kernels", choices=("fork", "fresh"), default="fork",
+                       help="fork each student kernel, libraries already imported, into its "
+                            "sandbox (default), or start a fresh Python for each")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(func=_grade)
 

@@ -233,7 +233,10 @@ class IsolatedExecute(Execute):
 
     def start_new_kernel(self, **kwargs):
         with self._timed("student_kernel_start"):
-            return super().start_new_kernel(**kwargs)
+            started = super().start_new_kernel(**kwargs)
+        # Forked from the fork server, libraries already imported, or fresh.
+        self._record["timings"]["student_kernel_forked"] = float(getattr(self.km, "forked", False))
+        return started
 
     def start_new_kernel_client(self):
         with self._timed("student_kernel_start"):

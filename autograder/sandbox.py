@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Dict, List, Unicode
+from traitlets import Bool, Dict, List, Unicode, default
+
+from autograder import forkserver
 
 #: System folders the kernel may read.
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -56,6 +58,9 @@ class Limits:
 
     memory_bytes: int = 6 * 1024**3
     file_size_bytes: int = 256 * 1024**2
+    #: Processes and threads the kernel may start beyond those its user
+    #: already runs (RLIMIT_NPROC counts every one of the user's, grader and
+    #: other kernels included).
     processes: int = 4096
     open_files: int = 4096
 
@@ -173,11 +178,36 @@ def rlimit_prefix(limits: Limits, gpu: bool | None = None) -> list[str]:
     prlimit = shutil.which("prlimit")
     if not prlimit:
         return []
+    return [prlimit] + [f"--{name[len('RLIMIT_'):].lower()}={value}"
+                        for name, value in rlimits(limits, gpu).items()]
+
+
+def rlimits(limits: Limits, gpu: bool | None = None) -> dict[str, int]:
+    """The resource limits of a student kernel, by `resource` module name
+    (see rlimit_prefix for the choice of memory limit)."""
     if gpu is None:
         gpu = bool(gpu_devices())
-    memory = "--data" if gpu else "--as"
-    return [prlimit, f"{memory}={limits.memory_bytes}", f"--fsize={limits.file_size_bytes}",
-            f"--nproc={limits.processes}", f"--nofile={limits.open_files}", "--core=0"]
+    return {"RLIMIT_DATA" if gpu else "RLIMIT_AS": limits.memory_bytes,
+            "RLIMIT_FSIZE": limits.file_size_bytes,
+            "RLIMIT_NPROC": limits.processes + user_task_count(),
+            "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
+
+
+def user_task_count() -> int:
+    """Processes and threads this user runs now: what RLIMIT_NPROC counts.
+    (Root, the user in many containers, runs everything of the machine, and
+    its sandboxed kernels have no capability to exceed the limit.)"""
+    uid, count = os.getuid(), 0
+    if not os.path.isdir("/proc"):
+        return 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                continue
+    return count
 
 
 def kernel_environment(spec: SandboxSpec) -> dict[str, str]:
@@ -211,6 +241,17 @@ class SandboxKernelManager(AsyncKernelManager):
     hidden = List(Unicode(), help="Folders hidden from the kernel.").tag(config=True)
     readable = List(Unicode(), help="Extra folders the kernel may read.").tag(config=True)
     limits = Dict(help="Overrides of sandbox.Limits fields.").tag(config=True)
+    fork_kernels = Bool(help="Fork the kernel, its libraries already imported, from the "
+                        "grading process's fork server into the sandbox (autograder.forkserver) "
+                        "instead of starting a fresh Python.").tag(config=True)
+
+    #: Whether the running kernel was forked (else it was started fresh).
+    forked = False
+
+    @default("fork_kernels")
+    def _fork_by_default(self):
+        # `grade --kernels fresh` sets AUTOGRADER_KERNELS for its workers.
+        return os.environ.get("AUTOGRADER_KERNELS", "fork") != "fresh"
 
     def _spec(self) -> SandboxSpec:
         return SandboxSpec(
@@ -227,6 +268,8 @@ class SandboxKernelManager(AsyncKernelManager):
             raise ValueError("SandboxKernelManager needs `scratch` and `ipc_dir`.")
         spec.scratch.mkdir(parents=True, exist_ok=True)
         spec.ipc_dir.mkdir(parents=True, exist_ok=True)
+        self._fork_argv = None
+        self._fresh_command = None
         self.transport = "ipc"
         self.ip = str(spec.ipc_dir / "kernel")
         self.connection_file = str(spec.ipc_dir / "kernel.json")
@@ -234,9 +277,67 @@ class SandboxKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
         spec = self._spec()
+        self._fork_argv = None
         if not bubblewrap_works():
             return rlimit_prefix(spec.limits) + command
-        return rlimit_prefix(spec.limits) + bwrap_prefix(spec) + command + SANDBOXED_KERNEL_ARGS
+        self._fresh_command = (rlimit_prefix(spec.limits) + bwrap_prefix(spec) + command
+                               + SANDBOXED_KERNEL_ARGS)
+        if not self._can_fork(command):
+            return self._fresh_command
+        # bubblewrap sets the sandbox up around a placeholder; the kernel is
+        # forked into it afterwards (_async_launch_kernel).
+        # The placeholder is the PID namespace's init (--as-pid-1), which no
+        # process inside can kill: a notebook that kills every process it
+        # sees would otherwise end its own sandbox.
+        self._fork_argv = command[3:] + SANDBOXED_KERNEL_ARGS
+        prefix = bwrap_prefix(spec)
+        assert prefix[-1] == "--"
+        return (rlimit_prefix(spec.limits) + prefix[:-1] + ["--as-pid-1", "--"]
+                + forkserver.PLACEHOLDER + [str(self._lifeline())])
+
+    def _lifeline(self) -> Path:
+        return Path(self.ipc_dir) / "lifeline"
+
+    def _can_fork(self, command: list[str]) -> bool:
+        """A kernel of this very Python, launched the usual way, and a backend
+        the fork server knows."""
+        return (self.fork_kernels and len(command) > 3
+                and command[1:3] == ["-m", "ipykernel_launcher"]
+                and os.path.realpath(command[0]) == os.path.realpath(sys.executable)
+                and forkserver.preload_for(os.environ.get("KERAS_BACKEND")) is not None)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        self.forked = False
+        if self._fork_argv is None:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        lifeline = self._lifeline()
+        lifeline.unlink(missing_ok=True)
+        os.mkfifo(lifeline, 0o600)
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        env = kw.get("env") or {}
+        preload = forkserver.preload_for(env.get("KERAS_BACKEND"))
+        server = forkserver.ForkServer.get(env, preload)
+        try:
+            if server is None:
+                raise forkserver.ForkError("the fork server could not be started")
+            import ipykernel_launcher
+
+            server.spawn({
+                "bwrap_pid": self.provisioner.pid, "lifeline": str(lifeline),
+                "scratch": str(self.scratch), "env": env, "argv": self._fork_argv,
+                "launcher": ipykernel_launcher.__file__,
+                "limits": rlimits(self._spec().limits),
+            })
+            self.forked = True
+        except forkserver.ForkError as error:
+            # A fresh kernel instead, in a new sandbox: grading goes on.
+            self.log.warning("Starting a fresh kernel: the forked one failed (%s).", error)
+            if server is not None:
+                forkserver.ForkServer.failed()
+            await self.provisioner.kill()
+            await self.provisioner.wait()
+            lifeline.unlink(missing_ok=True)
+            await super()._async_launch_kernel(self._fresh_command, **kw)
 
     async def interrupt_kernel(self):
         """Interrupt by message, not by signal.

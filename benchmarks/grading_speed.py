@@ -9,7 +9,9 @@ in one run
   submitted/<student>/<lab>/, one serial `nbgrader autograde` (the hidden
   tests run in the student's kernel, with no sandbox and no repairs);
 - by the kit: `python -m autograder grade LAB FOLDER --jobs JOBS` (sandboxed
-  student kernel, clean test kernel, one writer to the gradebook).
+  student kernel, clean test kernel, one writer to the gradebook), with its
+  student kernels forked from a fork server (the default) and, for
+  comparison, started fresh (`--kernels fresh`).
 
 Also times each lab's solution notebook run top to bottom in a plain kernel
 (the student's experience of "Run all"). Prints a Markdown table with seconds
@@ -82,16 +84,18 @@ def plain_nbgrader(lab, batch: Path, students: list[str], work: Path) -> tuple[f
 PHASES = ("student_kernel_start", "student_cells", "tests_kernel_start", "tests", "total")
 
 
-def kit(lab, batch: Path, work: Path, jobs: int) -> tuple[float, float, dict[str, float]]:
+def kit(lab, batch: Path, work: Path, jobs: int,
+        kernels: str = "fork") -> tuple[float, float, dict[str, float]]:
     """Seconds of `python -m autograder grade` over the class; mean score; mean
     seconds of each phase of a submission (in its worker)."""
     import csv
     import json
 
-    out = work / "kit"
+    out = work / f"kit-{kernels}"
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "autograder", "grade", lab.id, str(batch), "--out",
-                    str(out), "--quiet", "--seed", "bench", "--jobs", str(jobs)],
+                    str(out), "--quiet", "--seed", "bench", "--jobs", str(jobs),
+                    "--kernels", kernels],
                    cwd=ROOT, check=True, capture_output=True)
     seconds = time.monotonic() - started
     rows = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8")))
@@ -123,6 +127,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="the kit's --jobs (default: the number of cores)")
     parser.add_argument("--skip-plain", action="store_true", help="time the kit only")
+    parser.add_argument("--skip-fresh", action="store_true",
+                        help="do not also time the kit with fresh kernels (--kernels fresh)")
     args = parser.parse_args()
 
     import keras
@@ -131,8 +137,8 @@ def main() -> None:
           f"{platform.python_version()}, nbgrader {nbgrader.__version__}, Keras "
           f"{keras.__version__} ({keras.backend.backend()}); kit --jobs {args.jobs}\n")
     print("| lab | submissions | plain nbgrader s/sub | kit s/sub | kit vs plain | "
-          "200 submissions (kit) | solution notebook, Run all |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "200 submissions (kit) | kit, fresh kernels: s/sub | solution notebook, Run all |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     phase_rows = []
     for lab_id in args.labs:
         lab = LABS[lab_id]
@@ -142,7 +148,12 @@ def main() -> None:
             students = class_of(lab, args.count, batch)
             run_all = solution_run(lab, work)
             kit_s, kit_mean, phases = kit(lab, batch, work, args.jobs)
-            phase_rows.append((lab_id, phases))
+            phase_rows.append((lab_id, "fork", phases))
+            fresh_text = "not run"
+            if not args.skip_fresh:
+                fresh_s, fresh_mean, fresh_phases = kit(lab, batch, work, args.jobs, "fresh")
+                phase_rows.append((lab_id, "fresh", fresh_phases))
+                fresh_text = f"{fresh_s / args.count:.2f} (mean score {fresh_mean:.1f})"
             if args.skip_plain:
                 plain_text, ratio = "not run", ""
             else:
@@ -151,17 +162,18 @@ def main() -> None:
                 ratio = f"{plain_s / kit_s:.2f}x"
             per = kit_s / args.count
             print(f"| {lab_id} | {args.count} | {plain_text} | {per:.2f} (mean score "
-                  f"{kit_mean:.1f}) | {ratio} | {200 * per / 60:.1f} min | {run_all:.1f} s |",
+                  f"{kit_mean:.1f}) | {ratio} | {200 * per / 60:.1f} min | {fresh_text} | "
+                  f"{run_all:.1f} s |",
                   flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     print("\nWhere a submission's time goes in the kit (mean seconds in its worker, "
           "notebooks that ran):\n")
-    print("| lab | " + " | ".join(PHASES) + " | other (nbgrader, files) |")
-    print("| --- " * (len(PHASES) + 2) + "|")
-    for lab_id, phases in phase_rows:
+    print("| lab | kernels | " + " | ".join(PHASES) + " | other (nbgrader, files) |")
+    print("| --- " * (len(PHASES) + 3) + "|")
+    for lab_id, kernels, phases in phase_rows:
         other = phases["total"] - sum(phases[p] for p in PHASES if p != "total")
-        print(f"| {lab_id} | " + " | ".join(f"{phases[p]:.2f}" for p in PHASES)
+        print(f"| {lab_id} | {kernels} | " + " | ".join(f"{phases[p]:.2f}" for p in PHASES)
               + f" | {other:.2f} |")
 
 

@@ -1,0 +1,433 @@
+"""Student kernels forked, already warm, into each submission's own sandbox.
+
+A fresh student kernel spends about 3 s of CPU importing TensorFlow, Keras,
+NumPy, Matplotlib, IPython and ipykernel before it runs a line of the
+notebook: on two cores that is most of what a small lab costs to grade. The
+*fork server* of a grading process (run as ``python -m autograder.forkserver``)
+imports them once. For each submission:
+
+1. the grader starts the submission's bubblewrap sandbox exactly as for a
+   fresh kernel (autograder.sandbox.bwrap_prefix), with a placeholder command
+   as the PID namespace's init (which no process inside can kill) that holds
+   the read end of a FIFO, the *lifeline*, in the sandbox's ipc folder;
+2. the fork server forks a child, which waits until the placeholder has
+   opened the lifeline (the sandbox is set up), joins the placeholder's
+   namespaces (user where it has one, mount, network, IPC, UTS, PID) and its
+   root, and forks the kernel process inside the sandbox's PID namespace;
+3. that process drops every capability, sets no_new_privs and the resource
+   limits of a fresh kernel, takes the kernel's environment, working folder
+   and fresh random seeds, closes every inherited file descriptor but the
+   lifeline, and becomes the ipykernel of the submission.
+
+So the kernel sees what a fresh kernel would see, and nothing else: the same
+mounts, no network, only its own processes, no capabilities. It holds the
+lifeline until it exits; the placeholder then reads end-of-file and exits,
+bubblewrap with it, which is how the grader learns that the kernel died.
+Killing bubblewrap kills the kernel with the whole PID namespace.
+
+The fork server itself never runs student code, and it starts with the
+kernel's minimal environment (no grader secrets). Where it cannot be used
+(no bubblewrap, no setns, an unknown Keras backend) or fails, the grader
+starts a fresh kernel instead, as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import errno
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: What the fork server imports before it forks, by Keras backend: the labs'
+#: set-up cells import these. JAX starts threads at import and is not safe to
+#: fork, so its kernels get only the backend-free part.
+COMMON_PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "IPython", "ipykernel.kernelapp",
+                  "ipykernel.ipkernel", "labkit", "labkit.datasets")
+BACKEND_PRELOAD = {"tensorflow": ("tensorflow", "keras"), "torch": ("torch", "keras")}
+
+#: The namespaces a forked kernel joins, in order (user first: it grants the
+#: rights to join the others). The last three must differ from the fork
+#: server's own, or the process found is not inside a sandbox.
+NAMESPACES = ("user", "mnt", "net", "ipc", "uts", "pid")
+MUST_DIFFER = ("mnt", "net", "pid")
+
+#: The placeholder run by bubblewrap: holds the read end of the lifeline.
+PLACEHOLDER = ["/bin/sh", "-c", 'exec cat "$0" >/dev/null']
+
+#: Environment variables that name a sandbox's own folders (the fork server
+#: has its own; each kernel gets those of its sandbox).
+PER_SANDBOX = ("HOME", "IPYTHONDIR", "MPLCONFIGDIR")
+
+SANDBOX_WAIT_S = 60.0
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+
+
+class ForkError(RuntimeError):
+    """A kernel could not be forked into its sandbox (the grader then starts
+    a fresh one)."""
+
+
+# -- inside the fork server ---------------------------------------------------
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{what}: {os.strerror(number)}")
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            tree.setdefault(parent, []).append(int(entry))
+    return tree
+
+
+def sandboxed_process(bwrap_pid: int) -> int:
+    """The deepest descendant of ``bwrap_pid`` (the placeholder), which lives
+    in the sandbox's namespaces."""
+    tree = _children()
+    found, todo = None, [bwrap_pid]
+    while todo:
+        pid = todo.pop(0)
+        if pid != bwrap_pid:
+            found = pid
+        todo += tree.get(pid, [])
+    if found is None:
+        raise ForkError(f"no process inside the sandbox of bubblewrap (pid {bwrap_pid})")
+    return found
+
+
+def _open_lifeline(path: str, bwrap_pid: int) -> int:
+    """Open the lifeline for writing once the placeholder holds its read end,
+    that is once bubblewrap has set the sandbox up."""
+    deadline = time.monotonic() + SANDBOX_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as error:
+            if error.errno != errno.ENXIO:       # ENXIO: no reader yet
+                raise
+        else:
+            os.set_blocking(fd, True)
+            return fd
+        if not os.path.exists(f"/proc/{bwrap_pid}") or time.monotonic() > deadline:
+            raise ForkError("the sandbox did not come up (bubblewrap exited or took "
+                            f"longer than {SANDBOX_WAIT_S:.0f} s)")
+        time.sleep(0.002)
+
+
+def _join_sandbox(target: int, scratch: str) -> None:
+    """Join the namespaces and root of process ``target`` (an outer pid)."""
+    libc = _libc()
+    own = {name: os.readlink(f"/proc/self/ns/{name}") for name in NAMESPACES}
+    theirs = {name: os.readlink(f"/proc/{target}/ns/{name}") for name in NAMESPACES}
+    for name in MUST_DIFFER:
+        if own[name] == theirs[name]:
+            raise ForkError(f"process {target} shares the grader's {name} namespace: "
+                            "it is not inside a sandbox")
+    # Every file is opened before the first setns: /proc is the sandbox's
+    # own afterwards, where the outer pid means nothing.
+    handles = {name: os.open(f"/proc/{target}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC)
+               for name in NAMESPACES if own[name] != theirs[name]}
+    root = os.open(f"/proc/{target}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    for name in NAMESPACES:
+        if name in handles:
+            _check(libc.setns(handles[name], 0), f"setns({name})")
+            os.close(handles[name])
+    os.fchdir(root)
+    os.chroot(".")
+    os.close(root)
+    os.chdir(scratch)
+
+
+def drop_privileges() -> None:
+    """No capabilities now or after any exec, no way back (no_new_privs)."""
+    libc = _libc()
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for capability in range(last + 1):
+        libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)   # EPERM where none to drop
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    _check(libc.capset(ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), (Data * 2)()), "capset")
+    status = dict(line.split(":\t", 1) for line in
+                  Path("/proc/self/status").read_text().splitlines() if ":\t" in line)
+    for field in ("CapEff", "CapPrm", "CapInh", "CapAmb"):
+        if int(status.get(field, "1"), 16):
+            raise ForkError(f"capabilities left after dropping them ({field} {status[field]})")
+    if status.get("NoNewPrivs", "0").strip() != "1":
+        raise ForkError("no_new_privs is not set")
+
+
+def _set_limits(limits: dict) -> None:
+    import resource
+
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _close_inherited(keep: set[int]) -> None:
+    for entry in os.listdir("/proc/self/fd"):
+        fd = int(entry)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _fresh_process_state(env: dict) -> None:
+    """What a fresh kernel would have: its environment, new random seeds,
+    Matplotlib's folders under the new HOME."""
+    import random
+
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ["PWD"] = os.getcwd()      # as bubblewrap's --chdir sets it
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    matplotlib = sys.modules.get("matplotlib")
+    if matplotlib is not None:
+        for name in ("get_configdir", "get_cachedir"):
+            cached = getattr(matplotlib, name, None)
+            if hasattr(cached, "cache_clear"):
+                cached.cache_clear()
+    for name in [name for name in sys.modules if name.split(".")[0] == "autograder"]:
+        del sys.modules[name]
+
+
+def _become_kernel(request: dict, report: int) -> None:
+    """In a child of the fork server: enter the sandbox and run the kernel.
+    Writes "ok" or the reason it failed to ``report``; never returns."""
+    code = 1
+    try:
+        lifeline = _open_lifeline(request["lifeline"], request["bwrap_pid"])
+        _join_sandbox(sandboxed_process(request["bwrap_pid"]), request["scratch"])
+        if os.fork():                 # the kernel must be a child to be in the PID namespace
+            os._exit(0)
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        _close_inherited({lifeline, report})
+        _set_limits(request["limits"])
+        drop_privileges()
+        _fresh_process_state(request["env"])
+        # Only the kernel holds the lifeline: a process the notebook forks
+        # must not keep the sandbox alive after the kernel has died.
+        os.register_at_fork(after_in_child=lambda: os.close(lifeline))
+        sys.argv = [request["launcher"]] + request["argv"]
+        os.write(report, b"ok\n")
+        os.close(report)
+        report = -1
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance(argv=request["argv"])
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 0
+    except BaseException as error:  # noqa: BLE001 - reported, then the child ends
+        if report >= 0:
+            try:
+                os.write(report, f"error: {type(error).__name__}: {error}\n".encode()[:4000])
+            except OSError:
+                pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(code)
+
+
+def _serve_one(request: dict) -> dict:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        _become_kernel(request, write)
+    os.close(write)
+    answer = b""
+    deadline = time.monotonic() + SANDBOX_WAIT_S + 30
+    while not answer.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([read], [], [], remaining)[0]:
+            answer = b"error: the forked kernel did not report back in time\n"
+            break
+        chunk = os.read(read, 4096)
+        if not chunk:
+            answer = answer or b"error: the forked kernel ended before it started\n"
+            break
+        answer += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    text = answer.decode(errors="replace").strip()
+    return {"ok": True} if text == "ok" else {"ok": False, "error": text.removeprefix("error: ")}
+
+
+def serve(preload: list[str]) -> None:
+    """The fork server's loop: one JSON request a line on stdin, one JSON
+    answer a line on stdout."""
+    for name in preload:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - a missing library is imported by the kernel, if ever
+            pass
+    out = sys.stdout
+    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    out.flush()
+    for line in sys.stdin:          # until the grader closes it, or dies
+        try:
+            answer = _serve_one(json.loads(line))
+        except Exception as error:  # noqa: BLE001
+            answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+    home = os.environ.get("HOME", "")
+    if Path(home).name.startswith("labkit-forkserver-"):
+        shutil.rmtree(home, ignore_errors=True)
+
+
+# -- in the grader --------------------------------------------------------------
+def preload_for(backend: str | None) -> list[str] | None:
+    """Modules to import before forking, or None where forking is not used."""
+    backend = backend or "tensorflow"
+    if backend == "jax":
+        return list(COMMON_PRELOAD)
+    if backend not in BACKEND_PRELOAD:
+        return None
+    return list(COMMON_PRELOAD) + list(BACKEND_PRELOAD[backend])
+
+
+class ForkServer:
+    """The fork server of this grading process (one per worker), started on
+    first use with the kernels' environment and kept while it stays the same."""
+
+    _kept: "ForkServer | None" = None
+    _failures = 0
+    MAX_FAILURES = 3
+
+    def __init__(self, env: dict, preload: list[str]):
+        self.key = self.key_for(env, preload)
+        self.home = tempfile.mkdtemp(prefix="labkit-forkserver-")
+        env = {name: value for name, value in env.items() if name not in PER_SANDBOX}
+        env.update(HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),
+                   MPLCONFIGDIR=str(Path(self.home) / ".matplotlib"))
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "import sys; del sys.path[0]; "
+             "from autograder.forkserver import serve; serve(sys.argv[1:])", *preload],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, cwd=self.home, start_new_session=True)
+        line = self._read_line(300)
+        if not line.get("ready"):
+            self.close()
+            raise ForkError(f"the fork server did not start: {line.get('error', line)}")
+
+    @staticmethod
+    def key_for(env: dict, preload: list[str]) -> tuple:
+        """What a fork server is started with: the kernels' environment but
+        for each sandbox's own folders, and the modules it imports."""
+        shared = sorted((name, value) for name, value in env.items() if name not in PER_SANDBOX)
+        return (sys.executable, tuple(shared), tuple(preload))
+
+    def _read_line(self, timeout: float) -> dict:
+        stdout = self.process.stdout
+        if not select.select([stdout], [], [], timeout)[0]:
+            return {"error": f"no answer in {timeout:.0f} s"}
+        line = stdout.readline()
+        if not line:
+            return {"error": f"it exited (code {self.process.poll()})"}
+        return json.loads(line)
+
+    def spawn(self, request: dict) -> None:
+        """Fork a kernel into the sandbox of ``request["bwrap_pid"]``."""
+        if self.process.poll() is not None:
+            raise ForkError(f"the fork server exited (code {self.process.returncode})")
+        try:
+            self.process.stdin.write((json.dumps(request) + "\n").encode())
+            self.process.stdin.flush()
+        except OSError as error:
+            raise ForkError(f"the fork server is gone ({error})") from error
+        answer = self._read_line(SANDBOX_WAIT_S + 60)
+        if not answer.get("ok"):
+            raise ForkError(answer.get("error", "unknown error"))
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    @classmethod
+    def get(cls, env: dict, preload: list[str]) -> "ForkServer | None":
+        """The kept fork server for these settings, a new one, or None once it
+        has failed too often in this process (fresh kernels from then on)."""
+        if cls._failures >= cls.MAX_FAILURES:
+            return None
+        kept = cls._kept
+        if kept is not None and kept.key == cls.key_for(env, preload) and kept.alive():
+            return kept
+        cls.discard()
+        try:
+            cls._kept = cls(env, preload)
+        except (OSError, ForkError):
+            cls._failures += 1
+            return None
+        return cls._kept
+
+    @classmethod
+    def failed(cls) -> None:
+        """Count a failed spawn; the server is replaced on next use."""
+        cls._failures += 1
+        cls.discard()
+
+    @classmethod
+    def discard(cls) -> None:
+        kept, cls._kept = cls._kept, None
+        if kept is not None:
+            kept.close()
+
+
+atexit.register(ForkServer.discard)
+
+
+if __name__ == "__main__":
+    del sys.path[0]
+    serve(sys.argv[1:])
