@@ -375,6 +375,7 @@ class IsolatedExecute(Execute):
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         if self._tests_kc is None:
             self._start_tests_kernel()
+        started = time.monotonic()
         names = sorted(set(self.exercise_names) & names_used(cell.source)
                        - set(dir(builtins)))
         status, content = self._tests_execute(
@@ -387,3 +388,4 @@ class IsolatedExecute(Execute):
         else:
             self._fail(cell, content.get("ename", "Error"), content.get("evalue", ""),
                        content.get("traceback"))
+        self._record["tests"][grade_id]["seconds"] = round(time.monotonic() - started, 3)

@@ -199,6 +199,8 @@ class Worker:
             outcome = api.autograde(self.lab.id, student_id, force=True, create=True)
             record = json.loads(record_path.read_text()) if record_path.exists() else {}
             self.last_timings.update(record.get("timings", {}))
+            self.last_timings.update({f"test:{grade_id}": test["seconds"] for grade_id, test
+                                      in record.get("tests", {}).items() if "seconds" in test})
             self.last_timings["execute"] = record.get("seconds", 0.0)
         finally:
             shutil.rmtree(work, ignore_errors=True)
