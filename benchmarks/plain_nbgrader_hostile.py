@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.labs import LABS  # noqa: E402
 import plain_nbgrader as plain  # noqa: E402
-from tests.hostile.cases import write_batch  # noqa: E402
+from tests.hostile.cases import PLANTED, write_batch  # noqa: E402
 
 
 def main(kit_out: Path | None) -> None:
@@ -100,6 +100,11 @@ def _plain_one(case, batch: Path, skeleton: Path, work: Path, lab) -> str:
         text = f"{score}; autograde failed ({reason})"
     if case.name == "reads_secrets":
         text += "; " + _secrets_seen(course, case, lab)
+    if case.name == "plants_code":
+        planted = Path(sys.prefix) / PLANTED
+        text += ("; planted a file in the grader's Python" if planted.exists()
+                 else "; planted nothing")
+        planted.unlink(missing_ok=True)
     return f"{text} [{seconds:.0f} s]"
 
 
