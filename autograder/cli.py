@@ -79,11 +79,10 @@ def _demo(args) -> int:
             continue
         print(f"== {lab.title}: grading {samples.relative_to(KIT_ROOT)} ==")
         out = Path(args.out) / lab.id
-        status |= _grade(argparse.Namespace(lab=lab.id, submissions=str(samples), out=str(out),
-                                            db=None, course_dir=None, seed=args.seed,
-                                            quiet=False, cell_timeout=120,
-                                            notebook_timeout=900, jobs=None,
-                                            regrade=True))
+        # Through the real parser: every option of `grade` gets its default.
+        status |= _grade(build_parser().parse_args(
+            ["grade", lab.id, str(samples), "--out", str(out), "--seed", args.seed,
+             "--regrade"]))
         print()
     return status
 

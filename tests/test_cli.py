@@ -150,3 +150,21 @@ def test_nothing_a_student_kernel_writes_to_its_descriptors_reaches_the_instruct
         assert leaked not in seen, f"{leaked!r} reached the instructor's terminal:\n{seen[-1500:]}"
     row = next(csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8")))
     assert (float(row["score"]), row["status"]) == (10.0, "graded"), row
+
+
+def test_the_demo_grades_every_lab_with_every_option_of_grade(monkeypatch, tmp_path):
+    # `make demo` calls `grade` for each lab; a new option of `grade` must
+    # reach it with its default (it once did not, and the demo crashed).
+    from autograder import cli
+    from autograder.labs import available_labs
+
+    seen = []
+    monkeypatch.setattr(cli, "_grade", lambda args: seen.append(vars(args)) or 0)
+    assert cli.main(["demo", "--out", str(tmp_path)]) == 0
+    expected = vars(cli.build_parser().parse_args(["grade", "lab1", "x", "--out", "y"]))
+    with_samples = [lab.id for lab in available_labs()
+                    if (ROOT / "data" / "sample_submissions" / lab.id).exists()]
+    assert [args["lab"] for args in seen] == with_samples and len(seen) == 5
+    for args in seen:
+        assert set(args) == set(expected)
+        assert args["regrade"] and args["seed"] == "demo" and args["kernels"] == "fork"
