@@ -296,12 +296,17 @@ def _serve_one(request: dict) -> dict:
 def serve(preload: list[str]) -> None:
     """The fork server's loop: one JSON request a line on stdin, one JSON
     answer a line on stdout."""
+    # Answers go out on a private copy of stdout; what the libraries print
+    # while they are imported, or later, goes nowhere instead of into them.
+    out = os.fdopen(os.dup(1), "w")
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
     for name in preload:
         try:
             __import__(name)
         except Exception:  # noqa: BLE001 - a missing library is imported by the kernel, if ever
             pass
-    out = sys.stdout
     out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     out.flush()
     for line in sys.stdin:          # until the grader closes it, or dies
@@ -365,7 +370,13 @@ class ForkServer:
         line = stdout.readline()
         if not line:
             return {"error": f"it exited (code {self.process.poll()})"}
-        return json.loads(line)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            return {"error": f"an answer that is not the fork server's: {line[:200]!r}"}
+        return answer
 
     def spawn(self, request: dict) -> None:
         """Fork a kernel into the sandbox of ``request["bwrap_pid"]``."""

@@ -165,3 +165,14 @@ def test_the_fork_server_ends_with_its_grader(tmp_path):
     server.process.stdin.close()               # as when the grading process dies
     server.process.wait(timeout=10)
     assert not os.path.exists(home)
+
+
+def test_what_a_library_prints_on_import_does_not_garble_the_fork_server(tmp_path):
+    (tmp_path / "noisy.py").write_text("print('hello from an import')\n"
+                                       "import sys; sys.stdout.flush()\n")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path)}
+    server = forkserver.ForkServer(env, ["noisy"])
+    try:
+        assert server.alive()
+    finally:
+        server.close()
