@@ -36,12 +36,12 @@ def _grade(args) -> int:
     from autograder.reports import write_gradebook_table
 
     started = time.monotonic()
-    os.environ["AUTOGRADER_KERNELS"] = args.kernels      # read by every worker's kernels
     results, paths = grade(args.lab, Path(args.submissions), Path(args.out),
                            db_url=args.db, course_dir=args.course_dir, seed=args.seed,
                            progress=not args.quiet, cell_timeout=args.cell_timeout,
                            notebook_timeout=args.notebook_timeout, jobs=args.jobs,
-                           regrade=args.regrade, shard=getattr(args, "shard", None))
+                           regrade=args.regrade, shard=getattr(args, "shard", None),
+                           kernels=args.kernels)
     print(write_gradebook_table(results))
     seconds = time.monotonic() - started
     part = f" (shard {args.shard})" if getattr(args, "shard", None) else ""

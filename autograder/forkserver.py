@@ -343,12 +343,10 @@ class ForkServer:
     def __init__(self, env: dict, preload: list[str]):
         self.key = self.key_for(env, preload)
         self.home = tempfile.mkdtemp(prefix="labkit-forkserver-")
-        env = {name: value for name, value in env.items() if name not in PER_SANDBOX}
-        env.update(HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),
+        env = dict(self.key[1], HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),
                    MPLCONFIGDIR=str(Path(self.home) / ".matplotlib"))
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import sys; del sys.path[0]; "
-             "from autograder.forkserver import serve; serve(sys.argv[1:])", *preload],
+            [sys.executable, "-m", "autograder.forkserver", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd=self.home, start_new_session=True)
         line = self._read_line(300)
@@ -440,5 +438,5 @@ atexit.register(ForkServer.discard)
 
 
 if __name__ == "__main__":
-    del sys.path[0]
+    del sys.path[0]         # its working folder, which a fresh kernel's sys.path lacks
     serve(sys.argv[1:])

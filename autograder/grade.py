@@ -136,13 +136,14 @@ class Worker:
     """
 
     def __init__(self, lab_id: str, root: Path, seed: str, hidden: list[Path],
-                 cell_timeout: int = 120, notebook_timeout: int = 900):
+                 cell_timeout: int = 120, notebook_timeout: int = 900, kernels: str = "fork"):
         self.lab = get_lab(lab_id)
         self.root = Path(root).resolve()
         self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
         self.seed = seed
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
+        self.kernels = kernels
         self.hidden = [Path(path) for path in hidden] + [self.root]
         self.last_grades: dict[str, float] = {}
         self.last_timings: dict[str, float] = {}
@@ -234,6 +235,7 @@ class Worker:
         config.IsolatedExecute.seed = self.seed
         config.IsolatedExecute.timeout = self.cell_timeout
         config.IsolatedExecute.notebook_timeout = self.notebook_timeout
+        config.SandboxKernelManager.fork_kernels = self.kernels == "fork"
         config.SandboxKernelManager.scratch = str(work / "scratch")
         config.SandboxKernelManager.ipc_dir = str(work / "ipc")
         config.SandboxKernelManager.hidden = [str(path) for path in self.hidden]
@@ -309,7 +311,7 @@ def _start_worker(settings: dict) -> None:
     share_cores(settings["jobs"])
     root = Path(settings["workers_dir"]) / f"w{os.getpid()}"
     _WORKER = Worker(settings["lab_id"], root, settings["seed"], settings["hidden"],
-                     settings["cell_timeout"], settings["notebook_timeout"])
+                     settings["cell_timeout"], settings["notebook_timeout"], settings["kernels"])
 
 
 def _work(submission: names.Submission):
@@ -343,7 +345,8 @@ class Grader:
     def __init__(self, lab_id: str, out_dir: Path, db_url: str | None = None,
                  course_dir: Path | None = None, seed: str | None = None,
                  cell_timeout: int = 120, notebook_timeout: int = 900, jobs: int = 1,
-                 regrade: bool = False, shard: tuple[int, int] | None = None):
+                 regrade: bool = False, shard: tuple[int, int] | None = None,
+                 kernels: str = "fork"):
         self.lab = get_lab(lab_id)
         self.shard = shard
         self.out_dir = Path(out_dir).resolve()
@@ -354,6 +357,7 @@ class Grader:
         self.notebook_timeout = notebook_timeout
         self.jobs = max(1, int(jobs))
         self.regrade = regrade
+        self.kernels = kernels
         self.hidden: list[Path] = [self.root, self.out_dir, KIT_ROOT]
 
     def _previous_seed(self) -> str | None:
@@ -431,6 +435,7 @@ class Grader:
             "hidden": [str(path) for path in self.hidden],
             "workers_dir": str(self.root / ".workers"),
             "cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
+            "kernels": self.kernels,
         }
         by_id = {submission.student_id: submission for submission in pending}
         for result, grades, worker_root, timings in self._run(pending, settings):
@@ -524,8 +529,13 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
           course_dir: Path | None = None, seed: str | None = None, progress: bool = True,
           hints: dict[str, str] | None = None, cell_timeout: int = 120,
           notebook_timeout: int = 900, jobs: int | None = None,
-          regrade: bool = False, shard: str | None = None) -> tuple[list[SubmissionResult], dict]:
-    """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``."""
+          regrade: bool = False, shard: str | None = None,
+          kernels: str = "fork") -> tuple[list[SubmissionResult], dict]:
+    """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``.
+
+    ``kernels``: "fork" (student kernels forked from a fork server with the
+    libraries imported, autograder.forkserver) or "fresh" (a new Python each).
+    """
     submissions = Path(submissions)
     if not submissions.exists():
         raise ValueError(
@@ -541,7 +551,8 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
         )
     grader = Grader(lab_id, out_dir, db_url=db_url, course_dir=course_dir, seed=seed,
                     cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                    jobs=jobs or os.cpu_count() or 1, regrade=regrade, shard=parsed_shard)
+                    jobs=jobs or os.cpu_count() or 1, regrade=regrade, shard=parsed_shard,
+                    kernels=kernels)
     results = grader.grade_all(submissions, progress=progress)
     if hints is None:
         hints = _hints(grader.lab)

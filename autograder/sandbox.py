@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Dict, List, Unicode, default
+from traitlets import Bool, Dict, List, Unicode
 
 from autograder import forkserver
 
@@ -241,17 +241,12 @@ class SandboxKernelManager(AsyncKernelManager):
     hidden = List(Unicode(), help="Folders hidden from the kernel.").tag(config=True)
     readable = List(Unicode(), help="Extra folders the kernel may read.").tag(config=True)
     limits = Dict(help="Overrides of sandbox.Limits fields.").tag(config=True)
-    fork_kernels = Bool(help="Fork the kernel, its libraries already imported, from the "
+    fork_kernels = Bool(True, help="Fork the kernel, its libraries already imported, from the "
                         "grading process's fork server into the sandbox (autograder.forkserver) "
                         "instead of starting a fresh Python.").tag(config=True)
 
     #: Whether the running kernel was forked (else it was started fresh).
     forked = False
-
-    @default("fork_kernels")
-    def _fork_by_default(self):
-        # `grade --kernels fresh` sets AUTOGRADER_KERNELS for its workers.
-        return os.environ.get("AUTOGRADER_KERNELS", "fork") != "fresh"
 
     def _spec(self) -> SandboxSpec:
         return SandboxSpec(
@@ -280,19 +275,19 @@ class SandboxKernelManager(AsyncKernelManager):
         self._fork_argv = None
         if not bubblewrap_works():
             return rlimit_prefix(spec.limits) + command
-        self._fresh_command = (rlimit_prefix(spec.limits) + bwrap_prefix(spec) + command
-                               + SANDBOXED_KERNEL_ARGS)
+        limited, sandboxed = rlimit_prefix(spec.limits), bwrap_prefix(spec)
+        self._fresh_command = limited + sandboxed + command + SANDBOXED_KERNEL_ARGS
         if not self._can_fork(command):
             return self._fresh_command
         # bubblewrap sets the sandbox up around a placeholder; the kernel is
-        # forked into it afterwards (_async_launch_kernel).
-        # The placeholder is the PID namespace's init (--as-pid-1), which no
-        # process inside can kill: a notebook that kills every process it
-        # sees would otherwise end its own sandbox.
+        # forked into it afterwards (_async_launch_kernel), with the same
+        # limits. The placeholder is the PID namespace's init (--as-pid-1),
+        # which no process inside can kill: a notebook that kills every
+        # process it sees would otherwise end its own sandbox.
         self._fork_argv = command[3:] + SANDBOXED_KERNEL_ARGS
-        prefix = bwrap_prefix(spec)
-        assert prefix[-1] == "--"
-        return (rlimit_prefix(spec.limits) + prefix[:-1] + ["--as-pid-1", "--"]
+        self._fork_limits = rlimits(spec.limits)
+        assert sandboxed[-1] == "--"
+        return (limited + sandboxed[:-1] + ["--as-pid-1", "--"]
                 + forkserver.PLACEHOLDER + [str(self._lifeline())])
 
     def _lifeline(self) -> Path:
@@ -326,7 +321,7 @@ class SandboxKernelManager(AsyncKernelManager):
                 "bwrap_pid": self.provisioner.pid, "lifeline": str(lifeline),
                 "scratch": str(self.scratch), "env": env, "argv": self._fork_argv,
                 "launcher": ipykernel_launcher.__file__,
-                "limits": rlimits(self._spec().limits),
+                "limits": self._fork_limits,
             })
             self.forked = True
         except forkserver.ForkError as error:

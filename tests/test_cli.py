@@ -168,3 +168,27 @@ def test_the_demo_grades_every_lab_with_every_option_of_grade(monkeypatch, tmp_p
     for args in seen:
         assert set(args) == set(expected)
         assert args["regrade"] and args["seed"] == "demo" and args["kernels"] == "fork"
+
+
+def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
+    import json
+
+    from autograder.sandbox import bubblewrap_works
+
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    for student in ("alice", "bob"):
+        shutil.copy(ROOT / "data" / "sample_submissions" / "lab1" / f"{student}.ipynb", batch)
+    found = {}
+    for kernels in ("fresh", "fork"):
+        out = tmp_path / kernels
+        result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet",
+                         "--seed", "same", "--jobs", "1", "--kernels", kernels)
+        assert result.returncode == 0, result.stderr[-2000:]
+        grades = {row["student_id"]: row["score"] for row in csv.DictReader(open(out / "grades.csv"))}
+        forked = {json.loads(path.read_text())["timings"]["student_kernel_forked"]
+                  for path in (out / "results").glob("*.json")}
+        found[kernels] = (grades, forked)
+    assert found["fresh"][0] == found["fork"][0] == {"alice": "10", "bob": "8"}
+    assert found["fresh"][1] == {0.0}
+    assert found["fork"][1] == ({1.0} if bubblewrap_works() else {0.0})
