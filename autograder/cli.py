@@ -41,7 +41,7 @@ def _grade(args) -> int:
                            progress=not args.quiet, cell_timeout=args.cell_timeout,
                            notebook_timeout=args.notebook_timeout, jobs=args.jobs,
                            regrade=args.regrade, shard=getattr(args, "shard", None),
-                           kernels=args.kernels)
+                           kernels=args.kernels, run_demos=args.run_demos)
     print(write_gradebook_table(results))
     seconds = time.monotonic() - started
     part = f" (shard {args.shard})" if getattr(args, "shard", None) else ""
@@ -120,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--kernels", choices=("fork", "fresh"), default="fork",
                        help="fork each student kernel, libraries already imported, into its "
                             "sandbox (default), or start a fresh Python for each")
+    grade.add_argument("--run-demos", action="store_true",
+                       help="also run the provided cells that only demonstrate (marked "
+                            "grading=\"skip\" in the lab's source; they grade nothing and "
+                            "are skipped by default)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(func=_grade)
 

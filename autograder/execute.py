@@ -171,6 +171,8 @@ class IsolatedExecute(Execute):
     exercise_names = List(Unicode(), help="Names hidden tests may call.").tag(config=True)
     seed = Unicode("0", help="Secret seed of the hidden tests' inputs.").tag(config=True)
     notebook_timeout = Integer(900, help="Seconds for the whole notebook.").tag(config=True)
+    skip_cells = List(Unicode(), help="grade_ids of provided demonstration cells not to run "
+                      "(release.skipped_when_grading).").tag(config=True)
     setup_timeout = Integer(
         300, help="Seconds for each provided cell before the first answer (imports).").tag(config=True)
 
@@ -193,6 +195,7 @@ class IsolatedExecute(Execute):
             "stopped": "",
             "tests": {},
             "cells_run": 0,
+            "cells_skipped": 0,
             # Seconds spent in each phase (see benchmarks/grading_speed.py).
             "timings": {"student_kernel_start": 0.0, "student_cells": 0.0,
                         "tests_kernel_start": 0.0, "tests": 0.0},
@@ -259,6 +262,17 @@ class IsolatedExecute(Execute):
             return cell, resources
         if is_solution(cell):
             self._answers_seen = True
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if nbgrader.get("locked") and nbgrader.get("grade_id") in self.skip_cells:
+            # The instructor's own demonstration (OverwriteCells has put the
+            # source's code back): it grades nothing and no later cell reads
+            # what it defines (tests/test_release.py).
+            self._record["cells_skipped"] += 1
+            cell.outputs = [NotebookNode(
+                output_type="stream", name="stdout",
+                text="Not run by the grader: this cell only demonstrates (it grades "
+                     "nothing). Run it in your notebook to see its output.\n")]
+            return cell, resources
         timeout = self.timeout
         if not self._answers_seen and cell.metadata.get("nbgrader", {}).get("locked"):
             # The provided set-up cells (imports of TensorFlow and friends) are

@@ -166,6 +166,7 @@ def handle(request_path, user_ns):
             arrays_in = {key: loaded[key] for key in loaded.files}
     arrays_out = {}
     patched = {}
+    failed_at = None
     try:
         for name, source in request.get("stand_ins", {}).items():
             patched[name] = user_ns.get(name, _MISSING)
@@ -188,6 +189,14 @@ def handle(request_path, user_ns):
             args = _decode(request["args"], arrays_in)
             kwargs = _decode(request["kwargs"], arrays_in)
             result = _walk(target, request["attr"])(*args, **kwargs)
+        elif operation == "many":
+            # [[path, args or None], ...]: target.path, or target.path(*args),
+            # for each, in order, in one request.
+            result = []
+            for failed_at, (path, args) in enumerate(_decode(request["args"], arrays_in)):
+                value = _walk(target, path)
+                result.append(value if args is None else value(*args))
+            failed_at = None
         elif operation == "describe":
             result = _describe(target)
         else:
@@ -201,6 +210,8 @@ def handle(request_path, user_ns):
             "message": str(error)[:2000],
             "traceback": "".join(lines)[-4000:],
         }
+        if failed_at is not None:
+            answer["index"] = failed_at
     finally:
         for name, previous in patched.items():
             if previous is _MISSING:

@@ -40,6 +40,7 @@ import nbformat
 from autograder import course, names, reports
 from autograder.labs import KIT_ROOT, Lab, get_lab
 from autograder.normalize import normalize
+from autograder.release import skipped_when_grading
 from autograder.results import GRADED, ExerciseResult, SubmissionResult
 
 
@@ -136,7 +137,8 @@ class Worker:
     """
 
     def __init__(self, lab_id: str, root: Path, seed: str, hidden: list[Path],
-                 cell_timeout: int = 120, notebook_timeout: int = 900, kernels: str = "fork"):
+                 cell_timeout: int = 120, notebook_timeout: int = 900, kernels: str = "fork",
+                 run_demos: bool = False):
         self.lab = get_lab(lab_id)
         self.root = Path(root).resolve()
         self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
@@ -144,6 +146,8 @@ class Worker:
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
         self.kernels = kernels
+        # The provided demonstration cells not to run (release.skipped_when_grading).
+        self.skip_cells = [] if run_demos else skipped_when_grading(self.lab)
         self.hidden = [Path(path) for path in hidden] + [self.root]
         self.last_grades: dict[str, float] = {}
         self.last_timings: dict[str, float] = {}
@@ -203,6 +207,8 @@ class Worker:
             self.last_timings.update({f"test:{grade_id}": test["seconds"] for grade_id, test
                                       in record.get("tests", {}).items() if "seconds" in test})
             self.last_timings["execute"] = record.get("seconds", 0.0)
+            # (a count, kept with the timings: demonstrations not run)
+            self.last_timings["cells_skipped"] = float(record.get("cells_skipped", 0))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if record.get("grader_error"):
@@ -235,6 +241,7 @@ class Worker:
         config.IsolatedExecute.seed = self.seed
         config.IsolatedExecute.timeout = self.cell_timeout
         config.IsolatedExecute.notebook_timeout = self.notebook_timeout
+        config.IsolatedExecute.skip_cells = list(self.skip_cells)
         config.SandboxKernelManager.fork_kernels = self.kernels == "fork"
         config.SandboxKernelManager.scratch = str(work / "scratch")
         config.SandboxKernelManager.ipc_dir = str(work / "ipc")
@@ -311,7 +318,8 @@ def _start_worker(settings: dict) -> None:
     share_cores(settings["jobs"])
     root = Path(settings["workers_dir"]) / f"w{os.getpid()}"
     _WORKER = Worker(settings["lab_id"], root, settings["seed"], settings["hidden"],
-                     settings["cell_timeout"], settings["notebook_timeout"], settings["kernels"])
+                     settings["cell_timeout"], settings["notebook_timeout"], settings["kernels"],
+                     settings["run_demos"])
 
 
 def _work(submission: names.Submission):
@@ -346,7 +354,7 @@ class Grader:
                  course_dir: Path | None = None, seed: str | None = None,
                  cell_timeout: int = 120, notebook_timeout: int = 900, jobs: int = 1,
                  regrade: bool = False, shard: tuple[int, int] | None = None,
-                 kernels: str = "fork"):
+                 kernels: str = "fork", run_demos: bool = False):
         self.lab = get_lab(lab_id)
         self.shard = shard
         self.out_dir = Path(out_dir).resolve()
@@ -358,6 +366,7 @@ class Grader:
         self.jobs = max(1, int(jobs))
         self.regrade = regrade
         self.kernels = kernels
+        self.run_demos = run_demos
         self.hidden: list[Path] = [self.root, self.out_dir, KIT_ROOT]
 
     def _previous_seed(self) -> str | None:
@@ -435,7 +444,7 @@ class Grader:
             "hidden": [str(path) for path in self.hidden],
             "workers_dir": str(self.root / ".workers"),
             "cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
-            "kernels": self.kernels,
+            "kernels": self.kernels, "run_demos": self.run_demos,
         }
         by_id = {submission.student_id: submission for submission in pending}
         for result, grades, worker_root, timings in self._run(pending, settings):
@@ -530,11 +539,13 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
           hints: dict[str, str] | None = None, cell_timeout: int = 120,
           notebook_timeout: int = 900, jobs: int | None = None,
           regrade: bool = False, shard: str | None = None,
-          kernels: str = "fork") -> tuple[list[SubmissionResult], dict]:
+          kernels: str = "fork", run_demos: bool = False) -> tuple[list[SubmissionResult], dict]:
     """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``.
 
     ``kernels``: "fork" (student kernels forked from a fork server with the
     libraries imported, autograder.forkserver) or "fresh" (a new Python each).
+    ``run_demos``: also run the provided demonstration cells marked
+    `grading="skip"` in the lab's source (they grade nothing; skipped by default).
     """
     submissions = Path(submissions)
     if not submissions.exists():
@@ -552,7 +563,7 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
     grader = Grader(lab_id, out_dir, db_url=db_url, course_dir=course_dir, seed=seed,
                     cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                     jobs=jobs or os.cpu_count() or 1, regrade=regrade, shard=parsed_shard,
-                    kernels=kernels)
+                    kernels=kernels, run_demos=run_demos)
     results = grader.grade_all(submissions, progress=progress)
     if hints is None:
         hints = _hints(grader.lab)

@@ -151,6 +151,9 @@ class StudentKernel:
                 )
         answer = json.loads(answer_path.read_text(encoding="utf-8"))
         if not answer.get("ok"):
+            if op == "many" and isinstance(answer.get("index"), int) \
+                    and 0 <= answer["index"] < len(args):
+                label = f"{label}.{args[answer['index']][0]}"
             raise StudentCodeError(_describe_failure(label, answer))
         arrays_out = {}
         if answer.get("arrays"):
@@ -246,6 +249,14 @@ class RemoteObject:
         return self._kernel.request("callmethod", self._target,
                                     f"{self._label}.{attr}", self._stand_ins,
                                     attr=attr, args=args, kwargs=kwargs)
+
+    def many(self, calls) -> list:
+        """``[obj.path if args is None else obj.path(*args) for path, args in
+        calls]`` in one round trip (paths like "ffn.dense1.set_weights"); a
+        failure names the call that failed."""
+        calls = [(path, None if args is None else list(args)) for path, args in calls]
+        return self._kernel.request("many", self._target, self._label, self._stand_ins,
+                                    args=calls)
 
     def describe(self) -> dict:
         """Class, base classes and nested sublayers of the student's object.

@@ -8,6 +8,12 @@ nbgrader's cell metadata:
     # %% nbgrader="tests" grade_id="test_dot_scores" points=1 hidden tests (graded)
     # %% nbgrader="locked" grade_id="check_dot_scores"        provided, read-only code
 
+A provided cell that only demonstrates (a plot, decoding the test set with
+the student's functions) may add `grading="skip"`: the grader does not run
+it (autograder.execute; `grade --run-demos` runs it). It grades nothing, and
+no later cell may read what it defines (tests/test_release.py checks this
+for every lab); students still run it.
+
 `release` then runs nbgrader's own `generate_assignment` on it and writes the
 student notebook to labs/<lab>/<notebook>.ipynb, without outputs.
 """
@@ -26,6 +32,10 @@ from autograder.labs import Lab, labkit_requirement
 PLACEHOLDER = "{{LABKIT_REQUIREMENT}}"
 KINDS = ("solution", "tests", "locked")
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+#: Cell metadata of a demonstration the grader does not run (`grading="skip"`).
+SKIP_KEY = "skip_when_grading"
 
 
 class SourceError(ValueError):
@@ -55,6 +65,7 @@ def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
         kind = cell.metadata.pop("nbgrader", None)
         grade_id = cell.metadata.pop("grade_id", None)
         points = cell.metadata.pop("points", None)
+        grading = cell.metadata.pop("grading", None)
         cell.metadata.pop("lines_to_next_cell", None)
         cell.metadata.pop("jupyter", None)
         cell.source = cell.source.replace(PLACEHOLDER, labkit_requirement())
@@ -74,8 +85,16 @@ def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
                 raise SourceError(
                     f"{where}: tests cell {grade_id!r} needs points=<positive number>."
                 )
+            if grading is not None and (grading != "skip" or kind != "locked"):
+                raise SourceError(
+                    f"{where}: code cell {grade_id!r} has grading={grading!r}; only a "
+                    "provided cell (nbgrader=\"locked\") may be marked, with "
+                    "grading=\"skip\" (a demonstration the grader does not run)."
+                )
             seen.add(grade_id)
             cell.metadata["nbgrader"] = _nbgrader_metadata(kind, grade_id, points)
+            if grading:
+                cell.metadata[SKIP_KEY] = True
             cell.id = grade_id.replace("_", "-")
         else:
             cell.id = f"md-{index}"
@@ -89,6 +108,12 @@ def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
     }
     notebook.nbformat, notebook.nbformat_minor = 4, 5
     return notebook
+
+
+def skipped_when_grading(lab: Lab) -> list[str]:
+    """grade_ids of the provided cells of ``lab`` marked `grading="skip"`."""
+    return [cell.metadata["nbgrader"]["grade_id"] for cell in build_source_notebook(lab).cells
+            if cell.metadata.get(SKIP_KEY)]
 
 
 def _check_contract(lab: Lab, notebook) -> None:
@@ -131,6 +156,7 @@ def student_notebook(lab: Lab, work_dir: Path | None = None) -> nbformat.Noteboo
         released = root / "release" / lab.id / f"{lab.notebook}.ipynb"
         notebook = nbformat.read(released, as_version=4)
     for cell in notebook.cells:
+        cell.metadata.pop(SKIP_KEY, None)   # the grader reads it from the source
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None

@@ -10,8 +10,10 @@ in one run
   tests run in the student's kernel, with no sandbox and no repairs);
 - by the kit: `python -m autograder grade LAB FOLDER --jobs JOBS` (sandboxed
   student kernel, clean test kernel, one writer to the gradebook), with its
-  student kernels forked from a fork server (the default) and, for
-  comparison, started fresh (`--kernels fresh`).
+  student kernels forked from a fork server (the default), and for
+  comparison with every cell run as plain nbgrader does (`--run-demos`: the
+  kit skips the provided cells that only demonstrate by default) and with
+  student kernels started fresh (`--kernels fresh`).
 
 Also times each lab's solution notebook run top to bottom in a plain kernel
 (the student's experience of "Run all"). Prints a Markdown table with seconds
@@ -84,18 +86,18 @@ def plain_nbgrader(lab, batch: Path, students: list[str], work: Path) -> tuple[f
 PHASES = ("student_kernel_start", "student_cells", "tests_kernel_start", "tests", "total")
 
 
-def kit(lab, batch: Path, work: Path, jobs: int,
-        kernels: str = "fork") -> tuple[float, float, dict[str, float]]:
+def kit(lab, batch: Path, work: Path, jobs: int, kernels: str = "fork",
+        run_demos: bool = False) -> tuple[float, float, dict[str, float]]:
     """Seconds of `python -m autograder grade` over the class; mean score; mean
     seconds of each phase of a submission (in its worker)."""
     import csv
     import json
 
-    out = work / f"kit-{kernels}"
+    out = work / f"kit-{kernels}{'-all-cells' if run_demos else ''}"
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "autograder", "grade", lab.id, str(batch), "--out",
                     str(out), "--quiet", "--seed", "bench", "--jobs", str(jobs),
-                    "--kernels", kernels],
+                    "--kernels", kernels] + (["--run-demos"] if run_demos else []),
                    cwd=ROOT, check=True, capture_output=True)
     seconds = time.monotonic() - started
     rows = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8")))
@@ -127,6 +129,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="the kit's --jobs (default: the number of cores)")
     parser.add_argument("--skip-plain", action="store_true", help="time the kit only")
+    parser.add_argument("--skip-run-demos", action="store_true",
+                        help="do not also time the kit with every cell run (--run-demos)")
     parser.add_argument("--skip-fresh", action="store_true",
                         help="do not also time the kit with fresh kernels (--kernels fresh)")
     args = parser.parse_args()
@@ -137,8 +141,9 @@ def main() -> None:
           f"{platform.python_version()}, nbgrader {nbgrader.__version__}, Keras "
           f"{keras.__version__} ({keras.backend.backend()}); kit --jobs {args.jobs}\n")
     print("| lab | submissions | plain nbgrader s/sub | kit s/sub | kit vs plain | "
-          "200 submissions (kit) | kit, fresh kernels: s/sub | solution notebook, Run all |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "200 submissions (kit) | kit, every cell (--run-demos): s/sub, vs plain | "
+          "kit, fresh kernels: s/sub | solution notebook, Run all |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     phase_rows = []
     for lab_id in args.labs:
         lab = LABS[lab_id]
@@ -149,7 +154,12 @@ def main() -> None:
             run_all = solution_run(lab, work)
             kit_s, kit_mean, phases = kit(lab, batch, work, args.jobs)
             phase_rows.append((lab_id, "fork", phases))
-            fresh_text = "not run"
+            every_text = fresh_text = "not run"
+            if not args.skip_run_demos:
+                every_s, every_mean, every_phases = kit(lab, batch, work, args.jobs,
+                                                        run_demos=True)
+                phase_rows.append((lab_id, "fork, every cell", every_phases))
+                every_text = f"{every_s / args.count:.2f} (mean score {every_mean:.1f})"
             if not args.skip_fresh:
                 fresh_s, fresh_mean, fresh_phases = kit(lab, batch, work, args.jobs, "fresh")
                 phase_rows.append((lab_id, "fresh", fresh_phases))
@@ -160,9 +170,12 @@ def main() -> None:
                 plain_s, plain_mean = plain_nbgrader(lab, batch, students, work)
                 plain_text = f"{plain_s / args.count:.2f} (mean score {plain_mean:.1f})"
                 ratio = f"{plain_s / kit_s:.2f}x"
+                if not args.skip_run_demos:
+                    every_text += f", {plain_s / every_s:.2f}x"
             per = kit_s / args.count
             print(f"| {lab_id} | {args.count} | {plain_text} | {per:.2f} (mean score "
-                  f"{kit_mean:.1f}) | {ratio} | {200 * per / 60:.1f} min | {fresh_text} | "
+                  f"{kit_mean:.1f}) | {ratio} | {200 * per / 60:.1f} min | {every_text} | "
+                  f"{fresh_text} | "
                   f"{run_all:.1f} s |",
                   flush=True)
         finally:

@@ -192,3 +192,41 @@ def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
     assert found["fresh"][0] == found["fork"][0] == {"alice": "10", "bob": "8"}
     assert found["fresh"][1] == {0.0}
     assert found["fork"][1] == ({1.0} if bubblewrap_works() else {0.0})
+
+
+def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
+    """Skipping the provided demonstration cells changes no grade (the verdict
+    suite grades every variant and mistake with them skipped); the feedback
+    says they were not run."""
+    import json
+
+    import nbformat
+
+    from autograder.labs import get_lab
+    from autograder.release import skipped_when_grading
+
+    demos = skipped_when_grading(get_lab("lab4"))
+    assert len(demos) == 7 and all(name.startswith("demo_") for name in demos)
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    for student in ("alice", "bob"):
+        shutil.copy(ROOT / "data" / "sample_submissions" / "lab4" / f"{student}.ipynb", batch)
+    found = {}
+    for option in ([], ["--run-demos"]):
+        out = tmp_path / ("run" if option else "skip")
+        result = run_cli("grade", "lab4", str(batch), "--out", str(out), "--quiet",
+                         "--seed", "same", "--jobs", "1", *option)
+        assert result.returncode == 0, result.stderr[-2000:]
+        grades = {row["student_id"]: row["score"] for row in csv.DictReader(open(out / "grades.csv"))}
+        skipped = {json.loads(path.read_text())["timings"]["cells_skipped"]
+                   for path in (out / "results").glob("*.json")}
+        graded = nbformat.read(out / "nbgrader" / "autograded" / "alice" / "lab4" /
+                               "lab4_masked_decoder.ipynb", as_version=4)
+        said = sorted(cell.metadata["nbgrader"]["grade_id"] for cell in graded.cells
+                      if cell.cell_type == "code" and any(
+                          "Not run by the grader" in output.get("text", "")
+                          for output in cell.outputs))
+        found[bool(option)] = (grades, skipped, said)
+    assert found[False][0] == found[True][0] == {"alice": "16", "bob": "13"}
+    assert found[False][1:] == ({7.0}, sorted(demos))
+    assert found[True][1:] == ({0.0}, [])

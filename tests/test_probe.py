@@ -146,3 +146,21 @@ def test_calls_pass_by_input_transformers_and_exception_handlers(kernel):
     assert doubled.tolist() == [2.0, 2.0]
     with pytest.raises(StudentCodeError, match="ValueError"):
         namespace["broken"](np.zeros(1))
+
+
+def test_many_calls_and_attributes_in_one_request_and_a_failure_names_its_path(kernel):
+    namespace: dict = {}
+    kernel.bind(namespace, ["Wrapper"])
+    layer = namespace["Wrapper"]()
+    layer(np.ones((2, 4), dtype="float32"))
+    before = next(kernel._counter)
+    units, weights, name = layer.many([("inner.units", None), ("inner.get_weights", ()),
+                                       ("inner.name", None)])
+    assert next(kernel._counter) == before + 2          # one request for the three
+    assert units == 3 and [w.shape for w in weights] == [(4, 3), (3,)] and isinstance(name, str)
+    new = [np.full((4, 3), 0.5, "float32"), np.zeros(3, "float32")]
+    assert layer.many([("inner.set_weights", (new,))]) == [None]
+    np.testing.assert_array_equal(layer(np.ones((1, 4), dtype="float32")), [[2.0, 2.0, 2.0]])
+    with pytest.raises(StudentCodeError, match=r"`Wrapper\.inner\.nowhere` raised "
+                                               "AttributeError"):
+        layer.many([("inner.units", None), ("inner.nowhere", None)])

@@ -37,8 +37,9 @@ points in one exercise only (see autograder/references/lab1.py):
 and small helpers that let one hidden test run both under the grader (student
 names are proxies, results NumPy) and in the source notebook (the solution's
 own objects, results backend tensors): ``to_numpy``, ``describe``,
-``is_keras_layer``, ``raised``, ``explain``, ``tensor``, ``read_weights``,
-``randomize_weights``.
+``is_keras_layer``, ``raised``, ``explain``, ``tensor``, ``sublayer``,
+``sublayers``, ``calls``, ``read_weights``, ``set_weights``,
+``randomize_weights`` (the last five in one round trip each).
 """
 
 from __future__ import annotations
@@ -428,22 +429,37 @@ def _is_remote(layer) -> bool:
     return callable(getattr(type(layer), "call_method", None))
 
 
-def _call(layer, path: str, method: str, *args):
-    """``sublayer(layer, path).method(*args)``."""
+def calls(layer, requests) -> list:
+    """``[sublayer(layer, path) if args is None else sublayer(layer, path)(*args)
+    for path, args in requests]``: for a proxy in one round trip (a failure
+    names the path that failed), e.g. ``[("norm1.epsilon", None),
+    ("ffn.dense1.get_weights", ())]``."""
     if _is_remote(layer):
-        return layer.call_method(f"{path}.{method}", *args)
-    return getattr(sublayer(layer, path), method)(*args)
+        return layer.many(requests)
+    return [sublayer(layer, path) if args is None else sublayer(layer, path)(*args)
+            for path, args in requests]
+
+
+def sublayers(layer, paths) -> list:
+    """``[sublayer(layer, path) for path in paths]``, in one round trip."""
+    return calls(layer, [(path, None) for path in paths])
 
 
 def set_sublayer_weights(layer, path: str, weights) -> None:
     """``sublayer(layer, path).set_weights(weights)``."""
-    _call(layer, path, "set_weights", weights)
+    set_weights(layer, {path: weights})
+
+
+def set_weights(layer, weights: dict) -> None:
+    """``sublayer(layer, path).set_weights(value)`` for each ``{path: value}``,
+    in one round trip."""
+    calls(layer, [(f"{path}.set_weights", (value,)) for path, value in weights.items()])
 
 
 def read_weights(layer, paths) -> dict[str, list[np.ndarray]]:
-    """``{path: sublayer.get_weights()}`` for each path."""
-    return {path: [to_numpy(w) for w in _call(layer, path, "get_weights")]
-            for path in paths}
+    """``{path: sublayer.get_weights()}`` for each path, in one round trip."""
+    values = calls(layer, [(f"{path}.get_weights", ()) for path in paths])
+    return {path: [to_numpy(w) for w in value] for path, value in zip(paths, values)}
 
 
 def randomize_weights(layer, paths, r) -> dict[str, list[np.ndarray]]:
@@ -459,8 +475,8 @@ def randomize_weights(layer, paths, r) -> dict[str, list[np.ndarray]]:
                 fan_in = array.shape[0] if array.ndim > 1 else 4
                 value = r.normal(size=array.shape) / math.sqrt(max(fan_in, 1))
             new.append(value.astype("float32"))
-        _call(layer, path, "set_weights", new)
         weights[path] = new
+    set_weights(layer, weights)
     return weights
 
 

@@ -136,7 +136,7 @@ _hidden_test_dot_scores()
 del _hidden_test_dot_scores
 ### END HIDDEN TESTS
 
-# %% nbgrader="locked" grade_id="demo_dot_scores"
+# %% nbgrader="locked" grade_id="demo_dot_scores" grading="skip"
 # The lecture's worked example: encoder state (0.8, 0.2), decoder state (0.7, 0.3).
 encoder_states = np.array([[0.8, 0.2]])
 decoder_state = np.array([0.7, 0.3])
@@ -252,7 +252,7 @@ del _hidden_test_softmax
 # at itself and the words before it, so later scores are `-inf`. Your softmax
 # turns each row into weights over the visible words.
 
-# %% nbgrader="locked" grade_id="demo_softmax"
+# %% nbgrader="locked" grade_id="demo_softmax" grading="skip"
 tokens = ["I", "am", "a", "student"]
 inf = np.inf
 look_ahead_scores = np.array([
@@ -371,7 +371,7 @@ del _hidden_test_attention_pool
 # to (0.56, 0.14), and the context adds up such weighted states. Below, the
 # decoder state (0.7, 0.3) attends over three encoder states.
 
-# %% nbgrader="locked" grade_id="demo_attention_pool"
+# %% nbgrader="locked" grade_id="demo_attention_pool" grading="skip"
 print("0.7 * (0.8, 0.2) =", 0.7 * np.array([0.8, 0.2]))
 
 words = ["I", "like", "pizza"]
@@ -390,7 +390,7 @@ plt.show()
 # to. With the lecture's vectors, weights 0.8/0.2 over (apple, fruit) and
 # 0.9/0.1 over (apple, brand) give two different apples.
 
-# %% nbgrader="locked" grade_id="demo_apple"
+# %% nbgrader="locked" grade_id="demo_apple" grading="skip"
 apple, fruit, brand = np.array([5.0, 7.0]), np.array([0.0, 8.0]), np.array([6.0, 0.0])
 apple_fruit = np.array([0.8, 0.2]) @ np.stack([apple, fruit])  # [4.0, 7.2]
 apple_brand = np.array([0.9, 0.1]) @ np.stack([apple, brand])  # [5.1, 6.3]
@@ -470,7 +470,7 @@ _hidden_test_bilinear_scores()
 del _hidden_test_bilinear_scores
 ### END HIDDEN TESTS
 
-# %% nbgrader="locked" grade_id="demo_bilinear_scores"
+# %% nbgrader="locked" grade_id="demo_bilinear_scores" grading="skip"
 # W weights the coordinates: doubling the first one doubles its part of the score.
 W = np.array([[2.0, 0.0], [0.0, 1.0]])
 print(bilinear_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2]]), W))  # 2*0.56 + 0.06 = 1.18
@@ -566,7 +566,7 @@ _hidden_test_additive_scores()
 del _hidden_test_additive_scores
 ### END HIDDEN TESTS
 
-# %% nbgrader="locked" grade_id="demo_additive_scores"
+# %% nbgrader="locked" grade_id="demo_additive_scores" grading="skip"
 # Four similarity functions, one query, three keys (all vectors of size 2).
 demo_rng = np.random.default_rng(1)
 query, keys = np.array([0.7, 0.3]), np.array([[0.8, 0.2], [0.1, 0.9], [0.4, 0.4]])
@@ -585,7 +585,7 @@ for name, scores in [("dot", dot_scores(query, keys)),
 # queries look for token B; multiplying the keys by 10 turns the weights
 # (0.27, 0.73) into (0.00005, 0.99995).
 
-# %% nbgrader="locked" grade_id="demo_peaked"
+# %% nbgrader="locked" grade_id="demo_peaked" grading="skip"
 queries = np.array([[0.0, 1.0], [0.0, 1.0]])  # both queries point at token B
 for key_scale in [1.0, 10.0]:
     keys = key_scale * np.eye(2)  # token A = (1, 0), token B = (0, 1), scaled
@@ -599,7 +599,7 @@ for key_scale in [1.0, 10.0]:
 # brings the variance back to 1 whatever the size, as the plots below show
 # (10 keys, so uniform weights would be 0.1).
 
-# %% nbgrader="locked" grade_id="demo_scale_variance"
+# %% nbgrader="locked" grade_id="demo_scale_variance" grading="skip"
 demo_rng = np.random.default_rng(0)
 dims, n_keys, trials = [2, 4, 8, 16, 32, 64, 128, 256, 512], 10, 300
 variances, peak_plain, peak_scaled = [], [], []
@@ -785,7 +785,7 @@ del _hidden_test_scaled_dot_product_attention
 # without a mask every word looks at every word; with the look-ahead mask each
 # word sees only itself and the words before it, so the first row is `[1, 0, 0, 0]`.
 
-# %% nbgrader="locked" grade_id="demo_scaled_dot_product_attention"
+# %% nbgrader="locked" grade_id="demo_scaled_dot_product_attention" grading="skip"
 demo_rng = np.random.default_rng(7)
 tokens = ["I", "am", "a", "student"]
 embeddings = demo_rng.normal(size=(4, 8)).astype("float32")  # (T, d_model)

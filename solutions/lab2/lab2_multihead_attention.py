@@ -97,7 +97,7 @@ for weight in one_head.weights:
 # heads written out as their own axis. With three heads, each projection makes
 # three queries (keys, values) of 2 numbers per word:
 
-# %% nbgrader="locked" grade_id="demo_keras_three_heads"
+# %% nbgrader="locked" grade_id="demo_keras_three_heads" grading="skip"
 three_heads = keras.layers.MultiHeadAttention(num_heads=3, key_dim=2, name="three_heads")
 output, scores = three_heads(sentence, sentence, return_attention_scores=True)
 print("output:", output.shape, "  scores:", scores.shape)
@@ -113,7 +113,7 @@ for weight in three_heads.weights:
 # ignores your mask. Always write `attention_mask=mask`, as every cell of this lab
 # does:
 
-# %% nbgrader="locked" grade_id="demo_mask_by_keyword"
+# %% nbgrader="locked" grade_id="demo_mask_by_keyword" grading="skip"
 words = np.random.default_rng(0).normal(size=(1, 4, 8)).astype("float32")
 look_ahead = np.tril(np.ones((1, 4, 4), dtype=bool))  # True = may attend
 layer = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)
@@ -233,7 +233,7 @@ del _hidden_test_mha_weight_shapes
 # with `key_dim` (the value kernel too, since `value_dim` defaults to `key_dim`),
 # while the output keeps the query's size, 16.
 
-# %% nbgrader="locked" grade_id="demo_mha_weight_shapes"
+# %% nbgrader="locked" grade_id="demo_mha_weight_shapes" grading="skip"
 for key_dim in (2, 5):
     shapes = mha_weight_shapes(16, 3, key_dim)
     print(f"key_dim={key_dim}: {shapes}")
@@ -539,7 +539,7 @@ del _hidden_test_SelfAttention
 # and to *fruit* about 0.8 / 0.2 and moves towards *fruit*, while *my* and *is*
 # stay put. Training learns projections that pick such partners on their own.
 
-# %% nbgrader="locked" grade_id="demo_SelfAttention"
+# %% nbgrader="locked" grade_id="demo_SelfAttention" grading="skip"
 words = ["my", "favourite", "fruit", "is", "apple"]
 embeddings = 3.66 * np.array([
     [1.0, 0.0, 0.0, 0.0, 0.0],      # my
@@ -711,7 +711,7 @@ del _hidden_test_merge_heads
 # `(B, H, T, depth)` keeps the shape and hands head 0 tokens 0 and 1 whole, cut
 # in two: each "token" of that head is half a real one.
 
-# %% nbgrader="locked" grade_id="demo_split_heads"
+# %% nbgrader="locked" grade_id="demo_split_heads" grading="skip"
 labelled = (10 * np.arange(4)[:, None] + np.arange(6)[None, :]).astype("float32")[None]  # (1, 4, 6)
 print("head 0 with split_heads:\n", checks.to_numpy(split_heads(labelled, num_heads=2))[0, 0])
 print("head 0 after a plain reshape to (B, H, T, depth):\n", labelled.reshape(1, 2, 4, 3)[0, 0])
@@ -1306,7 +1306,7 @@ del _hidden_test_MultiHeadAttention
 # A query with nothing to match (the first word for head 1, the last for head 2)
 # spreads its weight evenly.
 
-# %% nbgrader="locked" grade_id="demo_heads"
+# %% nbgrader="locked" grade_id="demo_heads" grading="skip"
 sentence_words = ["the", "cat", "sat", "on", "the", "mat"]
 length = len(sentence_words)
 positions = np.eye(length, dtype="float32")[None]  # (1, T, d_model = T)
@@ -1346,7 +1346,7 @@ plt.show()
 # lecture's layer (3 heads of 2 on `d_model = 16`) uses `num_heads × key_dim = 6`,
 # smaller than 16; the Transformer paper uses 8 heads of 64 on `d_model = 512`.
 
-# %% nbgrader="locked" grade_id="demo_cost"
+# %% nbgrader="locked" grade_id="demo_cost" grading="skip"
 T = 6
 print(f"{'d_model':>7} {'heads':>5} {'key_dim':>7} {'parameters':>10} {'Keras count':>11} "
       f"{'score multiply-adds (T=6)':>26}")

@@ -77,7 +77,7 @@ print(f"Keras {keras.__version__}, backend {keras.config.backend()}, {precision}
 # the same three output vectors, only listed in another order. The cell below
 # checks it on a `keras.layers.MultiHeadAttention` with random weights.
 
-# %% nbgrader="locked" grade_id="demo_permutation"
+# %% nbgrader="locked" grade_id="demo_permutation" grading="skip"
 demo_rng = np.random.default_rng(0)
 tokens = ["I", "like", "this", "NLP", "class", "a", "lot"]
 embeddings = demo_rng.normal(size=(1, len(tokens), 8)).astype("float32")  # (B, T, d_model)
@@ -243,7 +243,7 @@ del _hidden_test_positional_encoding
 # similar vectors. It depends only on $p - q$ (a sum of $\cos(\omega (p - q))$
 # terms), which is why the stripes run parallel to the diagonal.
 
-# %% nbgrader="locked" grade_id="demo_positional_encoding"
+# %% nbgrader="locked" grade_id="demo_positional_encoding" grading="skip"
 table = checks.to_numpy(positional_encoding(50, 64))  # (positions, depth)
 similarity = table @ table.T  # (positions, positions)
 
@@ -275,7 +275,7 @@ print("PE(20) . PE(q) for q = 18 .. 22:", similarity[20, 18:23].round(1),
 # other order. What matters is to use one layout consistently, in training and
 # at inference. The cell below checks both claims.
 
-# %% nbgrader="locked" grade_id="demo_layouts"
+# %% nbgrader="locked" grade_id="demo_layouts" grading="skip"
 interleaved = checks.to_numpy(positional_encoding(50, 64))
 concatenated = np.concatenate([interleaved[:, 0::2], interleaved[:, 1::2]], axis=-1)
 columns = np.concatenate([np.arange(0, 64, 2), np.arange(1, 64, 2)])  # the permutation
@@ -603,7 +603,7 @@ del _hidden_test_PositionalEmbedding
 # <SOS> token would be masked out, so with these layers renumber the vocabulary
 # so that <PAD> is 0 (lab 5 does).
 
-# %% nbgrader="locked" grade_id="demo_toy_vocabulary"
+# %% nbgrader="locked" grade_id="demo_toy_vocabulary" grading="skip"
 vocabulary = ["<SOS>", "<EOS>", "<PAD>", "am", "fine", "how", "i", "about", "are",
               "you", "yourself"]
 how_are_you = np.array([[vocabulary.index(word) for word in ["how", "are", "you"]]])
@@ -628,7 +628,7 @@ print("PositionalEmbedding: sqrt(6) * embedding + PE\n",
 # words in another order now get different vectors, so shuffling the sentence
 # changes the outputs by much more than rounding.
 
-# %% nbgrader="locked" grade_id="demo_order_matters"
+# %% nbgrader="locked" grade_id="demo_order_matters" grading="skip"
 sentence = np.array([[5, 8, 9]])  # how are you
 reordered = sentence[:, [2, 0, 1]]  # you how are
 embed = PositionalEmbedding(vocab_size=11, d_model=8)
@@ -953,7 +953,7 @@ del _hidden_test_LearnedPositionalEmbedding
 # for position 64 and beyond; the sinusoidal table has no weights and extends to
 # any length.
 
-# %% nbgrader="locked" grade_id="demo_compare"
+# %% nbgrader="locked" grade_id="demo_compare" grading="skip"
 fixed = PositionalEmbedding(vocab_size=11, d_model=6, max_length=64)
 learned = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=64)
 for name, embedding_layer in [("sinusoidal", fixed), ("learned", learned)]:

@@ -234,7 +234,7 @@ del _hidden_test_causal_mask
 # `ops.where`: where the mask is False the score becomes $-\infty$, exactly the
 # table above.
 
-# %% nbgrader="locked" grade_id="demo_causal_mask"
+# %% nbgrader="locked" grade_id="demo_causal_mask" grading="skip"
 look_ahead_mask = causal_mask(4)
 masked_scores = ops.where(look_ahead_mask, raw_scores, -np.inf)
 print(checks.to_numpy(masked_scores))
@@ -328,7 +328,7 @@ del _hidden_test_padding_mask
 # The lecture's toy vocabulary, and a batch of three source sentences of
 # different lengths, padded with `<PAD> = 2`:
 
-# %% nbgrader="locked" grade_id="demo_padding_mask"
+# %% nbgrader="locked" grade_id="demo_padding_mask" grading="skip"
 vocabulary = ["<SOS>", "<EOS>", "<PAD>", "am", "fine", "how", "i", "about", "are",
               "you", "yourself"]
 token_id = {word: index for index, word in enumerate(vocabulary)}
@@ -509,7 +509,7 @@ del _hidden_test_combine_masks
 # tokens: the padding mask (padded key column and query row), the look-ahead
 # mask, and their combination.
 
-# %% nbgrader="locked" grade_id="demo_combine_masks"
+# %% nbgrader="locked" grade_id="demo_combine_masks" grading="skip"
 target_tokens = ["<SOS>", "i", "am", "<PAD>"]
 target_ids = np.array([[token_id[w] for w in target_tokens]])  # [[0, 6, 3, 2]]
 target_mask = padding_mask(target_ids, pad_id=token_id["<PAD>"])  # (1, 4)
@@ -657,7 +657,7 @@ del _hidden_test_masked_softmax
 # self-attention scores": each word spreads its attention over itself and the
 # words before it.
 
-# %% nbgrader="locked" grade_id="demo_masked_softmax"
+# %% nbgrader="locked" grade_id="demo_masked_softmax" grading="skip"
 look_ahead_weights = masked_softmax(raw_scores, causal_mask(4))
 print(checks.to_numpy(look_ahead_weights).round(2))  # [1], [0.38 0.62], [0.26 0.32 0.43], ...
 plots.heatmap(look_ahead_weights, tokens, tokens, "masked_softmax of the look-ahead scores",
@@ -882,7 +882,7 @@ del _hidden_test_FeedForward
 # same output, whatever surrounds it. With the lecture's `d_model = 6` and
 # `dff = 24`, the block has 6·24 + 24 + 24·6 + 6 = 318 weights.
 
-# %% nbgrader="locked" grade_id="demo_FeedForward"
+# %% nbgrader="locked" grade_id="demo_FeedForward" grading="skip"
 keras.utils.set_random_seed(4)
 ffn = FeedForward(d_model=6, dff=24)
 x = np.random.default_rng(0).normal(size=(1, 3, 6)).astype("float32")
@@ -1053,9 +1053,10 @@ def _hidden_test_EncoderLayer():
     for d_model, num_heads, dff, batch, length in [(8, 2, 16, 3, 5), (12, 3, 20, 2, 7)]:
         what = f"EncoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
         layer = EncoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
-        for name, value in [("d_model", d_model), ("num_heads", num_heads), ("dff", dff),
-                            ("dropout_rate", 0.5)]:
-            stored = reference.sublayer(layer, name)
+        expected_attributes = dict(d_model=d_model, num_heads=num_heads, dff=dff,
+                                   dropout_rate=0.5)
+        for (name, value), stored in zip(expected_attributes.items(),
+                                         reference.sublayers(layer, expected_attributes)):
             assert_true(stored == value, f"{what}.{name} is {stored!r}, expected {value!r}.")
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         on_x = f"{what} on x {x.shape}"
@@ -1071,21 +1072,22 @@ def _hidden_test_EncoderLayer():
 
         # Sublayers: Keras MultiHeadAttention with key_dim = d_model // num_heads,
         # LayerNormalization with epsilon 1e-6.
-        attention = reference.sublayer(layer, "self_attention")
+        attention, norm1, norm2 = reference.sublayers(layer, ["self_attention", "norm1", "norm2"])
         assert_true(reference.is_keras_layer(attention, "MultiHeadAttention"),
                     f"{what}: `self_attention` should be a keras.layers.MultiHeadAttention.")
-        config = attention.get_config()
+        for name, norm in [("norm1", norm1), ("norm2", norm2)]:
+            assert_true(reference.is_keras_layer(norm, "LayerNormalization"),
+                        f"{what}: `{name}` should be a keras.layers.LayerNormalization.")
+        config, *epsilons = reference.calls(layer, [("self_attention.get_config", ()),
+                                                    ("norm1.epsilon", None),
+                                                    ("norm2.epsilon", None)])
         assert_true((config.get("num_heads"), config.get("key_dim")) ==
                     (num_heads, d_model // num_heads),
                     f"{what}: self_attention has num_heads={config.get('num_heads')}, "
                     f"key_dim={config.get('key_dim')}; expected num_heads={num_heads}, "
                     f"key_dim={d_model // num_heads} (d_model // num_heads).")
-        for name in ("norm1", "norm2"):
-            norm = reference.sublayer(layer, name)
-            assert_true(reference.is_keras_layer(norm, "LayerNormalization"),
-                        f"{what}: `{name}` should be a keras.layers.LayerNormalization.")
-            assert_true(abs(reference.sublayer(norm, "epsilon") - 1e-6) < 1e-12,
-                        f"{what}: {name}.epsilon should be 1e-6.")
+        for name, epsilon in zip(("norm1", "norm2"), epsilons):
+            assert_true(abs(epsilon - 1e-6) < 1e-12, f"{what}: {name}.epsilon should be 1e-6.")
 
         # Values with random weights (the student's own, read by sublayer name).
         weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r)
@@ -1160,7 +1162,7 @@ del _hidden_test_EncoderLayer
 # difference to the real tokens: replace the padded vectors with anything and
 # the outputs at real positions stay the same.
 
-# %% nbgrader="locked" grade_id="demo_EncoderLayer"
+# %% nbgrader="locked" grade_id="demo_EncoderLayer" grading="skip"
 keras.utils.set_random_seed(0)
 d_model = 6  # as in the lecture's toy Transformer
 embedding = keras.layers.Embedding(len(vocabulary), d_model)
@@ -1363,9 +1365,10 @@ def _hidden_test_DecoderLayer():
                                                                   (12, 3, 20, 3, 5, 7)]:
         what = f"DecoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
         layer = DecoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
-        for name, value in [("d_model", d_model), ("num_heads", num_heads), ("dff", dff),
-                            ("dropout_rate", 0.5)]:
-            stored = reference.sublayer(layer, name)
+        expected_attributes = dict(d_model=d_model, num_heads=num_heads, dff=dff,
+                                   dropout_rate=0.5)
+        for (name, value), stored in zip(expected_attributes.items(),
+                                         reference.sublayers(layer, expected_attributes)):
             assert_true(stored == value, f"{what}.{name} is {stored!r}, expected {value!r}.")
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         context = r.normal(size=(batch, source_length, d_model)).astype("float32")
@@ -1387,32 +1390,41 @@ def _hidden_test_DecoderLayer():
         assert_shape(scores, scores_shape, f"{on_x}: last_attention_scores")
 
         # Sublayers.
-        for name in ("self_attention", "cross_attention"):
-            attention = reference.sublayer(layer, name)
-            assert_true(reference.is_keras_layer(attention, "MultiHeadAttention"),
+        attentions, norms = ("self_attention", "cross_attention"), ("norm1", "norm2", "norm3")
+        found = dict(zip(attentions + norms, reference.sublayers(layer, attentions + norms)))
+        for name in attentions:
+            assert_true(reference.is_keras_layer(found[name], "MultiHeadAttention"),
                         f"{what}: `{name}` should be a keras.layers.MultiHeadAttention.")
-            config = attention.get_config()
+        for name in norms:
+            assert_true(reference.is_keras_layer(found[name], "LayerNormalization"),
+                        f"{what}: `{name}` should be a keras.layers.LayerNormalization.")
+        values = reference.calls(layer, [(f"{name}.get_config", ()) for name in attentions]
+                                 + [(f"{name}.epsilon", None) for name in norms])
+        for name, config in zip(attentions, values):
             assert_true((config.get("num_heads"), config.get("key_dim")) ==
                         (num_heads, d_model // num_heads),
                         f"{what}: {name} has num_heads={config.get('num_heads')}, "
                         f"key_dim={config.get('key_dim')}; expected num_heads={num_heads}, "
                         f"key_dim={d_model // num_heads}.")
-        for name in ("norm1", "norm2", "norm3"):
-            norm = reference.sublayer(layer, name)
-            assert_true(reference.is_keras_layer(norm, "LayerNormalization"),
-                        f"{what}: `{name}` should be a keras.layers.LayerNormalization.")
-            assert_true(abs(reference.sublayer(norm, "epsilon") - 1e-6) < 1e-12,
-                        f"{what}: {name}.epsilon should be 1e-6.")
+        for name, epsilon in zip(norms, values[len(attentions):]):
+            assert_true(abs(epsilon - 1e-6) < 1e-12, f"{what}: {name}.epsilon should be 1e-6.")
 
         weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r)
 
-        # The future: changing target tokens after position t leaves outputs <= t.
+        # The future: changing target tokens after position t leaves outputs <= t
+        # (for every t at once: the changed copies of x stacked along the batch).
         output = reference.to_numpy(layer(x, context, training=False))
+        futures = np.repeat(x[None], length - 1, axis=0)  # (T - 1, B, T, d_model)
         for t in range(length - 1):
-            future = x.copy()
-            future[:, t + 1:] = 3 * r.normal(size=future[:, t + 1:].shape)
-            moved = reference.to_numpy(layer(future, context, training=False))
-            assert_true(np.allclose(moved[:, :t + 1], output[:, :t + 1], **close),
+            futures[t, :, t + 1:] = 3 * r.normal(size=futures[t, :, t + 1:].shape)
+        moved = reference.to_numpy(layer(
+            futures.reshape(-1, length, d_model),
+            np.tile(context, (length - 1, 1, 1)), training=False))
+        assert_shape(moved, ((length - 1) * batch, length, d_model),
+                     f"{what} on a batch of {(length - 1) * batch}")
+        moved = moved.reshape(length - 1, batch, length, d_model)
+        for t in range(length - 1):
+            assert_true(np.allclose(moved[t, :, :t + 1], output[:, :t + 1], **close),
                         f"{on_x}: changing the target tokens after position {t} changed "
                         f"the outputs at positions 0..{t}; the self-attention must be "
                         "causal (a query sees keys j <= i only).")
@@ -1490,17 +1502,15 @@ def _hidden_test_DecoderLayer():
         # the output.
         for kept, silenced in [("self_attention", ("cross_attention", "ffn.dense2")),
                                ("cross_attention", ("self_attention", "ffn.dense2"))]:
-            for path in silenced:
-                reference.set_sublayer_weights(layer, path,
-                                               [np.zeros_like(w) for w in weights[path]])
+            reference.set_weights(layer, {path: [np.zeros_like(w) for w in weights[path]]
+                                          for path in silenced})
             quiet = reference.to_numpy(layer(x, context, training=False))
             trained = reference.to_numpy(layer(x, context, training=True))
             assert_true(not np.allclose(trained, quiet, **close),
                         f"{on_x}: with only {kept} left (the other sublayers giving 0), "
                         "training=True (dropout_rate=0.5) gave the inference output; the "
                         f"output of {kept} needs dropout too: x = norm(x + dropout(...)).")
-            for path in silenced:
-                reference.set_sublayer_weights(layer, path, weights[path])
+            reference.set_weights(layer, {path: weights[path] for path in silenced})
 
     # Config round trip.
     config = layer.get_config()
@@ -1526,7 +1536,7 @@ del _hidden_test_DecoderLayer
 # (lab 5 trains a whole Transformer), but the structure is already right: every
 # row sums to 1 and the `<PAD>` column gets nothing.
 
-# %% nbgrader="locked" grade_id="demo_DecoderLayer"
+# %% nbgrader="locked" grade_id="demo_DecoderLayer" grading="skip"
 keras.utils.set_random_seed(1)
 source_tokens = ["how", "are", "you", "<PAD>"]
 target_tokens = ["<SOS>", "i", "am"]

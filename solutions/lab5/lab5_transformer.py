@@ -939,7 +939,7 @@ del _hidden_test_Transformer
 # every layer adds its attention and feed-forward weights, and the positional
 # tables add nothing (they are constants).
 
-# %% nbgrader="locked" grade_id="demo_Transformer"
+# %% nbgrader="locked" grade_id="demo_Transformer" grading="skip"
 HYPERPARAMETERS = dict(num_layers=2, d_model=64, num_heads=4, dff=128, max_length=64,
                        dropout_rate=0.1)
 
@@ -1144,7 +1144,7 @@ del _hidden_test_masked_accuracy
 # it loads weights trained that way. Either way, on the two pairs the masked loss
 # should be near 0 and the masked accuracy 1.
 
-# %% nbgrader="locked" grade_id="smoke_test"
+# %% nbgrader="locked" grade_id="smoke_test" grading="skip"
 questions = [question for question, _ in toy["pairs"]]
 answers = [answer for _, answer in toy["pairs"]]
 toy_context = TOY.encode(questions)  # (2, 3)
@@ -1178,7 +1178,7 @@ print(f"on the two pairs: masked loss "
 # initialized attention layers into saturation; the warm-up avoids that. With
 # Adam's $\beta_2 = 0.98$ and $\epsilon = 10^{-9}$, as in the paper.
 
-# %% nbgrader="locked" grade_id="schedule"
+# %% nbgrader="locked" grade_id="schedule" grading="skip"
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """lr(step) = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step from 1."""
 
@@ -1221,7 +1221,7 @@ plt.show()
 # decoding then translates 98.8% of the 3074 held-out test dates exactly right
 # (every character of the ISO date). Six epochs reach 99.8% in about 3 minutes.
 
-# %% nbgrader="locked" grade_id="train_or_load"
+# %% nbgrader="locked" grade_id="train_or_load" grading="skip"
 if TRAIN:
     keras.utils.set_random_seed(0)
     date_model = build_date_model()
@@ -1248,7 +1248,7 @@ else:
     print(f"loaded the shipped weights: trained for {len(curves['loss'])} epochs in "
           f"{training_seconds:.0f} s on a {checkpoint['trained_on']}")
 
-# %% nbgrader="locked" grade_id="training_curves"
+# %% nbgrader="locked" grade_id="training_curves" grading="skip"
 figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
 epochs = np.arange(1, len(curves["loss"]) + 1)
 left.plot(epochs, curves["loss"], "o-", label="training")
@@ -1420,7 +1420,7 @@ del _hidden_test_greedy_decode
 # a fixed length, which changes no logit before the padding (the model is
 # causal, and padding is masked).
 
-# %% nbgrader="locked" grade_id="demo_greedy_decode"
+# %% nbgrader="locked" grade_id="demo_greedy_decode" grading="skip"
 answer_ids = greedy_decode(toy_model, toy_context, max_length=5, start_id=TOY.start_id,
                            end_id=TOY.end_id)
 for question, answer in zip(questions, TOY.decode(checks.to_numpy(answer_ids))):
@@ -1473,7 +1473,7 @@ for human, iso, prediction in mistakes[:5]:
 # Try your own dates (any of the 13 formats, between 1950 and 2049). What does
 # the model do with a format it never saw, or a year outside its range?
 
-# %% nbgrader="locked" grade_id="demo_own_dates"
+# %% nbgrader="locked" grade_id="demo_own_dates" grading="skip"
 for text in ["14 juillet 2021", "Friday, December 31, 1999", "1er janvier 2000",
              "29 de febrero de 2024", "July 4th, 1976", "12/25/49", "25.12.2049",
              "July 4, 1776"]:
@@ -1595,7 +1595,7 @@ del _hidden_test_sample_with_temperature
 # probabilities for the first digit of a date, at three temperatures. Then whole
 # translations, sampled token by token at each temperature.
 
-# %% nbgrader="locked" grade_id="demo_sample_with_temperature"
+# %% nbgrader="locked" grade_id="demo_sample_with_temperature" grading="skip"
 example = "Sunday, June 7, 1987"
 first_logits = checks.to_numpy(date_model(
     (SOURCE.encode([example], length=datasets.SOURCE_LENGTH), np.array([[TARGET.start_id]])),
@@ -1811,7 +1811,7 @@ del _hidden_test_beam_search
 # is confident. Where they differ, beam search's answer always has the higher
 # total log-probability; whether it is also *right* is another question.
 
-# %% nbgrader="locked" grade_id="demo_beam_search"
+# %% nbgrader="locked" grade_id="demo_beam_search" grading="skip"
 fast_date_model = CompiledCalls(date_model, datasets.TARGET_LENGTH)
 
 
@@ -1851,7 +1851,7 @@ print(f"greedy and beam search (width 3) differ on {differences} of {len(example
 # characters. Heads often specialise: one follows the year, another the day or
 # the month name.
 
-# %% nbgrader="locked" grade_id="demo_attention"
+# %% nbgrader="locked" grade_id="demo_attention" grading="skip"
 example = "Dienstag, 14. Juli 1987"
 context_ids = SOURCE.encode([example], length=datasets.SOURCE_LENGTH)
 written = checks.to_numpy(greedy_decode(CompiledCalls(date_model, datasets.TARGET_LENGTH),
