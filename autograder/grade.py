@@ -138,7 +138,7 @@ class Worker:
 
     def __init__(self, lab_id: str, root: Path, seed: str, hidden: list[Path],
                  cell_timeout: int = 120, notebook_timeout: int = 900, kernels: str = "fork",
-                 run_demos: bool = False):
+                 skip_cells: list[str] = ()):
         self.lab = get_lab(lab_id)
         self.root = Path(root).resolve()
         self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
@@ -146,8 +146,8 @@ class Worker:
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
         self.kernels = kernels
-        # The provided demonstration cells not to run (release.skipped_when_grading).
-        self.skip_cells = [] if run_demos else skipped_when_grading(self.lab)
+        # The provided demonstration cells not to run (Grader.skip_cells).
+        self.skip_cells = list(skip_cells)
         self.hidden = [Path(path) for path in hidden] + [self.root]
         self.last_grades: dict[str, float] = {}
         self.last_timings: dict[str, float] = {}
@@ -319,7 +319,7 @@ def _start_worker(settings: dict) -> None:
     root = Path(settings["workers_dir"]) / f"w{os.getpid()}"
     _WORKER = Worker(settings["lab_id"], root, settings["seed"], settings["hidden"],
                      settings["cell_timeout"], settings["notebook_timeout"], settings["kernels"],
-                     settings["run_demos"])
+                     settings["skip_cells"])
 
 
 def _work(submission: names.Submission):
@@ -366,7 +366,9 @@ class Grader:
         self.jobs = max(1, int(jobs))
         self.regrade = regrade
         self.kernels = kernels
-        self.run_demos = run_demos
+        # The provided demonstration cells not to run: read once from the
+        # lab's source (release.skipped_when_grading), handed to every worker.
+        self.skip_cells = [] if run_demos else skipped_when_grading(self.lab)
         self.hidden: list[Path] = [self.root, self.out_dir, KIT_ROOT]
 
     def _previous_seed(self) -> str | None:
@@ -444,7 +446,7 @@ class Grader:
             "hidden": [str(path) for path in self.hidden],
             "workers_dir": str(self.root / ".workers"),
             "cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
-            "kernels": self.kernels, "run_demos": self.run_demos,
+            "kernels": self.kernels, "skip_cells": self.skip_cells,
         }
         by_id = {submission.student_id: submission for submission in pending}
         for result, grades, worker_root, timings in self._run(pending, settings):

@@ -175,11 +175,17 @@ def rlimit_prefix(limits: Limits, gpu: bool | None = None) -> list[str]:
     more at start-up, and fails to initialise under any RLIMIT_AS that
     would still stop a runaway notebook.
     """
+    return prlimit_arguments(rlimits(limits, gpu))
+
+
+def prlimit_arguments(values: dict[str, int]) -> list[str]:
+    """`prlimit` with the given limits (by `resource` module name), or
+    nothing where util-linux's prlimit is missing."""
     prlimit = shutil.which("prlimit")
     if not prlimit:
         return []
     return [prlimit] + [f"--{name[len('RLIMIT_'):].lower()}={value}"
-                        for name, value in rlimits(limits, gpu).items()]
+                        for name, value in values.items()]
 
 
 def rlimits(limits: Limits, gpu: bool | None = None) -> dict[str, int]:
@@ -273,9 +279,13 @@ class SandboxKernelManager(AsyncKernelManager):
         command = super().format_kernel_cmd(extra_arguments)
         spec = self._spec()
         self._fork_argv = None
+        # One scan of /proc (the task count in RLIMIT_NPROC) serves both the
+        # prlimit prefix and the forked kernel's own limits.
+        values = rlimits(spec.limits)
+        limited = prlimit_arguments(values)
         if not bubblewrap_works():
-            return rlimit_prefix(spec.limits) + command
-        limited, sandboxed = rlimit_prefix(spec.limits), bwrap_prefix(spec)
+            return limited + command
+        sandboxed = bwrap_prefix(spec)
         self._fresh_command = limited + sandboxed + command + SANDBOXED_KERNEL_ARGS
         if not self._can_fork(command):
             return self._fresh_command
@@ -285,7 +295,7 @@ class SandboxKernelManager(AsyncKernelManager):
         # which no process inside can kill: a notebook that kills every
         # process it sees would otherwise end its own sandbox.
         self._fork_argv = command[3:] + SANDBOXED_KERNEL_ARGS
-        self._fork_limits = rlimits(spec.limits)
+        self._fork_limits = values
         assert sandboxed[-1] == "--"
         return (limited + sandboxed[:-1] + ["--as-pid-1", "--"]
                 + forkserver.PLACEHOLDER + [str(self._lifeline())])

@@ -77,36 +77,36 @@ def test_each_exercise_has_a_solution_stub_a_check_and_a_tests_cell(lab):
         assert f"test_{exercise}" in ids[position:], f"no tests cell after {exercise}"
 
 
-def test_a_code_cell_without_a_marker_is_a_clear_error(tmp_path, monkeypatch):
+def _lab_from_source(tmp_path, monkeypatch, text: str) -> Lab:
+    """A one-lab kit in tmp_path whose lab1 source is `text`."""
     source = tmp_path / "solutions" / "lab1" / "lab1_attention.py"
     source.parent.mkdir(parents=True)
     shutil.copy(ROOT / "course.toml", tmp_path / "course.toml")
-    source.write_text(textwrap.dedent('''\
+    source.write_text(textwrap.dedent(text))
+    monkeypatch.setattr("autograder.labs.KIT_ROOT", tmp_path)
+    return Lab("lab1", "lab1_attention", "t", ("dot_scores",))
+
+
+def test_a_code_cell_without_a_marker_is_a_clear_error(tmp_path, monkeypatch):
+    lab = _lab_from_source(tmp_path, monkeypatch, '''\
         # %% [markdown]
         # # A lab
 
         # %%
         x = 1
-        '''))
-    monkeypatch.setattr("autograder.labs.KIT_ROOT", tmp_path)
-    lab = Lab("lab1", "lab1_attention", "t", ("dot_scores",))
+        ''')
     with pytest.raises(release.SourceError, match="every code cell"):
         release.build_source_notebook(lab)
 
 
 def test_a_missing_tests_cell_is_a_clear_error(tmp_path, monkeypatch):
-    source = tmp_path / "solutions" / "lab1" / "lab1_attention.py"
-    source.parent.mkdir(parents=True)
-    shutil.copy(ROOT / "course.toml", tmp_path / "course.toml")
-    source.write_text(textwrap.dedent('''\
+    lab = _lab_from_source(tmp_path, monkeypatch, '''\
         # %% nbgrader="solution" grade_id="dot_scores"
         def dot_scores(query, keys):
             ### BEGIN SOLUTION
             return keys @ query
             ### END SOLUTION
-        '''))
-    monkeypatch.setattr("autograder.labs.KIT_ROOT", tmp_path)
-    lab = Lab("lab1", "lab1_attention", "t", ("dot_scores",))
+        ''')
     with pytest.raises(release.SourceError, match="no tests cell"):
         release.build_source_notebook(lab)
 
@@ -179,17 +179,12 @@ def test_cells_the_grader_skips_are_demonstrations_nothing_later_reads(lab):
 
 
 def test_only_a_provided_cell_may_be_skipped_when_grading(tmp_path, monkeypatch):
-    source = tmp_path / "solutions" / "lab1" / "lab1_attention.py"
-    source.parent.mkdir(parents=True)
-    shutil.copy(ROOT / "course.toml", tmp_path / "course.toml")
-    source.write_text(textwrap.dedent('''\
+    lab = _lab_from_source(tmp_path, monkeypatch, '''\
         # %% nbgrader="solution" grade_id="dot_scores" grading="skip"
         def dot_scores(query, keys):
             ### BEGIN SOLUTION
             return keys @ query
             ### END SOLUTION
-        '''))
-    monkeypatch.setattr("autograder.labs.KIT_ROOT", tmp_path)
-    lab = Lab("lab1", "lab1_attention", "t", ("dot_scores",))
+        ''')
     with pytest.raises(release.SourceError, match="only a provided cell"):
         release.build_source_notebook(lab)
