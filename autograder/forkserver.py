@@ -36,6 +36,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import errno
+import gc
 import json
 import os
 import select
@@ -307,6 +308,11 @@ def serve(preload: list[str]) -> None:
             __import__(name)
         except Exception:  # noqa: BLE001 - a missing library is imported by the kernel, if ever
             pass
+    # What the libraries allocated on import lives as long as the kernel:
+    # the kernels' garbage collector need not walk it again and again (with
+    # TensorFlow imported, a full collection walks 400,000 objects, 0.17 s).
+    gc.collect()
+    gc.freeze()
     out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     out.flush()
     for line in sys.stdin:          # until the grader closes it, or dies

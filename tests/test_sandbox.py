@@ -146,3 +146,80 @@ def test_a_sandboxed_process_has_no_capabilities_and_cannot_make_python_writable
     finally:
         if os.path.exists(planted):
             os.remove(planted)
+
+
+class _ScriptedKernel(sandbox.ReadyKernelClient):
+    """A ReadyKernelClient whose kernel is a script: it answers every
+    kernel_info request on shell, and on IOPub only once its subscription is
+    in place (from request number ``iopub_from``)."""
+
+    def __init__(self, iopub_from: int = 1, answers: bool = True):
+        super().__init__()
+        self.iopub_from, self.answers = iopub_from, answers
+        self.requests: list[str] = []
+        self.shell_queue: list[dict] = []
+        self.iopub_queue: list[dict] = []
+        self.handled = None
+
+    class _Channel:
+        def __init__(self, queue):
+            self.queue = queue
+
+        async def get_msg(self, timeout=None):
+            if self.queue:
+                return self.queue.pop(0)
+            from queue import Empty
+
+            raise Empty
+
+    @property
+    def shell_channel(self):
+        return self._Channel(self.shell_queue)
+
+    @property
+    def iopub_channel(self):
+        return self._Channel(self.iopub_queue)
+
+    def kernel_info(self):
+        msg_id = f"request-{len(self.requests) + 1}"
+        self.requests.append(msg_id)
+        if self.answers:
+            parent = {"msg_id": msg_id}
+            self.shell_queue.append({"msg_type": "kernel_info_reply", "parent_header": parent,
+                                     "content": {}})
+            if len(self.requests) >= self.iopub_from:
+                for state in ("busy", "idle"):
+                    self.iopub_queue.append({"msg_type": "status", "parent_header": parent,
+                                             "content": {"execution_state": state}})
+        return msg_id
+
+    async def _async_is_alive(self):
+        return True
+
+    def _handle_kernel_info_reply(self, msg):
+        self.handled = msg["parent_header"]["msg_id"]
+
+
+def test_a_kernel_is_ready_once_iopub_has_answered_and_not_before():
+    import asyncio
+
+    connected = _ScriptedKernel(iopub_from=1)
+    asyncio.run(connected.wait_for_ready(timeout=5))
+    assert connected.requests == ["request-1"] and connected.handled == "request-1"
+    assert not connected.iopub_queue, "the idle status of the request was left unread"
+
+    # IOPub's subscription is not in place for the first two requests: their
+    # status messages are lost, so the client must ask again.
+    late = _ScriptedKernel(iopub_from=3)
+    asyncio.run(late.wait_for_ready(timeout=5))
+    assert late.requests == ["request-1", "request-2", "request-3"]
+    assert late.handled == "request-3"
+
+    silent = _ScriptedKernel(answers=False)
+    with pytest.raises(RuntimeError, match="didn't respond"):
+        asyncio.run(silent.wait_for_ready(timeout=0))
+
+
+def test_the_sandboxed_kernel_is_waited_for_by_the_prompt_client(tmp_path):
+    km = sandbox.SandboxKernelManager(scratch=str(tmp_path / "s"), ipc_dir=str(tmp_path / "i"))
+    assert isinstance(km.client(), sandbox.ReadyKernelClient)

@@ -213,6 +213,8 @@ class Vocabulary:
         self.unknown_id = 3 if unknown else None
         self.tokens = specials + tokens
         self._ids = {token: i for i, token in enumerate(self.tokens)}
+        # The tokens a text may contain: a text that spells "<PAD>" is not padding.
+        self._ordinary = {token: i for token, i in self._ids.items() if i > 2}
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -230,15 +232,14 @@ class Vocabulary:
 
     def ids(self, text: str) -> list[int]:
         """The ids of one text, without start, end or padding."""
-        result = []
-        for token in self._split(text):
-            if token in self._ids and self._ids[token] > 2:
-                result.append(self._ids[token])
-            elif self.unknown_id is not None:
-                result.append(self.unknown_id)
-            else:
-                raise ValueError(f"{token!r} is not in the vocabulary.")
-        return result
+        tokens = text if self.unit == "char" else text.split()
+        if self.unknown_id is not None:
+            unknown = self.unknown_id
+            return [self._ordinary.get(token, unknown) for token in tokens]
+        try:
+            return [self._ordinary[token] for token in tokens]
+        except KeyError as error:
+            raise ValueError(f"{error.args[0]!r} is not in the vocabulary.") from None
 
     def encode(self, texts, length: int | None = None, start: bool = False,
                end: bool = False) -> np.ndarray:
