@@ -221,5 +221,15 @@ def test_a_kernel_is_ready_once_iopub_has_answered_and_not_before():
 
 
 def test_the_sandboxed_kernel_is_waited_for_by_the_prompt_client(tmp_path):
+    import zmq
+
     km = sandbox.SandboxKernelManager(scratch=str(tmp_path / "s"), ipc_dir=str(tmp_path / "i"))
-    assert isinstance(km.client(), sandbox.ReadyKernelClient)
+    client = km.client()
+    assert isinstance(client, sandbox.ReadyKernelClient)
+    # Its sockets retry a connection to a kernel not yet bound every 10 ms.
+    socket = client.context.socket(zmq.DEALER)
+    try:
+        assert socket.getsockopt(zmq.RECONNECT_IVL) == sandbox.RECONNECT_MS < 100
+    finally:
+        socket.close(0)
+        client.context.term()
