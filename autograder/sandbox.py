@@ -27,13 +27,15 @@ import shutil
 import subprocess
 import sys
 import time
-from queue import Empty
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Empty
 
+import zmq
+import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, DottedObjectName, Dict, List, Type, Unicode
+from traitlets import Bool, Dict, List, Type, Unicode
 
 from autograder import forkserver
 
@@ -266,9 +268,6 @@ class ReadyKernelClient(AsyncKernelClient):
         # ZeroMQ retries a connection to a socket not yet bound every 100 ms
         # by default; the kernel binds its sockets a moment after the client
         # connects, so waiting 100 ms costs up to 100 ms a kernel start.
-        import zmq
-        import zmq.asyncio
-
         self._created_context = True
         context = zmq.asyncio.Context()
         context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
@@ -323,7 +322,6 @@ class SandboxKernelManager(AsyncKernelManager):
                         "grading process's fork server into the sandbox (autograder.forkserver) "
                         "instead of starting a fresh Python.").tag(config=True)
 
-    client_class = DottedObjectName("autograder.sandbox.ReadyKernelClient")
     client_factory = Type(klass=ReadyKernelClient, config=True)
 
     #: Whether the running kernel was forked (else it was started fresh).

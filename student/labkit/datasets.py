@@ -232,7 +232,7 @@ class Vocabulary:
 
     def ids(self, text: str) -> list[int]:
         """The ids of one text, without start, end or padding."""
-        tokens = text if self.unit == "char" else text.split()
+        tokens = self._split(text)
         if self.unknown_id is not None:
             unknown = self.unknown_id
             return [self._ordinary.get(token, unknown) for token in tokens]
