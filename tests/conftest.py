@@ -28,22 +28,25 @@ HOSTILE_TABLE: list[tuple[str, str, str, str, str]] = []
 
 #: Rows of the verdict suite's table: (lab, exercise, variants passed, variants,
 #: mistakes caught, mistakes), printed at the end of the run.
-VERDICT_TABLE: list[tuple[str, str, int, int, int, int]] = []
+VERDICT_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
 
 
 def pytest_terminal_summary(terminalreporter):
     if VERDICT_TABLE:
         backend = os.environ.get("KERAS_BACKEND", "tensorflow")
-        terminalreporter.section(f"verdict suite ({backend}): exercise, variants passed, mistakes caught")
+        terminalreporter.section(f"verdict suite ({backend}): exercise, variants passed, "
+                                 "mistakes caught, mistakes the visible check catches too")
         width = max(len(row[1]) for row in VERDICT_TABLE)
-        totals = [0, 0, 0, 0]
-        for lab, exercise, passed, variants, caught, mistakes in VERDICT_TABLE:
+        totals = [0, 0, 0, 0, 0]
+        for lab, exercise, passed, variants, caught, mistakes, seen in VERDICT_TABLE:
             terminalreporter.write_line(f"{lab}  {exercise:<{width}}  variants {passed}/{variants}"
-                                        f"  mistakes caught {caught}/{mistakes}")
-            for i, value in enumerate((passed, variants, caught, mistakes)):
+                                        f"  mistakes caught {caught}/{mistakes}"
+                                        f"  by the visible check {seen}/{mistakes}")
+            for i, value in enumerate((passed, variants, caught, mistakes, seen)):
                 totals[i] += value
         terminalreporter.write_line(f"all   {'':<{width}}  variants {totals[0]}/{totals[1]}"
-                                    f"  mistakes caught {totals[2]}/{totals[3]}")
+                                    f"  mistakes caught {totals[2]}/{totals[3]}"
+                                    f"  by the visible check {totals[4]}/{totals[3]}")
     if not HOSTILE_TABLE:
         return
     terminalreporter.section("hostile suite: case, expected, got")

@@ -1,6 +1,12 @@
 """The verdict suite (tests/verdicts/): correct variants get full marks; each
 seeded mistake loses points in its own exercise and nowhere else.
 
+Two more promises to students are checked on the same graded notebooks: a
+correct variant passes every visible check (an honest answer is never told it
+is wrong), and a mistake fails the visible check of its own exercise too,
+unless the lab lists it in ``HIDDEN_ONLY`` with the reason. A mistake in a
+secondary property (``Mistake.fails``) loses exactly those tests cells' points.
+
 Every lab's variants and mistakes are graded in one batch through the real
 CLI, under the Keras backend of the environment (KERAS_BACKEND, TensorFlow by
 default); the table (exercise, variants passed, mistakes caught) is printed
@@ -10,7 +16,9 @@ at the end of the run.
 from __future__ import annotations
 
 import csv
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +34,9 @@ JOBS = os.environ.get("VERDICT_JOBS", "2")
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """{lab: (expected, {student: {exercise: (score, max, message)}}, grades rows)}, graded once."""
+    """{lab: (expected, {student: {exercise: (score, max, message)}}, grades rows,
+    {student: {tests cell: score}}, {student: exercises whose visible check failed})},
+    graded once."""
     cache = {}
 
     def grade(lab_id: str):
@@ -43,14 +53,18 @@ def graded(tmp_path_factory):
                     float(row["score"]), float(row["max_score"]), row["message"])
             grades = {row["student_id"]: row for row in
                       csv.DictReader(open(folder / "out" / "grades.csv", encoding="utf-8"))}
-            cache[lab_id] = (expected, got, grades)
-            _tabulate(lab_id, expected, got)
+            out = folder / "out"
+            cells = {path.stem: json.loads(path.read_text()).get("grades", {})
+                     for path in (out / "results").glob("*.json")}
+            checks = {student: verdicts.failed_checks(out, lab_id, student) for student in expected}
+            cache[lab_id] = (expected, got, grades, cells, checks)
+            _tabulate(lab_id, expected, got, checks)
         return cache[lab_id]
 
     return grade
 
 
-def _tabulate(lab_id, expected, got) -> None:
+def _tabulate(lab_id, expected, got, checks) -> None:
     module = verdicts.spec(lab_id)
     for exercise in LABS[lab_id].exercises:
         variants = [f"variant{k + 1}" for k in range(len(module.VARIANTS.get(exercise, [])))]
@@ -58,7 +72,8 @@ def _tabulate(lab_id, expected, got) -> None:
                      if v in got and got[v][exercise][0] >= got[v][exercise][1])
         mistakes = [verdicts.mistake_id(m) for m in module.MISTAKES if m.exercise == exercise]
         caught = sum(1 for m in mistakes if m in got and _as_expected(expected[m], got[m]))
-        VERDICT_TABLE.append((lab_id, exercise, passed, len(variants), caught, len(mistakes)))
+        seen = sum(1 for m in mistakes if exercise in (checks.get(m) or ()))
+        VERDICT_TABLE.append((lab_id, exercise, passed, len(variants), caught, len(mistakes), seen))
 
 
 def _as_expected(expected: dict[str, str], got: dict[str, tuple]) -> bool:
@@ -86,7 +101,7 @@ def test_the_spec_is_complete(lab_id):
 
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
 def test_variants_get_full_marks_and_mistakes_lose_points_only_in_their_exercise(graded, lab_id):
-    expected, got, grades = graded(lab_id)
+    expected, got, grades, _, _ = graded(lab_id)
     wrong = []
     for student, verdict in sorted(expected.items()):
         if student not in got:
@@ -100,3 +115,57 @@ def test_variants_get_full_marks_and_mistakes_lose_points_only_in_their_exercise
                 kind = "lost points" if want == "kept" else "kept full marks (mistake slipped through)"
                 wrong.append(f"{student}: {exercise} {kind}: {score:g}/{max_score:g} {message[:160]}")
     assert not wrong, f"{lab_id}: {len(wrong)} wrong verdicts:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
+def test_secondary_property_mistakes_lose_only_that_property(graded, lab_id):
+    """A missing get_config or argument check costs its own tests cells, never the
+    computation's: every other tests cell of the exercise keeps its points."""
+    _, _, _, cells, _ = graded(lab_id)
+    points = verdicts.test_cell_points(lab_id)
+    wrong = []
+    for mistake in verdicts.spec(lab_id).MISTAKES:
+        if not mistake.fails:
+            continue
+        student = verdicts.mistake_id(mistake)
+        unknown = set(mistake.fails) - set(points[mistake.exercise])
+        assert not unknown, f"{student}: no tests cell {sorted(unknown)} in {lab_id}"
+        for grade_id, full in points[mistake.exercise].items():
+            score = cells.get(student, {}).get(grade_id)
+            want = 0.0 if grade_id in mistake.fails else full
+            if score != want:
+                wrong.append(f"{student}: {grade_id} scored {score}, expected {want:g}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
+def test_visible_checks_pass_every_correct_variant(graded, lab_id):
+    """An honest, correct answer is never told by its visible check that it is wrong."""
+    expected, _, _, _, checks = graded(lab_id)
+    wrong = {student: sorted(failed) for student, failed in checks.items()
+             if student.startswith("variant") and failed}
+    assert not wrong, f"visible checks that fail correct variants: {wrong}"
+
+
+@pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
+def test_visible_checks_catch_every_mistake_not_listed_as_hidden_only(graded, lab_id):
+    """What the hidden tests grade, the visible check exercises: a mistake fails the
+    visible check of its exercise too, unless HIDDEN_ONLY gives the reason it may not."""
+    _, _, _, _, checks = graded(lab_id)
+    module = verdicts.spec(lab_id)
+    hidden_only = getattr(module, "HIDDEN_ONLY", {})
+    names = {m.name for m in module.MISTAKES}
+    assert not set(hidden_only) - names, f"HIDDEN_ONLY names no mistake: {set(hidden_only) - names}"
+    slipped, listed_but_caught = [], []
+    for mistake in module.MISTAKES:
+        failed = checks[verdicts.mistake_id(mistake)]
+        assert failed is not None, f"{mistake.name}: not graded"
+        caught = mistake.exercise in failed
+        if not caught and mistake.name not in hidden_only:
+            slipped.append(f"{mistake.exercise}/{mistake.name}: {mistake.what}")
+        if caught and mistake.name in hidden_only:
+            listed_but_caught.append(mistake.name)
+    assert not slipped, (f"{len(slipped)} mistakes pass their visible check (make the check "
+                         "catch them, or list them in HIDDEN_ONLY with the reason):\n"
+                         + "\n".join(slipped))
+    assert not listed_but_caught, f"in HIDDEN_ONLY but caught by the visible check: {listed_but_caught}"

@@ -6,7 +6,13 @@ Each lab has a module here, `tests/verdicts/<lab>.py`, with
   answers per exercise written differently from the solution and from each
   other (einsum vs reshape/transpose, loops vs vectorised, -1e9 vs -inf, ...);
 - ``MISTAKES``: [Mistake(exercise, name, what, source), ...], at least five
-  per exercise: the mistakes students really make.
+  per exercise: the mistakes students really make. A mistake in a secondary
+  property (no `get_config`, no argument check) names the tests cells it must
+  fail in ``fails`` ("test_EncoderLayer__config"); it must keep the points of
+  every other tests cell of its exercise;
+- ``HIDDEN_ONLY``: {mistake name: reason}, the mistakes that the exercise's
+  visible check may let through (inputs a student must not see, or what a
+  check cannot afford); every other mistake must fail its visible check too.
 
 `build(lab_id, folder)` turns them into submissions: one notebook per variant
 index (variant k of every exercise that has one, the solution elsewhere: all
@@ -37,6 +43,9 @@ class Mistake:
     name: str
     what: str
     source: str
+    #: For a secondary-property mistake: the grade ids of the tests cells it
+    #: must fail; the exercise's other tests cells keep their points.
+    fails: tuple[str, ...] = ()
 
 
 def spec(lab_id: str):
@@ -89,6 +98,34 @@ def device_reported(out: Path, lab_id: str, student: str = "solution") -> str:
         if "RAN ON: " in text:
             return text.split("RAN ON: ", 1)[1].splitlines()[0].strip()
     return "(no output)"
+
+
+def test_cell_points(lab_id: str) -> dict[str, dict[str, float]]:
+    """{exercise: {tests cell grade id: points}} of the lab's source."""
+    points: dict[str, dict[str, float]] = {}
+    for cell in build_source_notebook(LABS[lab_id]).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        grade_id = meta.get("grade_id", "")
+        if meta.get("grade") and not meta.get("solution") and grade_id.startswith("test_"):
+            exercise = grade_id.removeprefix("test_").split("__")[0]
+            points.setdefault(exercise, {})[grade_id] = float(meta.get("points", 0))
+    return points
+
+
+def failed_checks(out: Path, lab_id: str, student: str) -> set[str] | None:
+    """The exercises whose visible check (the locked cell ``check_<exercise>``)
+    raised in ``student``'s graded notebook under ``out``; None when not graded."""
+    lab = LABS[lab_id]
+    graded = Path(out) / "nbgrader" / "autograded" / student / lab_id / f"{lab.notebook}.ipynb"
+    if not graded.exists():
+        return None
+    failed = set()
+    for cell in nbformat.read(graded, as_version=4).cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id.startswith("check_") and any(
+                output.get("output_type") == "error" for output in cell.get("outputs", [])):
+            failed.add(grade_id.removeprefix("check_"))
+    return failed
 
 
 def _fill(notebook, answers: dict[str, str]):
