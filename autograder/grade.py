@@ -274,7 +274,9 @@ class Worker:
             if name not in self.points:
                 continue
             score = scores.get(name, 0.0)
-            message = " ".join(messages.get(name, [])) if score < self.points[name] else ""
+            # one message per failed tests cell of the exercise, each said once
+            said = list(dict.fromkeys(messages.get(name, [])))
+            message = " ".join(said) if score < self.points[name] else ""
             exercises.append(ExerciseResult(name, score, self.points[name], message))
         status = GRADED
         if record.get("stopped"):

@@ -40,6 +40,8 @@ __all__ = [
     "describe",
     "tensor",
     "raised",
+    "mha_random_weights",
+    "check_mha_case",
     "STAND_INS",
     "STAND_IN_SOURCES",
     "HINTS",
@@ -418,3 +420,166 @@ HINTS = {
         "to the query's size."
     ),
 }
+
+
+# --- shared by the tests cells of MultiHeadAttention -------------------------------------
+#
+# The layer's points are split by property (outputs, masks, dropout, config,
+# arguments), one tests cell each; these two helpers serve the cells that
+# compare values, so that each stays short and grades only its property.
+
+
+def mha_random_weights(shapes, r) -> list[np.ndarray]:
+    """Grader-chosen weights for ``shapes`` (Keras's layout): kernels scaled by
+    their fan-in, non-zero biases."""
+    kernels = [index for index, shape in enumerate(shapes) if len(shape) == 3]
+    weights = []
+    for index, shape in enumerate(shapes):
+        if len(shape) == 3:
+            # the output kernel (H, value_dim, d) sums over H * value_dim numbers
+            fan_in = shape[0] * shape[1] if index == kernels[-1] else shape[0]
+            weights.append((1.4 * r.normal(size=shape) / np.sqrt(fan_in)).astype("float32"))
+        else:
+            weights.append((0.5 * r.normal(size=shape)).astype("float32"))
+    return weights
+
+
+def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bias,
+                   query_shape, value_shape, key_shape=None, mask="none", causal=False,
+                   send_tensors=False, first=False):
+    """Build the student's layer on grader-chosen inputs, give it grader-chosen
+    weights and compare its output and scores with float64 NumPy and with
+    `keras.layers.MultiHeadAttention` holding the same weights.
+
+    ``mask``: "none", "random" (with a fully masked row) or "padding" (sequence b
+    has T_k - b real keys). Returns (layer, query, value, key, weights).
+    """
+    import keras
+
+    from autograder.testing import as_array, assert_close, assert_finite, assert_shape, \
+        assert_true
+
+    query = r.normal(size=query_shape).astype("float32")
+    self_attention = value_shape is None
+    value = query if self_attention else r.normal(size=value_shape).astype("float32")
+    key = None if key_shape is None else r.normal(size=key_shape).astype("float32")
+    batch, query_length, key_length = query.shape[0], query.shape[1], value.shape[1]
+    what = (f"MultiHeadAttention(num_heads={num_heads}, key_dim={key_dim}, "
+            f"value_dim={value_dim}, use_bias={use_bias})")
+    layer = MultiHeadAttention(num_heads=num_heads, key_dim=key_dim, value_dim=value_dim,
+                               use_bias=use_bias)
+    if first:
+        assert_true(len(layer.weights) == 0,
+                    f"{what} has weights before its first call; create them in build.")
+    inputs = f"query {query.shape}" + ("" if self_attention else f", value {value.shape}") \
+        + ("" if key is None else f", key {key.shape}")
+    what += f" on {inputs}"
+    key_argument = {} if key is None else {"key": key}
+    output = layer(query, value, **key_argument)
+    assert_true(not isinstance(output, (tuple, list)),
+                f"{what}: layer(query, value) returned a tuple; return only the output "
+                "unless return_attention_scores=True.")
+    assert_shape(output, query.shape, f"{what}: output (the query's shape)")
+    borrowed = borrowed_attention_classes(describe(layer))
+    assert_true(not borrowed,
+                f"MultiHeadAttention is built on {', '.join(borrowed)}; this exercise asks "
+                "for attention written from scratch (add_weight or EinsumDense, keras.ops), "
+                "without Keras's attention layers.")
+
+    # Weight shapes and order, against Keras's own layer on the same inputs.
+    built = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
+                                            value_dim=value_dim, use_bias=use_bias)
+    # (the path with scores: Keras 3.15's JAX backend fails without it when
+    # value_dim != key_dim)
+    built(query, value, return_attention_scores=True, **key_argument)
+    keras_shapes = [tuple(w.shape) for w in built.weights]
+    current = [as_array(w, f"{what}: get_weights()") for w in layer.get_weights()]
+    shapes = [tuple(w.shape) for w in current]
+    assert_true(shapes == keras_shapes,
+                f"{what}: get_weights() has shapes {shapes}; Keras's layer has "
+                f"{keras_shapes} (query, key, value and output kernels, each followed "
+                "by its bias when use_bias=True).")
+    weights = mha_random_weights(shapes, r)
+    layer.set_weights(weights)
+    round_trip = layer.get_weights()
+    assert_true(all(np.array_equal(a, b) for a, b in zip(round_trip, weights)),
+                f"{what}: get_weights() after set_weights() gives other numbers.")
+
+    # Values, against float64 NumPy and against Keras with the same weights.
+    attention_mask = None
+    mask_text = mask
+    if mask == "random":
+        attention_mask = r.random(size=(batch, query_length, key_length)) < 0.6
+        attention_mask[..., 0] = True
+        attention_mask[-1, min(1, query_length - 1), :] = False  # a fully masked row
+        mask_text = f"random {attention_mask.shape} with a fully masked row"
+    elif mask == "padding":  # sequence b has key_length - b real keys
+        attention_mask = np.ones((batch, query_length, key_length), dtype=bool)
+        for b in range(batch):
+            attention_mask[b, :, max(1, key_length - b):] = False
+        mask_text = f"padding {attention_mask.shape}"
+    arguments = {}
+    if attention_mask is not None:
+        arguments["attention_mask"] = attention_mask
+    if causal:
+        arguments["use_causal_mask"] = True
+    if attention_mask is not None or causal:
+        what += f", attention_mask={mask_text}" + (", use_causal_mask=True" if causal else "")
+    expected_output, expected_scores = multi_head_attention(
+        query, value, weights, key=key, attention_mask=attention_mask, use_causal_mask=causal)
+    send = (lambda a: tensor(a, like=layer)) if send_tensors else (lambda a: a)
+    if key is not None:
+        arguments["key"] = send(key)
+    result = layer(send(query), send(value), return_attention_scores=True, **arguments)
+    assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
+                f"{what}: returned {type(result).__name__}, expected a tuple "
+                "(output, scores) with return_attention_scores=True.")
+    output, scores = result
+    scores = assert_shape(scores, expected_scores.shape, f"{what}: scores (B, num_heads, T_q, T_k)")
+    output = assert_shape(output, expected_output.shape, f"{what}: output")
+    scores = assert_finite(scores, f"{what}: scores").astype(np.float64)
+    output = assert_finite(output, f"{what}: output").astype(np.float64)
+    allowed = allowed_mask(batch, query_length, key_length, attention_mask, causal)
+    live = allowed.any(axis=-1)  # (B, T_q); rows with no visible key are not graded
+    live_scores = scores.transpose(0, 2, 1, 3)[live]  # (rows, H, T_k)
+    expected_live = expected_scores.transpose(0, 2, 1, 3)[live]
+    assert_true(np.allclose(live_scores.sum(axis=-1), 1.0, atol=1e-4),
+                f"{what}: a query's weights do not sum to 1 over the keys; take the "
+                "softmax over the last axis (the keys).")
+    hidden = ~np.broadcast_to(allowed[:, None], scores.shape)
+    assert_true(np.all(np.abs(scores[hidden & live[:, None, :, None]]) <= 1e-6),
+                f"{what}: keys hidden by the mask must get weight 0 (attention_mask "
+                "False, or j > i with use_causal_mask=True).")
+    if not np.allclose(live_scores, expected_live, rtol=1e-4, atol=1e-5):
+        d_model = query.shape[-1]
+        for divisor, hint in [
+                (1.0, "the scores are not scaled; divide by sqrt(key_dim)"),
+                (key_dim, "the scores are divided by key_dim; divide by sqrt(key_dim)"),
+                (np.sqrt(d_model), "the scores are divided by sqrt(d_model), the "
+                 "query's size; each head divides by sqrt(key_dim)"),
+                (np.sqrt(num_heads * key_dim), "the scores are divided by "
+                 "sqrt(num_heads * key_dim); each head divides by sqrt(key_dim)")]:
+            if np.isclose(divisor, np.sqrt(key_dim)):
+                continue
+            scaled = list(weights)  # scaling the queries scales the scores
+            for index in ((0, 1) if use_bias else (0,)):
+                scaled[index] = weights[index] * (np.sqrt(key_dim) / divisor)
+            guess = multi_head_attention(query, value, scaled, key=key,
+                                         attention_mask=attention_mask,
+                                         use_causal_mask=causal)[1]
+            assert_true(not np.allclose(live_scores, guess.transpose(0, 2, 1, 3)[live],
+                                        rtol=1e-4, atol=1e-5), f"{what}: {hint}.")
+    assert_close(live_scores, expected_live, f"{what}: scores")
+    assert_close(output[live], expected_output[live], f"{what}: output")
+    keras_output, keras_scores = keras_multi_head_attention(
+        weights, query, value, key, num_heads=num_heads, key_dim=key_dim,
+        value_dim=value_dim, use_bias=use_bias, attention_mask=attention_mask,
+        use_causal_mask=causal)
+    # Two float32 computations: twice the policy's float32-vs-float64 tolerance.
+    assert_close(live_scores, keras_scores.transpose(0, 2, 1, 3)[live],
+                 f"{what}: scores against keras.layers.MultiHeadAttention with your "
+                 "weights", rtol=2e-4, atol=2e-5)
+    assert_close(output[live], keras_output[live],
+                 f"{what}: output against keras.layers.MultiHeadAttention with your "
+                 "weights", rtol=2e-4, atol=2e-5)
+    return layer, query, value, key, weights

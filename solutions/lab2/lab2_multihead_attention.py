@@ -254,8 +254,15 @@ for key_dim in (2, 5):
 # sublayers of `key_dim` units, named `query_dense`, `key_dense` and `value_dense`:
 # create them in `__init__`, build them in `build`. A boolean `attention_mask`
 # (True = may attend) broadcasts against the scores `(B, T, T)`; give masked
-# scores a large negative value such as `-1e9` before the softmax. Check
-# `key_dim` at once: a clear `ValueError` beats a shape error three cells later.
+# scores a large negative value such as `-1e9` (or `-inf`, if a fully masked
+# row still gives finite numbers) before the softmax.
+#
+# **What is graded** (2 points): the outputs and weights, with and without
+# masks, for random projections (1.5); `key_dim` stored as `self.key_dim` and
+# returned by `get_config()`, so that `SelfAttention.from_config(layer.get_config())`
+# rebuilds the layer (0.25); a `ValueError` in `__init__` when `key_dim` is not a
+# positive integer, any message (0.25): a clear error at once beats a shape
+# error three cells later.
 
 # %% nbgrader="solution" grade_id="SelfAttention"
 class SelfAttention(keras.layers.Layer):
@@ -279,6 +286,11 @@ class SelfAttention(keras.layers.Layer):
     Returns:
         The output `(B, T, key_dim)`, or the tuple `(output, scores)` with
         scores `(B, T, T)` when `return_attention_scores=True`.
+
+    Raises:
+        ValueError: at construction, when `key_dim` is not a positive integer.
+
+    `get_config()` returns `key_dim`, so `from_config` rebuilds the layer.
 
     Example:
 
@@ -388,8 +400,9 @@ except ValueError:
 checks.check_true(raised, "SelfAttention(key_dim=0) raises a ValueError",
                   "no ValueError was raised", hint="check key_dim in __init__.")
 
-# %% nbgrader="tests" grade_id="test_SelfAttention" points=2
-# Hidden tests of `SelfAttention` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_SelfAttention" points=1.5
+# Hidden tests of `SelfAttention`: outputs and weights, with and without masks,
+# for random projections (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_SelfAttention():
     import numpy as np
@@ -400,22 +413,12 @@ def _hidden_test_SelfAttention():
 
     r = rng("SelfAttention")
 
-    def expect_value_error(make, what):
-        error, message = reference.raised(make)
-        assert_true(error is not None, f"{what} raised no error; check the argument in "
-                                       "__init__ and raise a ValueError that says what is wrong.")
-        assert_true(error == "ValueError", f"{what} raised {error}, expected a ValueError: "
-                                           f"{message}")
-
     borrowed = reference.borrowed_attention_classes(reference.describe(SelfAttention))
     assert_true(not borrowed, f"SelfAttention is built on {borrowed}; write it from "
                               "Dense layers and keras.ops.")
 
     def make_layer(key_dim, d_model):
         layer = SelfAttention(key_dim=key_dim)
-        assert_true(layer.key_dim == key_dim,
-                    f"SelfAttention(key_dim={key_dim}).key_dim is {layer.key_dim!r}; "
-                    "store the argument as self.key_dim.")
         assert_true(len(layer.weights) == 0,
                     f"SelfAttention(key_dim={key_dim}) has weights before its first call; "
                     "create weights in build (Dense sublayers are built there).")
@@ -515,20 +518,58 @@ def _hidden_test_SelfAttention():
     run(layer, weights, r.normal(size=(3, 4, 8)).astype("float32"),
         np.tril(np.ones((3, 4, 4), dtype=bool)), "SelfAttention(key_dim=8) on (3, 4, 8), causal")
 
+
+_hidden_test_SelfAttention()
+del _hidden_test_SelfAttention
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_SelfAttention__config" points=0.25
+# Hidden tests of `SelfAttention`: key_dim stored as self.key_dim and returned by
+# get_config(); from_config() rebuilds the layer (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_SelfAttention__config():
+    from autograder.testing import assert_true
+
+    layer = SelfAttention(key_dim=8)
+    try:
+        stored = layer.key_dim
+    except Exception:  # noqa: BLE001 - a missing attribute, reported below
+        stored = "missing"
+    assert_true(stored == 8, f"SelfAttention(key_dim=8).key_dim is {stored!r}; store the "
+                             "argument as self.key_dim.")
     config = layer.get_config()
     assert_true(isinstance(config, dict) and config.get("key_dim") == 8,
                 "SelfAttention(key_dim=8).get_config() has no key_dim 8; add it in "
                 "get_config (after super().get_config()).")
     clone = SelfAttention.from_config(config)
-    assert_true(clone.key_dim == 8, "SelfAttention.from_config(layer.get_config()) does not "
-                                    "give back key_dim=8.")
+    assert_true(clone.get_config().get("key_dim") == 8,
+                "SelfAttention.from_config(layer.get_config()) does not give back key_dim=8.")
+
+
+_hidden_test_SelfAttention__config()
+del _hidden_test_SelfAttention__config
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_SelfAttention__validation" points=0.25
+# Hidden tests of `SelfAttention`: a ValueError in __init__ when key_dim is not a
+# positive integer, any message (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_SelfAttention__validation():
+    from autograder.testing import assert_true
+    from autograder.references import lab2 as reference
+
+    SelfAttention(key_dim=4)  # a valid layer first (an unanswered stub stops here)
     for bad in (0, -3):
-        expect_value_error(lambda bad=bad: SelfAttention(key_dim=bad),
-                           f"SelfAttention(key_dim={bad})")
+        what = f"SelfAttention(key_dim={bad})"
+        error, message = reference.raised(lambda bad=bad: SelfAttention(key_dim=bad))
+        assert_true(error is not None, f"{what} raised no error; check key_dim in __init__ "
+                                       "and raise a ValueError.")
+        assert_true(error == "ValueError", f"{what} raised {error}, expected a ValueError: "
+                                           f"{message}")
 
 
-_hidden_test_SelfAttention()
-del _hidden_test_SelfAttention
+_hidden_test_SelfAttention__validation()
+del _hidden_test_SelfAttention__validation
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -669,8 +710,10 @@ checks.check_close(merge_heads(heads), np.arange(12).reshape(1, 3, 4),
                    "merge_heads(x (1, 2, 3, 2))",
                    hint="transpose (B, H, T, depth) to (B, T, H, depth) first, then reshape.")
 x = np.random.default_rng(3).normal(size=(2, 5, 12)).astype("float32")
-_ = checks.check_close(merge_heads(split_heads(x, num_heads=3)), x,
-                       "merge_heads(split_heads(x (2, 5, 12), num_heads=3)) == x")
+split = x.reshape(2, 5, 3, 4).transpose(0, 2, 1, 3)  # x split into 3 heads, by NumPy
+_ = checks.check_close(merge_heads(split), x,
+                       "merge_heads(x split into 3 heads (2, 3, 5, 4)) gives x (2, 5, 12) back",
+                       hint="transpose (B, H, T, depth) to (B, T, H, depth) first, then reshape.")
 
 # %% nbgrader="tests" grade_id="test_merge_heads" points=1
 # Hidden tests of `merge_heads` run when your notebook is graded.
@@ -749,9 +792,18 @@ print("head 0 after a plain reshape to (B, H, T, depth):\n", labelled.reshape(1,
 #    `(B, T_q, d_query)`, the query's size, even when the value's size differs.
 #
 # The layer must compute everything itself: no `keras.layers.MultiHeadAttention`
-# or other attention layer inside, and no subclassing of one. Store each
-# constructor argument under its own name (`self.dropout` is the rate; give the
-# Dropout sublayer another name) and check the arguments in `__init__`.
+# or other attention layer inside, and no subclassing of one.
+#
+# **What is graded** (5 points, each property on its own, so that a slip in one
+# costs only its share):
+#
+# | property | points |
+# | --- | --- |
+# | weights (the shapes and order of the table, created in `build`) and, without a mask, the output and scores of self- and cross-attention, with and without biases, equal to Keras's layer holding your weights | 2.5 |
+# | masks: `attention_mask` and `use_causal_mask`, alone and together (a query whose keys are all hidden is not graded, but its numbers must be finite) | 1 |
+# | dropout: nothing when `training` is False or left out; when training, each attention probability dropped with probability `dropout` and the kept ones scaled by `1 / (1 - dropout)`, new at every call; the scores returned are the probabilities before dropout | 1 |
+# | each constructor argument stored under its own name (`self.dropout` is the rate: give the Dropout sublayer another name) and returned by `get_config()`, so that `MultiHeadAttention.from_config(layer.get_config())` rebuilds the layer | 0.25 |
+# | invalid arguments raise a `ValueError` in `__init__`: `num_heads` or `key_dim` not a positive integer, `dropout` outside [0, 1). Any message is accepted; a good one names the argument, what was expected and what was received | 0.25 |
 
 # %% nbgrader="solution" grade_id="MultiHeadAttention"
 class MultiHeadAttention(keras.layers.Layer):
@@ -784,6 +836,14 @@ class MultiHeadAttention(keras.layers.Layer):
     Returns:
         The output `(B, T_q, d_query)`, or `(output, scores)` with scores
         `(B, num_heads, T_q, T_k)` when `return_attention_scores=True`.
+
+    Raises:
+        ValueError: at construction, when `num_heads` or `key_dim` is not a
+            positive integer or `dropout` is outside [0, 1).
+
+    Each constructor argument is stored under its own name and returned by
+    `get_config()`, so `MultiHeadAttention.from_config(layer.get_config())`
+    rebuilds the layer.
 
     Example:
 
@@ -916,9 +976,34 @@ def _random_weights(layer):
     return [(0.6 * demo_rng.normal(size=w.shape)).astype("float32") for w in layer.get_weights()]
 
 
-def _compare(mine, query, value, what, **arguments):
-    """Copy the weights of `mine` into a Keras layer and compare the two."""
-    config = {name: getattr(mine, name) for name in ("num_heads", "key_dim", "value_dim", "use_bias")}
+def _split_and_merge_work():
+    """Whether this notebook's split_heads and merge_heads pass the example of their checks."""
+    tokens = np.arange(12, dtype="float32").reshape(1, 3, 4)
+    heads = np.array([[[[0, 1], [4, 5], [8, 9]], [[2, 3], [6, 7], [10, 11]]]], dtype="float32")
+    try:
+        return (np.allclose(checks.to_numpy(split_heads(tokens, num_heads=2)), heads)
+                and np.allclose(checks.to_numpy(merge_heads(heads)), tokens))
+    except Exception:  # noqa: BLE001 - any failure means "not working"
+        return False
+
+
+def _diagnose(got_scores, want_scores, query_size, key_dim, masked):
+    """One hint for what is wrong with the scores, from how they differ."""
+    got, want = checks.to_numpy(got_scores).astype(np.float64), np.asarray(want_scores)
+    if got.shape != want.shape:
+        return "scores are (B, num_heads, T_q, T_k): split the heads before Q K^T."
+    if not np.allclose(got.sum(-1), 1.0, atol=1e-4):
+        return "each query's weights must sum to 1: softmax over the keys (the last axis)."
+    if masked is not None and np.any(np.abs(got[~np.broadcast_to(masked, got.shape)]) > 1e-6):
+        return ("hidden keys must get weight 0: attention_mask is True where a query may "
+                "attend; with use_causal_mask=True query i sees keys j <= i; when both are "
+                "given a key is visible only when both allow it.")
+    return (f"scale Q K^T by 1/sqrt(key_dim) = 1/sqrt({key_dim}) (not the query's size "
+            f"{query_size}); project with each kernel and its bias before splitting heads.")
+
+
+def _compare(mine, config, query, value, what, **arguments):
+    """Copy the weights of `mine` into a Keras layer built with `config` and compare."""
     theirs = keras.layers.MultiHeadAttention(**config)
     theirs(query, value, key=arguments.get("key"), return_attention_scores=True)
     mine_shapes = [tuple(w.shape) for w in mine.get_weights()]
@@ -930,23 +1015,35 @@ def _compare(mine, query, value, what, **arguments):
     theirs.set_weights(mine.get_weights())
     got = checks.check_tuple(mine(query, value, return_attention_scores=True, **arguments), 2,
                              what, hint="return output, scores when return_attention_scores=True.")
-    want = theirs(query, value, return_attention_scores=True, **arguments)
+    want = [checks.to_numpy(part) for part in
+            theirs(query, value, return_attention_scores=True, **arguments)]
+    visible = np.ones(want[1].shape, dtype=bool)
+    if "attention_mask" in arguments:
+        visible &= np.asarray(arguments["attention_mask"], dtype=bool)[:, None]
+    if arguments.get("use_causal_mask"):
+        visible &= np.tril(np.ones(want[1].shape[-2:], dtype=bool))
+    helpers = "" if _split_and_merge_work() else (
+        " Your split_heads or merge_heads fails its own check above: if your layer "
+        "calls them, fix them first.")
     checks.check_close(got[1], want[1], f"{what}: scores", atol=1e-5,
-                       hint="scale by 1/sqrt(key_dim), mask with a large negative number, "
-                            "softmax over the keys (last axis).")
+                       hint=_diagnose(got[1], want[1], query.shape[-1], config["key_dim"],
+                                      visible if (~visible).any() else None) + helpers)
     checks.check_close(got[0], want[0], f"{what}: output", atol=1e-4,
-                       hint="merge the heads, then apply the output kernel and bias.")
+                       hint="the scores are right: multiply them with the values, merge the "
+                            "heads (B, T_q, H * value_dim), then apply the output kernel and "
+                            "bias." + helpers)
 
 
 x = demo_rng.normal(size=(1, 6, 16)).astype("float32")
+config = dict(num_heads=3, key_dim=2, value_dim=None, use_bias=True)
 layer = MultiHeadAttention(num_heads=3, key_dim=2)
 checks.check_true(len(layer.weights) == 0, "MultiHeadAttention creates its weights in build",
                   f"found {len(layer.weights)} weights before the first call")
 checks.check_shape(layer(x, x), (1, 6, 16), "MultiHeadAttention(3, 2) on (1, 6, 16)",
                    hint="without return_attention_scores, return only the output.")
 layer.set_weights(_random_weights(layer))  # non-zero biases, so that a forgotten bias shows
-_compare(layer, x, x, "self-attention (1, 6, 16)")
-_compare(layer, x, x, "self-attention with use_causal_mask=True", use_causal_mask=True)
+_compare(layer, config, x, x, "self-attention (1, 6, 16)")
+_compare(layer, config, x, x, "self-attention with use_causal_mask=True", use_causal_mask=True)
 
 # Cross-attention: 3 queries of size 6 attend over 5 values of size 10 with keys
 # of size 7, value_dim 4, a padding mask and the causal mask together.
@@ -955,14 +1052,15 @@ value = demo_rng.normal(size=(2, 5, 10)).astype("float32")
 key = demo_rng.normal(size=(2, 5, 7)).astype("float32")
 padding = np.ones((2, 3, 5), dtype=bool)
 padding[1, :, 3:] = False  # the second sequence has 3 real keys
+config = dict(num_heads=2, key_dim=3, value_dim=4, use_bias=True)
 layer = MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4)
 checks.check_shape(layer(query, value, key=key), (2, 3, 6),
                    "cross-attention: output has the query's shape",
                    hint="the output kernel maps back to the query's last dimension.")
 layer.set_weights(_random_weights(layer))
-_compare(layer, query, value, "cross-attention with a padding mask", key=key,
+_compare(layer, config, query, value, "cross-attention with a padding mask", key=key,
          attention_mask=padding)
-_compare(layer, query, value, "cross-attention, padding and causal masks", key=key,
+_compare(layer, config, query, value, "cross-attention, padding and causal masks", key=key,
          attention_mask=padding, use_causal_mask=True)
 
 layer = MultiHeadAttention(num_heads=2, key_dim=3, use_bias=False)
@@ -982,213 +1080,116 @@ checks.check_true(not np.allclose(training_1, at_inference) and not np.allclose(
                   "the outputs with training=True equal each other or the inference output",
                   hint="pass training=training to a keras.layers.Dropout sublayer.")
 
-clone = MultiHeadAttention.from_config(layer.get_config())
-checks.check_true((clone.num_heads, clone.key_dim, clone.dropout) == (2, 3, 0.5),
-                  "MultiHeadAttention: get_config() / from_config() round trip",
-                  hint="add every constructor argument to get_config().")
+# get_config / from_config, and one invalid argument.
+layer = MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4, dropout=0.5, use_bias=False)
+settings = dict(num_heads=2, key_dim=3, value_dim=4, dropout=0.5, use_bias=False)
+config = layer.get_config()
+checks.check_true(all(config.get(name) == value for name, value in settings.items()),
+                  "MultiHeadAttention: get_config() holds the five constructor arguments",
+                  f"got {{{', '.join(f'{n!r}: {config.get(n)!r}' for n in settings)}}}",
+                  hint="store each argument under its own name and add it to get_config().")
+clone = MultiHeadAttention.from_config(config)
+checks.check_true(all(clone.get_config().get(name) == value for name, value in settings.items()),
+                  "MultiHeadAttention.from_config(get_config()) rebuilds the same layer")
+try:
+    MultiHeadAttention(num_heads=0, key_dim=3)
+    raised = None
+except ValueError:
+    raised = "ValueError"
+except Exception as error:  # noqa: BLE001 - reported below
+    raised = type(error).__name__
+checks.check_true(raised == "ValueError", "MultiHeadAttention(num_heads=0, key_dim=3) raises a ValueError",
+                  f"it raised {raised}" if raised else "nothing was raised",
+                  hint="check num_heads, key_dim and dropout in __init__.")
 
-# %% nbgrader="tests" grade_id="test_MultiHeadAttention" points=5
-# Hidden tests of `MultiHeadAttention` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_MultiHeadAttention" points=2.5
+# Hidden tests of `MultiHeadAttention`: weights (shapes and order, made in build)
+# and outputs and scores without a mask, against Keras's layer with your
+# weights (2.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_MultiHeadAttention():
     import numpy as np
-    import keras
-    from autograder.testing import (rng, as_array, assert_close, assert_shape,
-                                    assert_finite, assert_true)
+    from autograder.testing import rng, assert_close, assert_true
     from autograder.references import lab2 as reference
 
     r = rng("MultiHeadAttention")
+    borrowed = reference.borrowed_attention_classes(reference.describe(MultiHeadAttention))
+    assert_true(not borrowed,
+                f"MultiHeadAttention is built on {', '.join(borrowed)}; this exercise asks "
+                "for attention written from scratch (add_weight or EinsumDense, keras.ops), "
+                "without Keras's attention layers.")
 
-    def no_borrowed_layers(description, what):
-        borrowed = reference.borrowed_attention_classes(description)
-        assert_true(not borrowed,
-                    f"{what} is built on {', '.join(borrowed)}; this exercise asks for "
-                    "attention written from scratch (add_weight or EinsumDense, keras.ops), "
-                    "without Keras's attention layers.")
+    def case(*arguments, **keywords):
+        return reference.check_mha_case(MultiHeadAttention, r, *arguments, **keywords)
 
-    def expect_value_error(make, what, argument):
-        error, message = reference.raised(make)
-        assert_true(error is not None, f"{what} raised no error; check `{argument}` in "
-                                       "__init__ and raise a ValueError that says what is wrong.")
-        assert_true(error == "ValueError", f"{what} raised {error}, expected a ValueError: "
-                                           f"{message}")
-        assert_true(argument in message,
-                    f"{what} raised a ValueError that does not name `{argument}`; say which "
-                    "argument is wrong, what was expected and what was received.")
-
-    no_borrowed_layers(reference.describe(MultiHeadAttention), "MultiHeadAttention")
-
-    def random_weights(shapes):
-        """Grader-chosen weights: kernels scaled by their fan-in, non-zero biases."""
-        kernels = [index for index, shape in enumerate(shapes) if len(shape) == 3]
-        weights = []
-        for index, shape in enumerate(shapes):
-            if len(shape) == 3:
-                # the output kernel (H, value_dim, d) sums over H * value_dim numbers
-                fan_in = shape[0] * shape[1] if index == kernels[-1] else shape[0]
-                weights.append((1.4 * r.normal(size=shape) / np.sqrt(fan_in)).astype("float32"))
-            else:
-                weights.append((0.5 * r.normal(size=shape)).astype("float32"))
-        return weights
-
-    def run_case(num_heads, key_dim, value_dim, use_bias, query_shape, value_shape,
-                 key_shape=None, mask="none", causal=False, tensor=False, first=False):
-        query = r.normal(size=query_shape).astype("float32")
-        self_attention = value_shape is None
-        value = query if self_attention else r.normal(size=value_shape).astype("float32")
-        key = None if key_shape is None else r.normal(size=key_shape).astype("float32")
-        batch, query_length, key_length = query.shape[0], query.shape[1], value.shape[1]
-        what = (f"MultiHeadAttention(num_heads={num_heads}, key_dim={key_dim}, "
-                f"value_dim={value_dim}, use_bias={use_bias})")
-        layer = MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
-                                   value_dim=value_dim, use_bias=use_bias)
-        if first:
-            for name, expected in [("num_heads", num_heads), ("key_dim", key_dim),
-                                   ("use_bias", use_bias)]:
-                assert_true(getattr(layer, name) == expected,
-                            f"{what}.{name} is {getattr(layer, name)!r}; store each "
-                            "constructor argument under its own name.")
-            assert_true(len(layer.weights) == 0,
-                        f"{what} has weights before its first call; create them in build.")
-        inputs = f"query {query.shape}" + ("" if self_attention else f", value {value.shape}") \
-            + ("" if key is None else f", key {key.shape}")
-        what += f" on {inputs}"
-        key_argument = {} if key is None else {"key": key}
-        output = layer(query, value, **key_argument)
-        assert_true(not isinstance(output, (tuple, list)),
-                    f"{what}: layer(query, value) returned a tuple; return only the output "
-                    "unless return_attention_scores=True.")
-        assert_shape(output, query.shape, f"{what}: output (the query's shape)")
-        no_borrowed_layers(reference.describe(layer), "MultiHeadAttention")
-
-        # (a) weight shapes and order, against Keras's own layer on the same inputs.
-        built = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
-                                                value_dim=value_dim, use_bias=use_bias)
-        # (the path with scores: Keras 3.15's JAX backend fails without it when
-        # value_dim != key_dim)
-        built(query, value, return_attention_scores=True, **key_argument)
-        keras_shapes = [tuple(w.shape) for w in built.weights]
-        current = [as_array(w, f"{what}: get_weights()") for w in layer.get_weights()]
-        shapes = [tuple(w.shape) for w in current]
-        assert_true(shapes == keras_shapes,
-                    f"{what}: get_weights() has shapes {shapes}; Keras's layer has "
-                    f"{keras_shapes} (query, key, value and output kernels, each followed "
-                    "by its bias when use_bias=True).")
-        weights = random_weights(shapes)
-        layer.set_weights(weights)
-        round_trip = layer.get_weights()
-        assert_true(all(np.array_equal(a, b) for a, b in zip(round_trip, weights)),
-                    f"{what}: get_weights() after set_weights() gives other numbers.")
-
-        # (b) values, against float64 NumPy and against Keras with the same weights.
-        attention_mask = None
-        mask_text = mask
-        if mask == "random":
-            attention_mask = r.random(size=(batch, query_length, key_length)) < 0.6
-            attention_mask[..., 0] = True
-            attention_mask[-1, min(1, query_length - 1), :] = False  # a fully masked row
-            mask_text = f"random {attention_mask.shape} with a fully masked row"
-        elif mask == "padding":  # sequence b has key_length - b real keys
-            attention_mask = np.ones((batch, query_length, key_length), dtype=bool)
-            for b in range(batch):
-                attention_mask[b, :, max(1, key_length - b):] = False
-            mask_text = f"padding {attention_mask.shape}"
-        arguments = {}
-        if attention_mask is not None:
-            arguments["attention_mask"] = attention_mask
-        if causal:
-            arguments["use_causal_mask"] = True
-        what += f", attention_mask={mask_text}" + (", use_causal_mask=True" if causal else "")
-        expected_output, expected_scores = reference.multi_head_attention(
-            query, value, weights, key=key, attention_mask=attention_mask,
-            use_causal_mask=causal)
-        send = (lambda a: reference.tensor(a, like=layer)) if tensor else (lambda a: a)
-        if key is not None:
-            arguments["key"] = send(key)
-        result = layer(send(query), send(value), return_attention_scores=True, **arguments)
-        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
-                    f"{what}: returned {type(result).__name__}, expected a tuple "
-                    "(output, scores) with return_attention_scores=True.")
-        output, scores = result
-        scores = assert_shape(scores, expected_scores.shape,
-                              f"{what}: scores (B, num_heads, T_q, T_k)")
-        output = assert_shape(output, expected_output.shape, f"{what}: output")
-        scores = assert_finite(scores, f"{what}: scores").astype(np.float64)
-        output = assert_finite(output, f"{what}: output").astype(np.float64)
-        allowed = reference.allowed_mask(batch, query_length, key_length, attention_mask,
-                                         causal)
-        live = allowed.any(axis=-1)  # (B, T_q); rows with no visible key are not graded
-        live_scores = scores.transpose(0, 2, 1, 3)[live]  # (rows, H, T_k)
-        expected_live = expected_scores.transpose(0, 2, 1, 3)[live]
-        assert_true(np.allclose(live_scores.sum(axis=-1), 1.0, atol=1e-4),
-                    f"{what}: a query's weights do not sum to 1 over the keys; take the "
-                    "softmax over the last axis (the keys).")
-        hidden = ~np.broadcast_to(allowed[:, None], scores.shape)
-        assert_true(np.all(np.abs(scores[hidden & live[:, None, :, None]]) <= 1e-6),
-                    f"{what}: keys hidden by the mask must get weight 0 (attention_mask "
-                    "False, or j > i with use_causal_mask=True).")
-        if not np.allclose(live_scores, expected_live, rtol=1e-4, atol=1e-5):
-            d_model = query.shape[-1]
-            for divisor, hint in [
-                    (1.0, "the scores are not scaled; divide by sqrt(key_dim)"),
-                    (key_dim, "the scores are divided by key_dim; divide by sqrt(key_dim)"),
-                    (np.sqrt(d_model), "the scores are divided by sqrt(d_model), the "
-                     "query's size; each head divides by sqrt(key_dim)"),
-                    (np.sqrt(num_heads * key_dim), "the scores are divided by "
-                     "sqrt(num_heads * key_dim); each head divides by sqrt(key_dim)")]:
-                if np.isclose(divisor, np.sqrt(key_dim)):
-                    continue
-                scaled = list(weights)  # scaling the queries scales the scores
-                for index in ((0, 1) if use_bias else (0,)):
-                    scaled[index] = weights[index] * (np.sqrt(key_dim) / divisor)
-                guess = reference.multi_head_attention(query, value, scaled, key=key,
-                                                       attention_mask=attention_mask,
-                                                       use_causal_mask=causal)[1]
-                assert_true(not np.allclose(live_scores, guess.transpose(0, 2, 1, 3)[live],
-                                            rtol=1e-4, atol=1e-5), f"{what}: {hint}.")
-        assert_close(live_scores, expected_live, f"{what}: scores")
-        assert_close(output[live], expected_output[live], f"{what}: output")
-        keras_output, keras_scores = reference.keras_multi_head_attention(
-            weights, query, value, key, num_heads=num_heads, key_dim=key_dim,
-            value_dim=value_dim, use_bias=use_bias, attention_mask=attention_mask,
-            use_causal_mask=causal)
-        # Two float32 computations: twice the policy's float32-vs-float64 tolerance.
-        assert_close(live_scores, keras_scores.transpose(0, 2, 1, 3)[live],
-                     f"{what}: scores against keras.layers.MultiHeadAttention with your "
-                     "weights", rtol=2e-4, atol=2e-5)
-        assert_close(output[live], keras_output[live],
-                     f"{what}: output against keras.layers.MultiHeadAttention with your "
-                     "weights", rtol=2e-4, atol=2e-5)
-        return layer, query, value, key, weights
-
-    # Self-attention, the lecture's one head, masks, causal, value_dim.
-    run_case(3, 4, None, True, (2, 5, 12), None, first=True)
-    run_case(1, 2, None, True, (2, 6, 16), None, mask="random")
-    run_case(2, 3, 5, True, (2, 5, 8), None, causal=True)
+    # Self-attention: heads, the lecture's one head, value_dim.
+    case(3, 4, None, True, (2, 5, 12), None, first=True)
+    case(1, 2, None, True, (2, 6, 16), None)
+    case(2, 3, 5, True, (2, 5, 8), None)
     # Cross-attention: T_q != T_k and d_query != d_value; then a key of its own size.
-    layer, query, value, _, weights = run_case(2, 4, None, True, (2, 3, 6), (2, 5, 10),
-                                               mask="padding", tensor=True)
+    layer, query, value, _, weights = case(2, 4, None, True, (2, 3, 6), (2, 5, 10),
+                                           send_tensors=True)
     explicit = layer(query, value, key=None)
     assert_close(explicit, reference.multi_head_attention(query, value, weights)[0],
                  "layer(query, value, key=None) (the key is the value)")
-    run_case(4, 2, 3, True, (2, 4, 6), (2, 6, 5), key_shape=(2, 6, 7), mask="random",
-             causal=True)
-    run_case(2, 3, 4, True, (3, 6, 5), (3, 4, 9), key_shape=(3, 4, 3), causal=True)
+    case(4, 2, 3, True, (2, 4, 6), (2, 6, 5), key_shape=(2, 6, 7))
+    case(2, 3, 4, True, (3, 6, 5), (3, 4, 9), key_shape=(3, 4, 3))
     # Without biases: four kernels.
-    run_case(2, 3, None, False, (2, 3, 6), (2, 5, 10), causal=True)
-    run_case(2, 3, 4, False, (1, 4, 6), None, mask="padding")
+    case(2, 3, None, False, (2, 3, 6), (2, 5, 10))
+    case(2, 3, 4, False, (1, 4, 6), None)
 
-    # (c) Dropout: identity at inference, random and unbiased when training.
+
+_hidden_test_MultiHeadAttention()
+del _hidden_test_MultiHeadAttention
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_MultiHeadAttention__masks" points=1
+# Hidden tests of `MultiHeadAttention`: attention_mask and use_causal_mask, alone
+# and together, in self- and cross-attention (1 point).
+### BEGIN HIDDEN TESTS
+def _hidden_test_MultiHeadAttention__masks():
+    from autograder.testing import rng
+    from autograder.references import lab2 as reference
+
+    r = rng("MultiHeadAttention/masks")
+
+    def case(*arguments, **keywords):
+        return reference.check_mha_case(MultiHeadAttention, r, *arguments, **keywords)
+
+    case(1, 2, None, True, (2, 6, 16), None, mask="random")
+    case(2, 3, 5, True, (2, 5, 8), None, causal=True)
+    case(2, 4, None, True, (2, 3, 6), (2, 5, 10), mask="padding", send_tensors=True)
+    case(4, 2, 3, True, (2, 4, 6), (2, 6, 5), key_shape=(2, 6, 7), mask="random",
+         causal=True)
+    case(2, 3, 4, True, (3, 6, 5), (3, 4, 9), key_shape=(3, 4, 3), causal=True)
+    case(2, 3, None, False, (2, 3, 6), (2, 5, 10), causal=True)
+    case(2, 3, 4, False, (1, 4, 6), None, mask="padding")
+
+
+_hidden_test_MultiHeadAttention__masks()
+del _hidden_test_MultiHeadAttention__masks
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_MultiHeadAttention__dropout" points=1
+# Hidden tests of `MultiHeadAttention`: dropout, nothing at inference, the
+# attention probabilities dropped and rescaled when training (1 point).
+### BEGIN HIDDEN TESTS
+def _hidden_test_MultiHeadAttention__dropout():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab2 as reference
+
+    r = rng("MultiHeadAttention/dropout")
+
+    # Identity at inference, random and unbiased when training.
     copies = 400
     query = np.repeat(r.normal(size=(1, 3, 8)).astype("float32"), copies, axis=0)
     value = np.repeat(r.normal(size=(1, 4, 6)).astype("float32"), copies, axis=0)
     for rate in (0.0, 0.4):
         what = f"MultiHeadAttention(num_heads=2, key_dim=4, dropout={rate})"
         layer = MultiHeadAttention(num_heads=2, key_dim=4, dropout=rate)
-        assert_true(layer.dropout == rate, f"{what}.dropout is {layer.dropout!r}; store "
-                                           "the rate as self.dropout.")
         layer(query, value)
-        weights = random_weights([tuple(w.shape) for w in layer.get_weights()])
+        weights = reference.mha_random_weights([tuple(w.shape) for w in layer.get_weights()], r)
         layer.set_weights(weights)
         expected = reference.multi_head_attention(query[:1], value[:1], weights)[0][0]
         expected = np.broadcast_to(expected, (copies,) + expected.shape)
@@ -1218,7 +1219,7 @@ def _hidden_test_MultiHeadAttention():
                     "output is not the inference output; inverted dropout scales the "
                     "kept probabilities by 1 / (1 - rate) (keras.layers.Dropout does it).")
 
-    # (d) Where dropout acts. With a single key every probability is 1, so dropout on
+    # Where dropout acts. With a single key every probability is 1, so dropout on
     # the probabilities (B, H, T_q, T_k) drops or keeps each head's whole context of
     # each query (scaled by 1 / (1 - rate)); dropout on the values, the context or the
     # output drops single numbers instead. An identity output kernel without bias
@@ -1231,7 +1232,7 @@ def _hidden_test_MultiHeadAttention():
     value = r.normal(size=(batch, 1, 4)).astype("float32")
     layer = MultiHeadAttention(num_heads=heads, key_dim=2, value_dim=size, dropout=rate)
     layer(query, value)
-    weights = random_weights([tuple(w.shape) for w in layer.get_weights()])
+    weights = reference.mha_random_weights([tuple(w.shape) for w in layer.get_weights()], r)
     weights[6] = np.eye(heads * size, dtype="float32").reshape(heads, size, heads * size)
     weights[7] = np.zeros_like(weights[7])
     layer.set_weights(weights)
@@ -1262,37 +1263,70 @@ def _hidden_test_MultiHeadAttention():
                 f"{what}: {dropped.mean():.0%} of the heads' contexts were dropped at a rate "
                 f"of {rate}; drop each attention probability with probability `dropout`.")
 
-    # Config round trip and argument checks.
-    layer = MultiHeadAttention(num_heads=4, key_dim=3, value_dim=5, dropout=0.25,
-                               use_bias=False)
+
+_hidden_test_MultiHeadAttention__dropout()
+del _hidden_test_MultiHeadAttention__dropout
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_MultiHeadAttention__config" points=0.25
+# Hidden tests of `MultiHeadAttention`: each constructor argument stored under its
+# own name and returned by get_config(); from_config() rebuilds the layer (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_MultiHeadAttention__config():
+    from autograder.testing import assert_true
+
+    arguments = dict(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, use_bias=False)
+    what = "MultiHeadAttention(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, use_bias=False)"
+    layer = MultiHeadAttention(**arguments)
+    for name, expected in arguments.items():
+        try:
+            stored = getattr(layer, name)
+        except Exception:  # noqa: BLE001 - a missing attribute, reported below
+            stored = "missing"
+        assert_true(stored == expected, f"{what}.{name} is {stored!r}; store each "
+                                        "constructor argument under its own name.")
     config = layer.get_config()
     assert_true(isinstance(config, dict), "get_config() did not return a dict.")
-    for name, expected in [("num_heads", 4), ("key_dim", 3), ("value_dim", 5),
-                           ("dropout", 0.25), ("use_bias", False)]:
+    for name, expected in arguments.items():
         assert_true(config.get(name) == expected,
-                    f"MultiHeadAttention(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, "
-                    f"use_bias=False).get_config() has {name}={config.get(name)!r}; add "
-                    "every constructor argument to get_config().")
+                    f"{what}.get_config() has {name}={config.get(name)!r}; add every "
+                    "constructor argument to get_config().")
     clone = MultiHeadAttention.from_config(config)
     clone_config = clone.get_config()
-    assert_true(all(clone_config.get(name) == config[name]
-                    for name in ("num_heads", "key_dim", "value_dim", "dropout", "use_bias")),
+    assert_true(all(clone_config.get(name) == config[name] for name in arguments),
                 "MultiHeadAttention.from_config(layer.get_config()) gives a layer with "
                 "another configuration.")
     default = MultiHeadAttention(num_heads=2, key_dim=3).get_config()
     assert_true(default.get("value_dim") in (None, 3),
                 "MultiHeadAttention(num_heads=2, key_dim=3).get_config() has value_dim="
                 f"{default.get('value_dim')!r}, expected None (or key_dim, 3).")
-    expect_value_error(lambda: MultiHeadAttention(num_heads=0, key_dim=4),
-                       "MultiHeadAttention(num_heads=0, key_dim=4)", "num_heads")
-    expect_value_error(lambda: MultiHeadAttention(num_heads=2, key_dim=-1),
-                       "MultiHeadAttention(num_heads=2, key_dim=-1)", "key_dim")
-    expect_value_error(lambda: MultiHeadAttention(num_heads=2, key_dim=4, dropout=1.5),
-                       "MultiHeadAttention(num_heads=2, key_dim=4, dropout=1.5)", "dropout")
 
 
-_hidden_test_MultiHeadAttention()
-del _hidden_test_MultiHeadAttention
+_hidden_test_MultiHeadAttention__config()
+del _hidden_test_MultiHeadAttention__config
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_MultiHeadAttention__validation" points=0.25
+# Hidden tests of `MultiHeadAttention`: invalid arguments raise a ValueError in
+# __init__, any message (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_MultiHeadAttention__validation():
+    from autograder.testing import assert_true
+    from autograder.references import lab2 as reference
+
+    MultiHeadAttention(num_heads=2, key_dim=4)  # a valid layer first (an unanswered stub stops here)
+    for arguments in [dict(num_heads=0, key_dim=4), dict(num_heads=2, key_dim=-1),
+                      dict(num_heads=2, key_dim=4, dropout=1.5)]:
+        what = "MultiHeadAttention(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+        error, message = reference.raised(lambda: MultiHeadAttention(**arguments))
+        assert_true(error is not None, f"{what} raised no error; check the arguments in "
+                                       "__init__ and raise a ValueError.")
+        assert_true(error == "ValueError", f"{what} raised {error}, expected a ValueError: "
+                                           f"{message}")
+
+
+_hidden_test_MultiHeadAttention__validation()
+del _hidden_test_MultiHeadAttention__validation
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -55,11 +55,27 @@ def to_numpy(value, what: str = "value") -> np.ndarray:
     return array
 
 
+_MAX_WRONG_SHOWN = 6  # for larger arrays, this many wrong values with their index
+
+
 def _show(array: np.ndarray) -> str:
     if array.size <= _MAX_SHOWN:
         return np.array2string(np.asarray(array, dtype=np.float64), precision=4,
                                suppress_small=True, separator=", ")
     return f"array of shape {array.shape}"
+
+
+def _show_wrong(values: np.ndarray, expected: np.ndarray, bad: np.ndarray) -> str:
+    """The first wrong values of a large array, each with its index."""
+    lines = []
+    for index in np.argwhere(bad)[:_MAX_WRONG_SHOWN]:
+        where = tuple(int(i) for i in index)
+        lines.append(f"  at {list(where)}: got {values[where]:.6g}, expected "
+                     f"{expected[where]:.6g}")
+    more = int(bad.sum()) - len(lines)
+    if more > 0:
+        lines.append(f"  ... and {more} more")
+    return "\n".join(lines)
 
 
 def check_shape(actual, expected_shape, what: str, hint: str = "") -> np.ndarray:
@@ -93,9 +109,13 @@ def check_close(actual, expected, what: str, rtol: float = 1e-4,
     difference = np.abs(values - expected)
     bad = difference > atol + rtol * np.abs(expected)
     if np.any(bad):
+        if values.size <= _MAX_SHOWN:
+            shown = f"Got:      {_show(values)}\nExpected: {_show(expected)}"
+        else:
+            shown = f"The first wrong values (shape {values.shape}):\n" + \
+                _show_wrong(values, expected, bad)
         _fail(f"{what}: {int(bad.sum())} of {values.size} values are wrong "
-              f"(largest difference {float(difference.max()):.3g}).\n"
-              f"Got:      {_show(values)}\nExpected: {_show(expected)}", hint)
+              f"(largest difference {float(difference.max()):.3g}).\n{shown}", hint)
     print(f"✓ {what}")
     return array
 

@@ -643,12 +643,49 @@ class MultiHeadAttention(keras.layers.Layer):
         return config
 '''
 
+# Honest readings: layers written from the notebook's text alone, by students
+# who had not read the solution. Each computes what Keras computes; they differ
+# in what the text leaves to the reader.
+
+# Checks num_heads and key_dim itself and leaves the rate to keras.layers.Dropout
+# (whose ValueError names `rate`, not `dropout`); keeps its config in a dict.
+_MHA_HONEST_DROPOUT = _edit(
+    _MHA,
+    ("        if not 0.0 <= dropout < 1.0:\n"
+     "            raise ValueError(f\"dropout must be in [0, 1), got dropout={dropout}\")\n", ""),
+    ("        self.num_heads = num_heads\n",
+     "        self._settings = dict(num_heads=num_heads, key_dim=key_dim, value_dim=value_dim,\n"
+     "                              dropout=dropout, use_bias=use_bias)\n"
+     "        self.num_heads = num_heads\n"),
+    ('        config.update({"num_heads": self.num_heads, "key_dim": self.key_dim,\n'
+     '                       "value_dim": self.value_dim, "dropout": self.dropout,\n'
+     '                       "use_bias": self.use_bias})\n',
+     "        config.update(self._settings)\n"))
+
+# One generic message for every bad argument; -inf masking with a guard for rows
+# that hide every key.
+_MHA_HONEST_GENERIC = _edit(
+    _MHA,
+    ('        if num_heads <= 0:\n'
+     '            raise ValueError(f"num_heads must be positive, got num_heads={num_heads}")\n'
+     '        if key_dim <= 0:\n'
+     '            raise ValueError(f"key_dim must be positive, got key_dim={key_dim}")\n'
+     '        if not 0.0 <= dropout < 1.0:\n'
+     '            raise ValueError(f"dropout must be in [0, 1), got dropout={dropout}")\n',
+     '        if num_heads < 1 or key_dim < 1 or not 0 <= dropout < 1:\n'
+     '            raise ValueError("invalid argument")\n'),
+    ("            scores = ops.where(mask, scores, -1e9)\n        weights = ops.softmax(scores, axis=-1)\n",
+     "            scores = ops.where(mask, scores, float('-inf'))\n"
+     "        weights = ops.softmax(scores, axis=-1)\n"
+     "        weights = ops.where(ops.isnan(weights), 0.0, weights)\n"))
+
 VARIANTS = {
     "mha_weight_shapes": [_SHAPES_V1, _SHAPES_V2, _SHAPES_V3],
     "SelfAttention": [_SELF_V1, _SELF_V2, _SELF_V3],
     "split_heads": [_SPLIT_V1, _SPLIT_V2, _SPLIT_V3, _SPLIT_V4],
     "merge_heads": [_MERGE_V1, _MERGE_V2, _MERGE_V3],
-    "MultiHeadAttention": [_MHA_V1, _MHA_V2, _MHA_V3, _MHA_V4, _MHA],
+    "MultiHeadAttention": [_MHA_V1, _MHA_V2, _MHA_V3, _MHA_V4, _MHA, _MHA_HONEST_DROPOUT,
+                           _MHA_HONEST_GENERIC],
 }
 
 # --- mistakes ---------------------------------------------------------------------------
@@ -734,7 +771,13 @@ def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
     Mistake(_S, "returns-logits", "the scaled scores before the softmax returned as the weights",
             _edit(_SELF, ("            return output, weights", "            return output, scores"))),
     Mistake(_S, "config-without-key-dim", "get_config() leaves key_dim out",
-            _edit(_SELF, ('        config.update({"key_dim": self.key_dim})\n', ""))),
+            _edit(_SELF, ('        config.update({"key_dim": self.key_dim})\n', "")),
+            fails=("test_SelfAttention__config",)),
+    Mistake(_S, "no-validation", "key_dim never checked: SelfAttention(key_dim=0) is accepted",
+            _edit(_SELF, ("        if key_dim <= 0:\n"
+                          "            raise ValueError(f\"key_dim must be a positive integer, "
+                          "got key_dim={key_dim}\")\n", "")),
+            fails=("test_SelfAttention__validation",)),
 
     # split_heads
     Mistake(_SP, "reshape-no-transpose", "reshaped straight to (B, H, T, depth): right shape, wrong numbers",
@@ -926,8 +969,27 @@ def merge_heads(x):
     Mistake(_M, "dropout-rate-overwritten", "self.dropout holds the Dropout layer, not the rate",
             _edit(_MHA, ("        self.dropout_layer = keras.layers.Dropout(dropout)\n",
                          "        self.dropout = keras.layers.Dropout(dropout)\n"
-                         "        self.dropout_layer = self.dropout\n"))),
+                         "        self.dropout_layer = self.dropout\n")),
+            fails=("test_MultiHeadAttention__config",)),
     Mistake(_M, "config-without-value-dim", "get_config() leaves value_dim and dropout out",
             _edit(_MHA, ('                       "value_dim": self.value_dim, "dropout": self.dropout,\n',
-                         ""))),
+                         "")),
+            fails=("test_MultiHeadAttention__config",)),
+    Mistake(_M, "no-get-config", "a correct layer without get_config (Keras's default config only)",
+            _edit(_MHA, ('    def get_config(self):\n'
+                         '        config = super().get_config()\n'
+                         '        config.update({"num_heads": self.num_heads, "key_dim": self.key_dim,\n'
+                         '                       "value_dim": self.value_dim, "dropout": self.dropout,\n'
+                         '                       "use_bias": self.use_bias})\n'
+                         '        return config\n', "")),
+            fails=("test_MultiHeadAttention__config",)),
+    Mistake(_M, "no-validation", "a correct layer that checks none of its arguments",
+            _edit(_MHA, ('        if num_heads <= 0:\n'
+                         '            raise ValueError(f"num_heads must be positive, got num_heads={num_heads}")\n'
+                         '        if key_dim <= 0:\n'
+                         '            raise ValueError(f"key_dim must be positive, got key_dim={key_dim}")\n'
+                         '        if not 0.0 <= dropout < 1.0:\n'
+                         '            raise ValueError(f"dropout must be in [0, 1), got dropout={dropout}")\n',
+                         "")),
+            fails=("test_MultiHeadAttention__validation",)),
 ]
