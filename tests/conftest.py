@@ -86,17 +86,21 @@ def assert_rows_follow_the_curriculum(exercises: dict, lab, points: dict) -> Non
 
 def assert_sample_scores(graded: dict, student: str, expected: dict, points: dict,
                          status: str | None = "graded") -> None:
-    """``student`` keeps full marks where ``expected`` says "kept" and gets 0,
-    with a message, where it says the exercise is wrong (and has ``status``,
-    unless None)."""
+    """``student`` keeps full marks where ``expected`` says "kept", loses points,
+    with a message, where it says "lost", and scores exactly the number where
+    it gives one (a mistake in some properties of an exercise: the points of
+    the others are kept); and has ``status``, unless None."""
     rows = graded["exercises"][student]
     for exercise, outcome in expected.items():
         score = float(rows[exercise]["score"])
         if outcome == "kept":
             assert score == points[exercise], (student, exercise, rows[exercise]["message"])
+            continue
+        if outcome == "lost":
+            assert score < points[exercise], (student, exercise, score)
         else:
-            assert score == 0, (student, exercise)
-            assert rows[exercise]["message"], (student, exercise)
+            assert score == float(outcome), (student, exercise, score, rows[exercise]["message"])
+        assert rows[exercise]["message"], (student, exercise)
     if status is not None:
         assert graded["grades"][student]["status"] == status
 

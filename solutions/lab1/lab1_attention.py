@@ -650,7 +650,9 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 
     Returns:
         A tuple `(output, weights)`: output `(..., T_q, d_v)`, weights
-        `(..., T_q, T_k)` (each row sums to 1; masked keys get 0).
+        `(..., T_q, T_k)`: each row with at least one visible key sums to 1
+        and its masked keys get 0; a row whose keys are all masked is not
+        graded but must hold finite numbers.
     """
     ### BEGIN SOLUTION
     query = ops.convert_to_tensor(query)
@@ -670,7 +672,9 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 # %% nbgrader="locked" grade_id="check_scaled_dot_product_attention"
 # Visible check: one query (1, 0), keys (1, 0) and (0, 1), d_k = 2. The scores
 # are (1/sqrt(2), 0), so the weights are softmax([0.7071, 0]) = [0.6698, 0.3302].
-q, k, v = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 2.0], [3.0, 4.0]])
+q = np.array([[1.0, 0.0]], dtype="float32")  # float32, as the grader's inputs are
+k = np.array([[1.0, 0.0], [0.0, 1.0]], dtype="float32")
+v = np.array([[1.0, 2.0], [3.0, 4.0]], dtype="float32")
 output, weights = checks.check_tuple(scaled_dot_product_attention(q, k, v), 2,
                                      "scaled_dot_product_attention",
                                      hint="return output, weights (output first).")
@@ -682,8 +686,9 @@ output, weights = scaled_dot_product_attention(q, k, v, mask=np.array([[False, T
 checks.check_close(weights, [[0.0, 1.0]], "scaled_dot_product_attention: weights with the first key masked",
                    hint="mask is True where attention is allowed; masked scores get a large negative value.")
 checks.check_close(output, [[3.0, 4.0]], "scaled_dot_product_attention: output with the first key masked")
-output = checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8)), np.ones((2, 4, 5, 8)),
-                                                         np.ones((2, 4, 5, 6)))[0],
+output = checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8), "float32"),
+                                                         np.ones((2, 4, 5, 8), "float32"),
+                                                         np.ones((2, 4, 5, 6), "float32"))[0],
                             (2, 4, 3, 6), "scaled_dot_product_attention: output for (B, heads, T_q, d_k) inputs",
                             hint="transpose only the last two axes of the keys: ops.swapaxes(key, -1, -2).")
 

@@ -84,7 +84,10 @@ for weight in one_head.weights:
 # %% [markdown]
 # The output has the shape of the query: one new 16-vector per word. The scores
 # are `(batch, heads, 6, 6)`: for each head, one row of weights per query word
-# over the 6 key words. The eight weights come in pairs, a kernel and a bias:
+# over the 6 key words. A word on words: in lab 1, *scores* were the similarities
+# before the softmax; Keras's `return_attention_scores` returns the attention
+# *weights*, after the softmax (each row sums to 1). This lab follows Keras: the
+# "scores" your layers return are weights. The eight weights come in pairs, a kernel and a bias:
 #
 # | weight | shape | what it does |
 # | --- | --- | --- |
@@ -1180,6 +1183,10 @@ def _hidden_test_MultiHeadAttention__dropout():
     from autograder.references import lab2 as reference
 
     r = rng("MultiHeadAttention/dropout")
+    borrowed = reference.borrowed_attention_classes(reference.describe(MultiHeadAttention))
+    assert_true(not borrowed,
+                f"MultiHeadAttention is built on {', '.join(borrowed)}; this exercise asks "
+                "for attention written from scratch.")
 
     # Identity at inference, random and unbiased when training.
     copies = 400
