@@ -20,7 +20,11 @@ from tests.conftest import (ROOT, assert_no_hidden_source_in_feedback,
                             assert_rows_follow_the_curriculum, assert_sample_scores, run_cli)
 
 LAB = LABS["lab3"]
-POINTS = {"positional_encoding": 3, "PositionalEmbedding": 4, "LearnedPositionalEmbedding": 3}
+# Each exercise is graded in parts (tests cells test_<exercise>__<property>):
+# positional_encoding 2 + odd depth 0.5 + dtype 0.5; PositionalEmbedding 3 +
+# mask 0.5 + config 0.5; LearnedPositionalEmbedding 2.5 + length limit 0.5 +
+# mask 0.25 + config 0.25.
+POINTS = {"positional_encoding": 3, "PositionalEmbedding": 4, "LearnedPositionalEmbedding": 3.5}
 
 
 def _load_samples():
@@ -56,9 +60,18 @@ def test_points_follow_the_curriculum():
     assert tuple(SAMPLES.EXERCISES) == LAB.exercises
 
 
+def test_the_samples_know_the_tests_cells_and_their_points():
+    from tests.verdicts import test_cell_points
+
+    cells = test_cell_points("lab3")
+    assert {cell: points for exercise in cells for cell, points in cells[exercise].items()} \
+        == SAMPLES.CELL_POINTS
+    assert {exercise: sum(points.values()) for exercise, points in cells.items()} == POINTS
+
+
 def test_the_solution_scores_full_marks(graded):
     row = graded["grades"]["solution"]
-    assert (float(row["score"]), float(row["max_score"]), row["status"]) == (10, 10, "graded")
+    assert (float(row["score"]), float(row["max_score"]), row["status"]) == (10.5, 10.5, "graded")
 
 
 def test_the_untouched_notebook_scores_zero_without_a_grader_failure(graded):
@@ -87,6 +100,8 @@ def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
     ("erin", "PositionalEmbedding", "sqrt(d_model)"),
     ("frank", "PositionalEmbedding", "not a weight"),
     ("grace", "LearnedPositionalEmbedding", "unscaled"),
+    ("heidi", "positional_encoding", "float32"),
+    ("heidi", "PositionalEmbedding", "get_config()"),
 ])
 def test_feedback_names_the_mistake(graded, student, exercise, words):
     assert words in graded["exercises"][student][exercise]["message"]

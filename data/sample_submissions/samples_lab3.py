@@ -4,9 +4,11 @@ Each sample is the student notebook of labs/lab3 with its answer cells filled
 in the way a real student might: correct answers written differently from the
 solution (a `keras.ops` table returned as a tensor, the table made in `build`,
 the mask delegated to the Embedding), the mistakes students really make, and
-the untouched notebook. `expectations()` says what each one must score;
-tests/test_grading_lab3.py checks it through the real CLI. Run
-`python data/sample_submissions/samples_lab3.py` after changing lab 3.
+the untouched notebook. `expectations()` says what each one must score,
+worked out from the hidden tests cells each mistake fails (CELL_POINTS:
+every exercise is graded in parts, so a mistake in one property keeps the
+points of the others); tests/test_grading_lab3.py checks it through the real
+CLI. Run `python data/sample_submissions/samples_lab3.py` after changing lab 3.
 """
 
 from __future__ import annotations
@@ -22,6 +24,21 @@ ROOT = HERE.parent.parent
 LAB = "lab3"
 NOTEBOOK = ROOT / "labs" / LAB / "lab3_positional_embeddings.ipynb"
 EXERCISES = ("positional_encoding", "PositionalEmbedding", "LearnedPositionalEmbedding")
+
+#: The hidden tests cells of the lab and their points (as in the lab's source;
+#: tests/test_grading_lab3.py checks that they agree).
+CELL_POINTS = {
+    "test_positional_encoding": 2.0,              # the values, even depths
+    "test_positional_encoding__odd_depth": 0.5,
+    "test_positional_encoding__dtype": 0.5,       # float32
+    "test_PositionalEmbedding": 3.0,              # values and weights
+    "test_PositionalEmbedding__mask": 0.5,
+    "test_PositionalEmbedding__config": 0.5,
+    "test_LearnedPositionalEmbedding": 2.5,       # values and weights
+    "test_LearnedPositionalEmbedding__validation": 0.5,   # the ValueError past max_length
+    "test_LearnedPositionalEmbedding__mask": 0.25,
+    "test_LearnedPositionalEmbedding__config": 0.25,
+}
 
 # Correct answers, written differently from the solution.
 CORRECT = {
@@ -118,50 +135,78 @@ def positional_encoding(length, depth):
     return table.astype("float32")
 '''
 
-# mistake -> (the exercise it is in, the answer cell with the mistake)
+# mistake -> (the exercise it is in, the answer cell with the mistake, the hidden
+# tests cells it fails)
 MISTAKES = {
-    # cos in the even columns, sin in the odd ones.
+    # cos in the even columns, sin in the odd ones: every value is wrong, for
+    # even and odd depths; the table is still float32.
     "sin_cos_swapped": ("positional_encoding", _swap(
-        _SOLUTION_TABLE, "np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)")),
-    # pos / 10000^(i / depth) with i the pair index: the frequencies fall too slowly.
+        _SOLUTION_TABLE, "np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"),
+        {"test_positional_encoding", "test_positional_encoding__odd_depth"}),
+    # pos / 10000^(i / depth) with i the pair index: the frequencies fall too slowly,
+    # at any depth; still float32.
     "exponent_i": ("positional_encoding", _swap(
-        _SOLUTION_TABLE, "2 * i / depth", "i / depth")),
-    # Token vectors added as they are.
+        _SOLUTION_TABLE, "2 * i / depth", "i / depth"),
+        {"test_positional_encoding", "test_positional_encoding__odd_depth"}),
+    # The right values in float64: only the dtype is wrong.
+    "float64_table": ("positional_encoding", _swap(
+        _SOLUTION_TABLE, 'return table.astype("float32")', "return table"),
+        {"test_positional_encoding__dtype"}),
+    # Token vectors added as they are: the values are wrong, the weights, the mask
+    # and the config are right.
     "no_sqrt_scaling": ("PositionalEmbedding", _swap(
-        CORRECT["PositionalEmbedding"], "self.scale = math.sqrt(d_model)", "self.scale = 1.0")),
-    # The sinusoidal table as a trainable weight: right numbers, wrong weights.
+        CORRECT["PositionalEmbedding"], "self.scale = math.sqrt(d_model)", "self.scale = 1.0"),
+        {"test_PositionalEmbedding"}),
+    # The sinusoidal table as a trainable weight: right numbers, wrong weights (the
+    # values-and-weights cell), right mask and config.
     "trainable_table": ("PositionalEmbedding", _swap(
         CORRECT["PositionalEmbedding"],
         "self.table = ops.convert_to_tensor(positional_encoding(self.max_length, self.d_model))",
         "self.table = self.add_weight(shape=(self.max_length, self.d_model),\n"
         "                                     initializer=\"zeros\", trainable=True)\n"
-        "        self.table.assign(positional_encoding(self.max_length, self.d_model))")),
+        "        self.table.assign(positional_encoding(self.max_length, self.d_model))"),
+        {"test_PositionalEmbedding"}),
+    # get_config left as the base config (the stub's lines kept, nothing added):
+    # only the config is wrong.
+    "no_get_config": ("PositionalEmbedding", _swap(
+        CORRECT["PositionalEmbedding"],
+        '''        config["vocab_size"] = self.vocab_size
+        config["d_model"] = self.d_model
+        config["max_length"] = self.max_length
+        config["mask_zero"] = self.mask_zero
+''', ""),
+        {"test_PositionalEmbedding__config"}),
     # No check of the length: the look-up past the table fails (TensorFlow) or
-    # silently clamps (JAX), never with a clear ValueError.
+    # silently clamps (JAX), never with a clear ValueError. Only the length limit
+    # is wrong.
     "learned_no_length_check": ("LearnedPositionalEmbedding", _swap(
         CORRECT["LearnedPositionalEmbedding"],
         "        if T is not None and T > self.max_length:\n"
         "            raise ValueError(f\"sequence length {T} exceeds max_length={self.max_length}\")\n",
-        "")),
-    # The scaling of the sinusoidal layer copied into the learned one.
+        ""),
+        {"test_LearnedPositionalEmbedding__validation"}),
+    # The scaling of the sinusoidal layer copied into the learned one: the values
+    # are wrong; the length limit, the mask and the config are right.
     "learned_scaled": ("LearnedPositionalEmbedding", _swap(
         CORRECT["LearnedPositionalEmbedding"],
         "return self.token_embedding(token_ids) + self.position_embedding(positions)",
         "return self.token_embedding(token_ids) * math.sqrt(self.d_model) + "
-        "self.position_embedding(positions)")),
+        "self.position_embedding(positions)"),
+        {"test_LearnedPositionalEmbedding"}),
 }
 
-# student file -> (mistakes in it, exercises that lose points)
+# student file -> mistakes in it
 SAMPLES = {
-    "alice.ipynb": (set(), set()),
+    "alice.ipynb": set(),
     # bob's PositionalEmbedding calls his wrong positional_encoding: the grader's
     # stand-in keeps that from costing him a second time.
-    "bob.ipynb": ({"sin_cos_swapped"}, {"positional_encoding"}),
-    "carol.ipynb": ({"exponent_i", "learned_no_length_check"},
-                    {"positional_encoding", "LearnedPositionalEmbedding"}),
-    "erin.ipynb": ({"no_sqrt_scaling"}, {"PositionalEmbedding"}),
-    "frank.ipynb": ({"trainable_table"}, {"PositionalEmbedding"}),
-    "grace.ipynb": ({"learned_scaled"}, {"LearnedPositionalEmbedding"}),
+    "bob.ipynb": {"sin_cos_swapped"},
+    "carol.ipynb": {"exponent_i", "learned_no_length_check"},
+    "erin.ipynb": {"no_sqrt_scaling"},
+    "frank.ipynb": {"trainable_table"},
+    "grace.ipynb": {"learned_scaled"},
+    # Right computations, two secondary properties missed.
+    "heidi.ipynb": {"float64_table", "no_get_config"},
 }
 
 UNTOUCHED = "dave.ipynb"
@@ -179,25 +224,41 @@ def _copy(notebook):
     return nbformat.from_dict(json.loads(json.dumps(notebook)))
 
 
-def expectations() -> dict[str, dict[str, str]]:
-    """What each sample must score: {file: {exercise: 'kept' | 'lost'}}."""
-    expected = {name: {e: ("lost" if e in losing else "kept") for e in EXERCISES}
-                for name, (_, losing) in SAMPLES.items()}
-    expected[UNTOUCHED] = {e: "lost" for e in EXERCISES}
+def _exercise_of(grade_id: str) -> str:
+    return grade_id.removeprefix("test_").split("__")[0]
+
+
+def expectations() -> dict[str, dict[str, object]]:
+    """What each sample must score: {file: {exercise: "kept" | points}}: "kept" is
+    full marks; otherwise the points of the tests cells its mistakes do not fail."""
+    expected = {}
+    for name, mistakes in SAMPLES.items():
+        failed = set().union(*(MISTAKES[mistake][2] for mistake in mistakes))
+        expected[name] = {}
+        for exercise in EXERCISES:
+            cells = {cell: points for cell, points in CELL_POINTS.items()
+                     if _exercise_of(cell) == exercise}
+            if failed.isdisjoint(cells):
+                expected[name][exercise] = "kept"
+            else:
+                expected[name][exercise] = sum(points for cell, points in cells.items()
+                                               if cell not in failed)
+    expected[UNTOUCHED] = {e: 0.0 for e in EXERCISES}
     return expected
 
 
-def build() -> dict[str, dict[str, str]]:
+def build() -> dict[str, dict[str, object]]:
     """Write data/sample_submissions/lab3/; return expectations()."""
     student = nbformat.read(NOTEBOOK, as_version=4)
     folder = HERE / LAB
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    for name, (mistakes, losing) in SAMPLES.items():
+    for name, mistakes in SAMPLES.items():
         answers = dict(CORRECT)
         for mistake in mistakes:
-            exercise, code = MISTAKES[mistake]
-            assert exercise in losing, (name, mistake)
+            exercise, code, _failed = MISTAKES[mistake]
+            assert exercise not in answers or answers[exercise] == CORRECT[exercise], \
+                (name, mistake, "two mistakes in one exercise")
             answers[exercise] = code
         nbformat.write(_fill(_copy(student), answers), folder / name)
     # Untouched: the released notebook as downloaded.
@@ -207,4 +268,7 @@ def build() -> dict[str, dict[str, str]]:
 
 if __name__ == "__main__":
     for sample, outcome in build().items():
-        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept")
+        total = sum(sum(points for cell, points in CELL_POINTS.items()
+                        if _exercise_of(cell) == exercise) if value == "kept" else value
+                    for exercise, value in outcome.items())
+        print(sample, f"{total:g} / {sum(CELL_POINTS.values()):g}")

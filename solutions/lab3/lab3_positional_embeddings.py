@@ -121,9 +121,17 @@ plt.show()
 #
 # The exponent is $2i/d$, where $2i$ is the index of the pair's **even** column, so
 # both columns of a pair use the same angle. Write
-# `positional_encoding(length, depth)`, returning a float32 array
-# `(length, depth)`. An odd `depth` must work: the last column is then a sine
-# without its cosine. NumPy is fine here (compute in float64, cast at the end).
+# `positional_encoding(length, depth)`, returning an array `(length, depth)`.
+# NumPy is fine here (compute in float64, cast at the end).
+#
+# **What is graded** (3 points), each part on its own:
+#
+# - *the values* (2 points): the table above for even depths, from one row to
+#   2048 rows, called with positional or keyword arguments;
+# - *an odd depth* (0.5 points): `positional_encoding(10, 7)` works and its
+#   last column is a sine without its cosine (column 6 is $2i$ with $i = 3$);
+# - *the dtype* (0.5 points): the array is **float32**, whatever you computed in
+#   (`.astype(np.float32)`, or `ops.cast(..., "float32")` for a tensor).
 
 # %% nbgrader="solution" grade_id="positional_encoding"
 def positional_encoding(length, depth):
@@ -131,7 +139,8 @@ def positional_encoding(length, depth):
 
     Args:
         length: number of positions (rows), 0 .. length - 1.
-        depth: number of dimensions (columns); may be odd.
+        depth: number of dimensions (columns); may be odd: the last column is
+            then a sine without its cosine.
 
     Returns:
         A float32 array `(length, depth)`: column 2i holds
@@ -150,28 +159,56 @@ def positional_encoding(length, depth):
 
 # %% nbgrader="locked" grade_id="check_positional_encoding"
 # Visible check: the lecture's table for d_model = 6 and positions 0, 1, 2
-# (shown there rounded to two decimals), here to six decimals.
+# (shown there rounded to two decimals), here to six decimals; then the dtype
+# and an odd depth.
+def lecture_table_hint(table):
+    """A hint that fits what positional_encoding(3, 6) got wrong."""
+    try:
+        first_row = np.round(np.asarray(checks.to_numpy(table), dtype=float)[0], 2).tolist()
+    except Exception:  # noqa: BLE001 - the check below reports the shape or type
+        return "return an array of shape (length, depth)."
+    if first_row == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]:
+        return "sine and cosine are swapped: the sine goes in the even column 2i."
+    if first_row == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]:
+        return ("this is the [sin | cos] layout; interleave the columns: sine in column "
+                "2i, cosine in column 2i + 1.")
+    if first_row[:2] == [0.84, 0.54]:
+        return "the positions start at 0: row 0 is sin(0) = 0 and cos(0) = 1."
+    return ("row 1, columns 0 and 1 are sin(1) and cos(1); columns 2 and 3 share the "
+            "angle 1 / 10000^(2/6) = 0.0464: the exponent is 2i / depth for both "
+            "columns of a pair.")
+
+
 lecture_table = positional_encoding(3, 6)
 checks.check_close(lecture_table,
                    [[0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
                     [0.841471, 0.540302, 0.046399, 0.998923, 0.002154, 0.999998],
                     [0.909297, -0.416147, 0.092699, 0.995694, 0.004309, 0.999991]],
                    "positional_encoding(3, 6) (the lecture's table)", atol=2e-6,
-                   hint="row 1, columns 0 and 1 are sin(1) and cos(1); columns 2 and 3 "
-                        "share the angle 1 / 10000^(2/6) = 0.0464.")
+                   hint=lecture_table_hint(lecture_table))
 checks.check_true(checks.to_numpy(lecture_table).dtype == np.float32,
                   "positional_encoding returns float32",
                   f"the dtype is {checks.to_numpy(lecture_table).dtype}",
                   hint="end with .astype(np.float32) (or ops.cast(..., 'float32')).")
-checks.check_close(positional_encoding(2, 5),
-                   [[0.0, 1.0, 0.0, 1.0, 0.0],
-                    [0.841471, 0.540302, 0.025116, 0.999685, 0.000631]],
-                   "positional_encoding(2, 5) (odd depth: the last column is a sine)",
-                   atol=2e-6,
-                   hint="with depth 5 the angles use the exponents 0, 0, 2/5, 2/5, 4/5.")
+try:
+    odd_table, odd_error = positional_encoding(2, 5), None
+except Exception as error:  # noqa: BLE001 - reported below with a hint
+    odd_table, odd_error = None, error
+checks.check_true(odd_error is None, "positional_encoding(2, 5) runs (odd depth)",
+                  f"it raised {type(odd_error).__name__}: {odd_error}",
+                  hint="with depth 5 there are 3 sine columns (0, 2, 4) and 2 cosine "
+                       "columns (1, 3): fill the odd columns with the first depth // 2 "
+                       "angles only.")
+odd_table = checks.check_close(odd_table,
+                               [[0.0, 1.0, 0.0, 1.0, 0.0],
+                                [0.841471, 0.540302, 0.025116, 0.999685, 0.000631]],
+                               "positional_encoding(2, 5) (odd depth: the last column is "
+                               "a sine)", atol=2e-6,
+                               hint="with depth 5 the angles use the exponents 0, 0, 2/5, "
+                                    "2/5, 4/5; the table has 5 columns, the last one a sine.")
 
-# %% nbgrader="tests" grade_id="test_positional_encoding" points=3
-# Hidden tests of `positional_encoding` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_positional_encoding" points=2
+# Hidden tests of `positional_encoding`: the values for even depths (2 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_positional_encoding():
     import numpy as np
@@ -194,10 +231,9 @@ def _hidden_test_positional_encoding():
         angles = positions / 10000.0 ** (pairs / depth)
         guesses.append((np.where(columns % 2 == 0, np.cos(angles), np.sin(angles)),
                         "sine and cosine are swapped: the sine goes in the even columns"))
-        if depth % 2 == 0:
-            guesses.append((reference.concatenated_positional_encoding(length, depth),
-                            "the columns are laid out [sin | cos]; interleave them: sine "
-                            "in column 2i, cosine in column 2i + 1"))
+        guesses.append((reference.concatenated_positional_encoding(length, depth),
+                        "the columns are laid out [sin | cos]; interleave them: sine "
+                        "in column 2i, cosine in column 2i + 1"))
         return guesses
 
     def check(length, depth, atol=None, keywords=False):
@@ -205,9 +241,6 @@ def _hidden_test_positional_encoding():
         table = (positional_encoding(length=length, depth=depth) if keywords
                  else positional_encoding(length, depth))
         table = assert_shape(as_array(table, what), (length, depth), what)
-        assert_true(table.dtype == np.float32,
-                    f"{what}: the dtype is {table.dtype}, expected float32; cast the "
-                    "table with .astype(np.float32) or ops.cast(..., 'float32').")
         expected = reference.positional_encoding(length, depth)
         values = table.astype(np.float64)
         if np.all(np.isfinite(values)) and not np.allclose(values, expected,
@@ -219,9 +252,7 @@ def _hidden_test_positional_encoding():
 
     check(3, 6)  # the lecture's table
     r = rng("positional_encoding")
-    sizes = [(1, 4), (10, 7), (25, 16), (8, 1), (12, 2),
-             (int(r.integers(20, 60)), int(2 * r.integers(4, 20) + 1)),
-             (int(r.integers(20, 60)), int(2 * r.integers(4, 20)))]
+    sizes = [(1, 4), (25, 16), (12, 2), (int(r.integers(20, 60)), int(2 * r.integers(4, 20)))]
     for length, depth in sizes:
         check(length, depth)
     check(9, 12, keywords=True)
@@ -231,6 +262,65 @@ def _hidden_test_positional_encoding():
 
 _hidden_test_positional_encoding()
 del _hidden_test_positional_encoding
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_positional_encoding__odd_depth" points=0.5
+# Hidden tests of `positional_encoding`: an odd depth (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_positional_encoding__odd_depth():
+    import re
+
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.references import lab3 as reference
+
+    r = rng("positional_encoding/odd_depth")
+    for length, depth in [(10, 7), (8, 1), (2, 5), (30, 33),
+                          (int(r.integers(20, 60)), int(2 * r.integers(4, 20) + 1))]:
+        what = f"positional_encoding({length}, {depth})"
+        try:
+            table, failure = positional_encoding(length, depth), None
+        except Exception as error:  # noqa: BLE001 - the student's error, as a message
+            table, failure = None, error
+        # Graded, the student's error arrives as "`label` raised ValueError: ...".
+        raised = re.match(r"`[^`]*` raised (\w+)", str(failure))
+        kind = raised.group(1) if raised else type(failure).__name__
+        assert_true(failure is None,
+                    f"{what} raised {kind}: with an odd depth there is one more sine "
+                    "column than cosine columns (the last column is a sine without its "
+                    "cosine).")
+        table = assert_shape(as_array(table, what), (length, depth), what)
+        expected = reference.positional_encoding(length, depth)
+        values = table.astype(np.float64)
+        if np.all(np.isfinite(values)) and np.allclose(values[:, :-1], expected[:, :-1],
+                                                       rtol=1e-4, atol=1e-4):
+            assert_true(np.allclose(values[:, -1], expected[:, -1], rtol=1e-4, atol=1e-4),
+                        f"{what}: the last column is wrong; with an odd depth it is the "
+                        f"sine of pos / 10000^({depth - 1}/{depth}), without a cosine.")
+        assert_close(table, expected, what)
+
+
+_hidden_test_positional_encoding__odd_depth()
+del _hidden_test_positional_encoding__odd_depth
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_positional_encoding__dtype" points=0.5
+# Hidden tests of `positional_encoding`: the dtype, float32 (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_positional_encoding__dtype():
+    import numpy as np
+    from autograder.testing import as_array, assert_true
+
+    for length, depth in [(3, 6), (40, 16)]:
+        what = f"positional_encoding({length}, {depth})"
+        table = as_array(positional_encoding(length, depth), what)
+        assert_true(table.dtype == np.float32,
+                    f"{what}: the dtype is {table.dtype}, expected float32; cast the "
+                    "table with .astype(np.float32) or ops.cast(..., 'float32').")
+
+
+_hidden_test_positional_encoding__dtype()
+del _hidden_test_positional_encoding__dtype
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -297,7 +387,8 @@ print("same dot products between positions:",
 # Write `PositionalEmbedding(vocab_size, d_model, max_length=2048,
 # mask_zero=True)`:
 #
-# - `__init__`: store each argument under its own name; create the sublayer
+# - `__init__`: store each argument under its own name (`self.vocab_size`,
+#   `self.d_model`, `self.max_length`, `self.mask_zero`); create the sublayer
 #   `self.token_embedding` (an `Embedding` of `vocab_size` rows of size
 #   `d_model`); compute the table with your `positional_encoding(max_length,
 #   d_model)` once and keep it as a constant tensor (`ops.convert_to_tensor`).
@@ -308,6 +399,25 @@ print("same dot products between positions:",
 # - `compute_mask`: `token_ids != 0` when `mask_zero` (id 0 is padding), else
 #   `None`. Keras hands this mask to the layers that follow.
 # - `get_config`: add the four arguments to the base config.
+#
+# **What is graded** (4 points), each part on its own:
+#
+# - *values and weights* (3 points): for the grader's token tables (set with
+#   `layer.token_embedding.set_weights`), the output is $\sqrt{d_{model}}$ times
+#   the token vectors plus rows $0 .. T-1$ of the sinusoidal table, for every
+#   sentence of the batch. `token_embedding` is a `keras.layers.Embedding`. The
+#   layer has no weight before `build` and exactly one after it: the trainable
+#   token table `(vocab_size, d_model)`. The sinusoidal table is neither a
+#   trainable nor a non-trainable weight. (These tests lend your layer a correct
+#   `positional_encoding`, so a mistake in yours costs points in section 2 only.)
+# - *the mask* (0.5 points): with `mask_zero=True`, `compute_mask(token_ids)` is
+#   the **boolean** tensor `token_ids != 0` (not cast to numbers), `True` for
+#   every real token and `False` for every id 0, wherever it is in the sentence
+#   (padding may come first); with `mask_zero=False` it is `None`.
+# - *the config* (0.5 points): the layer keeps each constructor argument as an
+#   attribute of the same name, and `get_config()` returns all four under their
+#   own names (added to the base config), so that
+#   `PositionalEmbedding.from_config(layer.get_config())` rebuilds the same layer.
 #
 # The arguments are checked for you (a bad value is a `ValueError` at once), and
 # `compute_output_shape` is given (it tells Keras the output shape without running
@@ -331,10 +441,14 @@ class PositionalEmbedding(keras.layers.Layer):
     The input layer of the Transformer's encoder and decoder: each token id
     becomes a learned vector, multiplied by sqrt(d_model), to which the fixed
     sinusoidal vector of its position is added. The sinusoidal table is a
-    constant, not a weight: the layer's only weight is the token table
-    `(vocab_size, d_model)`. Id 0 is padding: with `mask_zero=True` the layer
-    returns the mask `token_ids != 0`, which Keras passes on to the layers that
-    follow.
+    constant, not a weight (neither trainable nor non-trainable): the layer's
+    only weight is the trainable token table `(vocab_size, d_model)` of the
+    sublayer `token_embedding`, created in `build`. Id 0 is padding: with
+    `mask_zero=True`, `compute_mask` returns the boolean mask `token_ids != 0`
+    (wherever the zeros are), which Keras passes on to the layers that follow;
+    with `mask_zero=False` it returns None. Each constructor argument is kept
+    as an attribute of the same name, and `get_config()` returns all four, so
+    that `from_config(get_config())` rebuilds the layer.
 
     Args:
         vocab_size: number of token ids; ids are 0 .. vocab_size - 1.
@@ -414,48 +528,116 @@ class PositionalEmbedding(keras.layers.Layer):
 
 # %% nbgrader="locked" grade_id="check_PositionalEmbedding"
 # Visible check: the lecture's sizes (11 token ids, d_model = 6) and "how are you"
-# followed by two padding ids.
-layer = PositionalEmbedding(vocab_size=11, d_model=6)
-checks.check_true((layer.vocab_size, layer.d_model, layer.max_length, layer.mask_zero)
-                  == (11, 6, 2048, True),
-                  "PositionalEmbedding stores its arguments",
-                  hint="keep each argument in an attribute of the same name (self.d_model, ...).")
-layer.build((None, 5))
-checks.check_true([tuple(w.shape) for w in layer.weights] == [(11, 6)],
-                  "PositionalEmbedding: after build, one weight, the token table (11, 6)",
-                  f"the weights have shapes {[tuple(w.shape) for w in layer.weights]}",
-                  hint="build token_embedding in build; keep the sinusoidal table a "
-                       "constant tensor, not a weight.")
-token_ids = np.array([[5, 8, 9, 0, 0]])
-output = checks.check_shape(layer(token_ids), (1, 5, 6), "PositionalEmbedding output")
-token_table = layer.token_embedding.get_weights()[0]  # (11, 6), random at first
-expected = np.sqrt(6) * token_table[token_ids[0]] + np.array(
-    [[0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
-     [0.841471, 0.540302, 0.046399, 0.998923, 0.002154, 0.999998],
-     [0.909297, -0.416147, 0.092699, 0.995694, 0.004309, 0.999991],
-     [0.141120, -0.989992, 0.138798, 0.990321, 0.006463, 0.999979],
-     [-0.756802, -0.653644, 0.184599, 0.982814, 0.008618, 0.999963]])
-checks.check_close(output[0], expected,
-                   "PositionalEmbedding: sqrt(6) * token vectors + the table's rows 0..4",
-                   atol=2e-5,
-                   hint="multiply the token vectors by sqrt(d_model), then add the "
-                        "first T rows of the sinusoidal table.")
-checks.check_close(layer.compute_mask(token_ids), [[True, True, True, False, False]],
-                   "PositionalEmbedding.compute_mask (id 0 is padding)",
-                   hint="return ops.not_equal(token_ids, 0) when mask_zero.")
-checks.check_true(PositionalEmbedding(11, 6, mask_zero=False).compute_mask(token_ids) is None,
-                  "compute_mask is None with mask_zero=False")
-config = layer.get_config()
-clone = PositionalEmbedding.from_config(config)
-checks.check_true({key: config.get(key) for key in ("vocab_size", "d_model", "max_length",
-                                                    "mask_zero")}
-                  == {"vocab_size": 11, "d_model": 6, "max_length": 2048, "mask_zero": True}
-                  and clone.d_model == 6,
-                  "get_config() / from_config() round trip",
-                  hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
+# ([5, 8, 9]) in a batch of two, padded at the end, then at the start. While it
+# runs, your layer gets the lecture's table in place of your positional_encoding
+# (yours is put back at the end), so a mistake there shows in section 2's check,
+# not here.
+LECTURE_ROWS = np.array([[0.0, 1.0, 0.0, 1.0, 0.0, 1.0],  # positions 0..4, d_model = 6
+                         [0.841471, 0.540302, 0.046399, 0.998923, 0.002154, 0.999998],
+                         [0.909297, -0.416147, 0.092699, 0.995694, 0.004309, 0.999991],
+                         [0.141120, -0.989992, 0.138798, 0.990321, 0.006463, 0.999979],
+                         [-0.756802, -0.653644, 0.184599, 0.982814, 0.008618, 0.999963]],
+                        dtype="float32")
 
-# %% nbgrader="tests" grade_id="test_PositionalEmbedding" points=4
-# Hidden tests of `PositionalEmbedding` run when your notebook is graded.
+
+def lecture_table(length, depth):
+    """Stands in for positional_encoding in this check: the lecture's rows 0..4
+    (depth 6), zeros below them (the check reads rows 0..4 only)."""
+    table = np.zeros((length, depth), dtype="float32")
+    rows, columns = min(length, 5), min(depth, 6)
+    table[:rows, :columns] = LECTURE_ROWS[:rows, :columns]
+    return table
+
+
+def shapes(weights):
+    return [tuple(w.shape) for w in weights]
+
+
+your_positional_encoding, positional_encoding = positional_encoding, lecture_table
+try:
+    layer = PositionalEmbedding(vocab_size=11, d_model=6)
+    checks.check_true(shapes(layer.weights) == [],
+                      "PositionalEmbedding: no weight before build",
+                      f"the weights have shapes {shapes(layer.weights)}",
+                      hint="create token_embedding in __init__ but build it in build.")
+    layer.build((None, 5))
+    weights = shapes(layer.weights)
+    checks.check_true(weights == [(11, 6)] and shapes(layer.trainable_weights) == [(11, 6)],
+                      "PositionalEmbedding: after build, one trainable weight, the token "
+                      "table (11, 6)",
+                      f"the weights have shapes {weights}, the trainable ones "
+                      f"{shapes(layer.trainable_weights)}",
+                      hint="build token_embedding in build." if not weights else
+                           "keep the sinusoidal table a constant tensor, not a weight "
+                           "(trainable or not).")
+    token_ids = np.array([[5, 8, 9, 0, 0], [0, 0, 5, 8, 9]])
+    token_table = np.random.default_rng(3).normal(size=(11, 6)).astype("float32")
+
+    # 1. A zero token table: the output is the table's rows 0..4, in each sentence.
+    layer.token_embedding.set_weights([np.zeros((11, 6), dtype="float32")])
+    positions = checks.check_shape(layer(token_ids), (2, 5, 6), "PositionalEmbedding output")
+    if np.allclose(positions, 0.0, atol=1e-4):
+        hint = "the positional table is not added to the token vectors."
+    elif np.allclose(positions, np.sqrt(6) * LECTURE_ROWS, atol=1e-4):
+        hint = "the table is multiplied by sqrt(d_model) too: scale the token vectors only."
+    elif np.allclose(positions, lecture_table(11, 6)[token_ids], atol=1e-4):
+        hint = "the table's rows are looked up with the token ids; take rows 0..T-1."
+    else:
+        hint = "add rows 0..T-1 of the table (one per position) to every sentence."
+    checks.check_close(positions, np.broadcast_to(LECTURE_ROWS, (2, 5, 6)),
+                       "PositionalEmbedding with a zero token table: the table's rows 0..4",
+                       atol=2e-5, hint=hint)
+
+    # 2. Token vectors: what the layer adds to the rows is sqrt(6) * the token vectors.
+    layer.token_embedding.set_weights([token_table])
+    token_part = checks.to_numpy(layer(token_ids)) - LECTURE_ROWS
+    tokens = token_table[token_ids]  # (2, 5, 6)
+    if np.allclose(token_part, tokens, atol=1e-4):
+        hint = "the token vectors are not multiplied by sqrt(d_model) = 2.449."
+    elif np.allclose(token_part, 6 * tokens, atol=1e-4):
+        hint = "the token vectors are multiplied by d_model; use its square root."
+    else:
+        hint = "multiply the token vectors, token_embedding(token_ids), by sqrt(d_model)."
+    checks.check_close(token_part, np.sqrt(6) * tokens,
+                       "PositionalEmbedding: output - table rows = sqrt(6) * token vectors",
+                       atol=2e-5, hint=hint)
+
+    # 3. The mask.
+    mask = layer.compute_mask(token_ids)
+    checks.check_true(mask is not None, "PositionalEmbedding.compute_mask is not None",
+                      "it returned None", hint="with mask_zero=True, return token_ids != 0.")
+    checks.check_close(mask, [[True, True, True, False, False], [False, False, True, True, True]],
+                       "PositionalEmbedding.compute_mask (id 0 is padding, wherever it is)",
+                       hint="return ops.not_equal(token_ids, 0): True for real tokens.")
+    checks.check_true(checks.to_numpy(mask).dtype == bool,
+                      "PositionalEmbedding.compute_mask is boolean",
+                      f"its dtype is {checks.to_numpy(mask).dtype}",
+                      hint="Keras masks are boolean: return ops.not_equal(token_ids, 0) "
+                           "without a cast.")
+    checks.check_true(PositionalEmbedding(11, 6, mask_zero=False).compute_mask(token_ids) is None,
+                      "compute_mask is None with mask_zero=False",
+                      hint="return None when self.mask_zero is False.")
+
+    # 4. Arguments and config.
+    layer = PositionalEmbedding(vocab_size=13, d_model=6, max_length=40, mask_zero=False)
+    arguments = {"vocab_size": 13, "d_model": 6, "max_length": 40, "mask_zero": False}
+    stored = {key: getattr(layer, key, "(missing)") for key in arguments}
+    checks.check_true(stored == arguments, "PositionalEmbedding stores its arguments",
+                      f"the attributes are {stored}",
+                      hint="keep each argument in an attribute of the same name (self.d_model, ...).")
+    config = layer.get_config()
+    in_config = {key: config.get(key, "(missing)") for key in arguments}
+    checks.check_true(in_config == arguments, "PositionalEmbedding.get_config() holds the four "
+                      "arguments", f"it holds {in_config}",
+                      hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
+    clone = PositionalEmbedding.from_config(config)
+    checks.check_true({key: getattr(clone, key, "(missing)") for key in arguments} == arguments,
+                      "PositionalEmbedding.from_config(get_config()) round trip")
+finally:
+    positional_encoding = your_positional_encoding
+
+# %% nbgrader="tests" grade_id="test_PositionalEmbedding" points=3
+# Hidden tests of `PositionalEmbedding`: values and weights (3 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_PositionalEmbedding():
     import numpy as np
@@ -476,14 +658,7 @@ def _hidden_test_PositionalEmbedding():
     def shapes(weights):
         return [tuple(np.shape(weight)) for weight in weights]
 
-    # Arguments stored under their own names (defaults included).
     layer = PositionalEmbedding(vocab_size=11, d_model=6)
-    for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 2048),
-                        ("mask_zero", True)]:
-        stored = getattr(layer, name)
-        assert_true(stored == value,
-                    f"PositionalEmbedding(vocab_size=11, d_model=6).{name} is {stored!r}, "
-                    f"expected {value!r}: store each constructor argument under its own name.")
     classes = class_names(layer.token_embedding)
     assert_true(any(path.endswith(".Embedding") for path in classes),
                 f"PositionalEmbedding.token_embedding is a {classes[0]}, expected a "
@@ -514,6 +689,8 @@ def _hidden_test_PositionalEmbedding():
         layer = PositionalEmbedding(**arguments)
         token_ids = r.integers(1, vocab_size, size=(batch, length)).astype("int32")
         token_ids[0, length // 2:] = 0  # padding at the end of the first sequence
+        if batch > 1:
+            token_ids[-1, :2] = 0  # and at the start of the last one
         assert_shape(layer(token_ids), (batch, length, d_model),
                      f"{what} on token ids {token_ids.shape}")
         trainable = shapes(layer.trainable_weights)
@@ -548,6 +725,27 @@ def _hidden_test_PositionalEmbedding():
                 assert_true(not np.allclose(values, guess, rtol=1e-4, atol=1e-4),
                             f"{what}: {hint}.")
         assert_close(output, expected, f"{what} on token ids {token_ids.shape}")
+
+
+_hidden_test_PositionalEmbedding()
+del _hidden_test_PositionalEmbedding
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_PositionalEmbedding__mask" points=0.5
+# Hidden tests of `PositionalEmbedding`: compute_mask and mask_zero (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_PositionalEmbedding__mask():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_shape, assert_true
+    from autograder.references import lab3 as reference
+
+    r = rng("PositionalEmbedding/mask")
+    for vocab_size, d_model, batch, length in [(11, 6, 2, 5), (40, 16, 3, 12)]:
+        what = f"PositionalEmbedding(vocab_size={vocab_size}, d_model={d_model})"
+        layer = PositionalEmbedding(vocab_size=vocab_size, d_model=d_model)
+        token_ids = r.integers(1, vocab_size, size=(batch, length)).astype("int32")
+        token_ids[0, length // 2:] = 0  # padding at the end of the first sequence
+        token_ids[-1, :2] = 0  # and at the start of the last one
         mask = layer.compute_mask(token_ids)
         assert_true(mask is not None,
                     f"{what}.compute_mask returned None; with mask_zero=True it returns "
@@ -557,16 +755,35 @@ def _hidden_test_PositionalEmbedding():
         assert_true(mask.dtype == np.bool_,
                     f"{what}.compute_mask returned a mask of dtype {mask.dtype}; Keras masks "
                     "are boolean: return ops.not_equal(token_ids, 0) without casting it.")
-        assert_true(np.array_equal(mask.astype(bool), reference.padding_mask(token_ids)),
+        assert_true(np.array_equal(mask, reference.padding_mask(token_ids)),
                     f"{what}.compute_mask: expected True for real tokens and False where "
-                    "the id is 0 (padding).")
+                    "the id is 0 (padding), wherever it is in the sentence.")
 
-    # No mask when mask_zero=False.
     layer = PositionalEmbedding(vocab_size=11, d_model=6, mask_zero=False)
     token_ids = np.array([[5, 8, 9, 0]], dtype="int32")
     assert_true(layer.compute_mask(token_ids) is None,
                 "PositionalEmbedding(vocab_size=11, d_model=6, mask_zero=False).compute_mask "
                 "must return None.")
+
+
+_hidden_test_PositionalEmbedding__mask()
+del _hidden_test_PositionalEmbedding__mask
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_PositionalEmbedding__config" points=0.5
+# Hidden tests of `PositionalEmbedding`: the arguments, get_config() and from_config() (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_PositionalEmbedding__config():
+    from autograder.testing import assert_true
+
+    # Arguments stored under their own names (defaults included).
+    layer = PositionalEmbedding(vocab_size=11, d_model=6)
+    for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 2048),
+                        ("mask_zero", True)]:
+        stored = getattr(layer, name, "(missing)")
+        assert_true(stored == value,
+                    f"PositionalEmbedding(vocab_size=11, d_model=6).{name} is {stored!r}, "
+                    f"expected {value!r}: store each constructor argument under its own name.")
 
     # get_config() / from_config() round trip.
     layer = PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, mask_zero=False)
@@ -577,16 +794,14 @@ def _hidden_test_PositionalEmbedding():
                 f"PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
                 f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
     clone = PositionalEmbedding.from_config(config)
-    restored = {key: getattr(clone, key) for key in expected_config}
+    restored = {key: getattr(clone, key, "(missing)") for key in expected_config}
     assert_true(restored == expected_config,
                 f"PositionalEmbedding.from_config(config) has the arguments {restored}, "
                 f"expected {expected_config}.")
-    assert_shape(clone(np.array([[1, 2, 3]], dtype="int32")), (1, 3, 10),
-                 "the layer made by from_config, on token ids (1, 3)")
 
 
-_hidden_test_PositionalEmbedding()
-del _hidden_test_PositionalEmbedding
+_hidden_test_PositionalEmbedding__config()
+del _hidden_test_PositionalEmbedding__config
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -659,6 +874,27 @@ print("largest |output(shuffled) - shuffled(output)| with positions:", differenc
 # raise a `ValueError` that says so: looking up a missing row is an error on
 # some backends and silently wrong on others. `compute_mask` and `get_config`
 # work as in `PositionalEmbedding`.
+#
+# **What is graded** (3.5 points), each part on its own:
+#
+# - *values and weights* (2.5 points): for the grader's tables (set with
+#   `set_weights` on both sublayers), the output is the token vectors plus rows
+#   $0 .. T-1$ of the position table, unscaled, for every sentence of the batch
+#   and any `T` up to `max_length`. Both sublayers are `keras.layers.Embedding`.
+#   The layer has no weight before `build` and, after it, exactly two, both
+#   trainable: the token table `(vocab_size, d_model)` and the position table
+#   `(max_length, d_model)`.
+# - *the length limit* (0.5 points): `T == max_length` works, and `T >
+#   max_length` raises a `ValueError` (any message; say that the sequence is
+#   longer than `max_length`), also on a layer that is already built: check the
+#   length in `call`, not only in `build` (Keras calls `build` once).
+# - *the mask* (0.25 points): as in `PositionalEmbedding`: the boolean
+#   `token_ids != 0` wherever the zeros are with `mask_zero=True`, `None` with
+#   `mask_zero=False`.
+# - *the config* (0.25 points): as in `PositionalEmbedding`: each argument kept
+#   as an attribute of the same name, and `get_config()` returns all four, so
+#   that `LearnedPositionalEmbedding.from_config(layer.get_config())` rebuilds
+#   the same layer.
 
 # %% nbgrader="solution" grade_id="LearnedPositionalEmbedding"
 class LearnedPositionalEmbedding(keras.layers.Layer):
@@ -666,11 +902,16 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     Each token id and each position 0 .. max_length - 1 has its own learned
     vector; the output is their sum, without scaling (as in BERT and GPT-2).
-    The layer has two weights, the token table `(vocab_size, d_model)` and the
-    position table `(max_length, d_model)`. A sequence longer than `max_length`
-    has no position vector: `call` raises a ValueError when its length is known.
-    Id 0 is padding: with `mask_zero=True` the layer returns the mask
-    `token_ids != 0`.
+    The layer has two weights, both trainable and created in `build`: the
+    token table `(vocab_size, d_model)` of `token_embedding` and the position
+    table `(max_length, d_model)` of `position_embedding`. A sequence longer
+    than `max_length` has no position vector: `call` raises a ValueError when
+    its length is known (also once the layer is built); `T == max_length`
+    works. Id 0 is padding: with `mask_zero=True`, `compute_mask` returns the
+    boolean mask `token_ids != 0`, and None with `mask_zero=False`. Each
+    constructor argument is kept as an attribute of the same name, and
+    `get_config()` returns all four, so that `from_config(get_config())`
+    rebuilds the layer.
 
     Args:
         vocab_size: number of token ids; ids are 0 .. vocab_size - 1.
@@ -754,50 +995,113 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
 
 # %% nbgrader="locked" grade_id="check_LearnedPositionalEmbedding"
-# Visible check: 11 token ids, d_model = 6, at most 8 positions.
-layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)
-checks.check_true((layer.vocab_size, layer.d_model, layer.max_length, layer.mask_zero)
-                  == (11, 6, 8, True),
-                  "LearnedPositionalEmbedding stores its arguments")
+# Visible check: 11 token ids, d_model = 6, at most 10 positions; "how are you"
+# ([5, 8, 9]) in a batch of two, padded at the end, then at the start.
+def shapes(weights):
+    return [tuple(w.shape) for w in weights]
+
+
+layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=10)
+checks.check_true(shapes(layer.weights) == [],
+                  "LearnedPositionalEmbedding: no weight before build",
+                  f"the weights have shapes {shapes(layer.weights)}",
+                  hint="create the two Embedding sublayers in __init__, build them in build.")
 layer.build((None, 5))
-checks.check_true(sorted(tuple(w.shape) for w in layer.trainable_weights) == [(8, 6), (11, 6)],
+trainable = sorted(shapes(layer.trainable_weights))
+checks.check_true(trainable == [(10, 6), (11, 6)] and len(layer.weights) == 2,
                   "LearnedPositionalEmbedding: after build, two trainable tables, (11, 6) "
-                  "and (8, 6)",
-                  f"the trainable weights have shapes "
-                  f"{[tuple(w.shape) for w in layer.trainable_weights]}",
-                  hint="build token_embedding and position_embedding in build.")
-token_ids = np.array([[5, 8, 9, 0, 0]])
-output = checks.check_shape(layer(token_ids), (1, 5, 6), "LearnedPositionalEmbedding output")
-token_rows = layer.token_embedding.get_weights()[0][token_ids[0]]  # (5, 6)
-position_rows = layer.position_embedding.get_weights()[0][0:5]  # (5, 6)
-checks.check_close(output[0], token_rows + position_rows,
-                   "LearnedPositionalEmbedding: token vectors + position vectors 0..4",
-                   hint="look up ops.arange(T) in position_embedding; no scaling here.")
-checks.check_close(layer.compute_mask(token_ids), [[True, True, True, False, False]],
-                   "LearnedPositionalEmbedding.compute_mask (id 0 is padding)")
-checks.check_shape(layer(np.ones((2, 8), dtype="int32")), (2, 8, 6),
-                   "LearnedPositionalEmbedding on T = max_length = 8")
+                  "and (10, 6)",
+                  f"the trainable weights have shapes {trainable}, all weights "
+                  f"{shapes(layer.weights)}",
+                  hint="build token_embedding and position_embedding in build; the "
+                       "position table has max_length rows.")
+token_ids = np.array([[5, 8, 9, 0, 0], [0, 0, 5, 8, 9]])
+token_table = np.random.default_rng(4).normal(size=(11, 6)).astype("float32")
+position_table = np.random.default_rng(5).normal(size=(10, 6)).astype("float32")
+layer.position_embedding.set_weights([position_table])
+
+# 1. A zero token table: the output is rows 0..4 of the position table, in each sentence.
+layer.token_embedding.set_weights([np.zeros((11, 6), dtype="float32")])
+positions = checks.check_shape(layer(token_ids), (2, 5, 6), "LearnedPositionalEmbedding output")
+if np.allclose(positions, 0.0, atol=1e-4):
+    hint = "the position vectors are not added to the token vectors."
+elif np.allclose(positions, position_table[token_ids], atol=1e-4):
+    hint = "the position table is looked up with the token ids; look up ops.arange(T)."
+else:
+    hint = "look up the positions 0..T-1 (ops.arange(T)) in position_embedding."
+checks.check_close(positions, np.broadcast_to(position_table[:5], (2, 5, 6)),
+                   "LearnedPositionalEmbedding with a zero token table: position rows 0..4",
+                   hint=hint)
+
+# 2. Token vectors, added as they are.
+layer.token_embedding.set_weights([token_table])
+token_part = checks.to_numpy(layer(token_ids)) - position_table[:5]
+tokens = token_table[token_ids]  # (2, 5, 6)
+if np.allclose(token_part, np.sqrt(6) * tokens, atol=1e-4):
+    hint = "the token vectors are multiplied by sqrt(d_model); this layer adds them unscaled."
+else:
+    hint = "add the token vectors, token_embedding(token_ids), as they are."
+checks.check_close(token_part, tokens,
+                   "LearnedPositionalEmbedding: output - position rows = token vectors",
+                   hint=hint)
+
+# 3. The length limit: T = max_length works, T = max_length + 1 is a ValueError.
 try:
-    layer(np.ones((1, 9), dtype="int32"))
+    full, raised = layer(np.ones((2, 10), dtype="int32")), None
+except Exception as error:  # noqa: BLE001 - reported below with a hint
+    full, raised = None, error
+checks.check_true(raised is None, "LearnedPositionalEmbedding runs on T = max_length = 10",
+                  f"it raised {type(raised).__name__}: {raised}",
+                  hint="only T > max_length is too long: the position table has rows "
+                       "0..max_length-1, one for each of max_length positions.")
+checks.check_shape(full, (2, 10, 6), "LearnedPositionalEmbedding on T = max_length = 10")
+try:
+    layer(np.ones((1, 11), dtype="int32"))
     raised = None
 except Exception as error:  # noqa: BLE001 - any exception is reported below
     raised = error
 checks.check_true(isinstance(raised, ValueError),
-                  "LearnedPositionalEmbedding on T = 9 > max_length raises a ValueError",
+                  "LearnedPositionalEmbedding (built) on T = 11 > max_length raises a ValueError",
                   f"it raised {type(raised).__name__}" if raised else "nothing was raised",
-                  hint="in call, compare ops.shape(token_ids)[1] with self.max_length "
-                       "when it is an int.")
-config = layer.get_config()
-checks.check_true(LearnedPositionalEmbedding.from_config(config).max_length == 8
-                  and config.get("mask_zero") is True,
-                  "get_config() / from_config() round trip")
+                  hint="in call (build runs only once), compare ops.shape(token_ids)[1] "
+                       "with self.max_length when it is an int, and raise ValueError.")
 
-# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding" points=3
-# Hidden tests of `LearnedPositionalEmbedding` run when your notebook is graded.
+# 4. The mask.
+mask = layer.compute_mask(token_ids)
+checks.check_true(mask is not None, "LearnedPositionalEmbedding.compute_mask is not None",
+                  "it returned None", hint="with mask_zero=True, return token_ids != 0.")
+checks.check_close(mask, [[True, True, True, False, False], [False, False, True, True, True]],
+                   "LearnedPositionalEmbedding.compute_mask (id 0 is padding, wherever it is)",
+                   hint="return ops.not_equal(token_ids, 0): True for real tokens.")
+checks.check_true(checks.to_numpy(mask).dtype == bool,
+                  "LearnedPositionalEmbedding.compute_mask is boolean",
+                  f"its dtype is {checks.to_numpy(mask).dtype}",
+                  hint="Keras masks are boolean: return ops.not_equal(token_ids, 0) without "
+                       "a cast.")
+checks.check_true(LearnedPositionalEmbedding(11, 6, 10, mask_zero=False).compute_mask(token_ids)
+                  is None, "compute_mask is None with mask_zero=False",
+                  hint="return None when self.mask_zero is False.")
+
+# 5. Arguments and config.
+layer = LearnedPositionalEmbedding(vocab_size=13, d_model=6, max_length=40, mask_zero=False)
+arguments = {"vocab_size": 13, "d_model": 6, "max_length": 40, "mask_zero": False}
+stored = {key: getattr(layer, key, "(missing)") for key in arguments}
+checks.check_true(stored == arguments, "LearnedPositionalEmbedding stores its arguments",
+                  f"the attributes are {stored}",
+                  hint="keep each argument in an attribute of the same name (self.max_length, ...).")
+config = layer.get_config()
+in_config = {key: config.get(key, "(missing)") for key in arguments}
+checks.check_true(in_config == arguments, "LearnedPositionalEmbedding.get_config() holds the "
+                  "four arguments", f"it holds {in_config}",
+                  hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
+clone = LearnedPositionalEmbedding.from_config(config)
+checks.check_true({key: getattr(clone, key, "(missing)") for key in arguments} == arguments,
+                  "LearnedPositionalEmbedding.from_config(get_config()) round trip")
+
+# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding" points=2.5
+# Hidden tests of `LearnedPositionalEmbedding`: values and weights (2.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_LearnedPositionalEmbedding():
-    import re
-
     import numpy as np
     from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab3 as reference
@@ -816,15 +1120,8 @@ def _hidden_test_LearnedPositionalEmbedding():
     def shapes(weights):
         return sorted(tuple(np.shape(weight)) for weight in weights)
 
-    # Arguments stored under their own names; two Embedding sublayers.
+    # Two Embedding sublayers.
     layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)
-    for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 8),
-                        ("mask_zero", True)]:
-        stored = getattr(layer, name)
-        assert_true(stored == value,
-                    f"LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)."
-                    f"{name} is {stored!r}, expected {value!r}: store each constructor "
-                    "argument under its own name.")
     for name in ("token_embedding", "position_embedding"):
         classes = class_names(getattr(layer, name))
         assert_true(any(path.endswith(".Embedding") for path in classes),
@@ -845,7 +1142,7 @@ def _hidden_test_LearnedPositionalEmbedding():
                 "token table (11, 6) and the position table (8, 6): build both sublayers "
                 "in build.")
 
-    cases = [(11, 6, 8, 2, 5), (30, 16, 20, 3, 20), (17, 7, 40, 2, 13)]
+    cases = [(11, 6, 8, 2, 5), (30, 16, 20, 3, 17), (17, 7, 40, 2, 13), (9, 5, 6, 2, 4)]
     for vocab_size, d_model, max_length, batch, length in cases:
         what = (f"LearnedPositionalEmbedding(vocab_size={vocab_size}, d_model={d_model}, "
                 f"max_length={max_length})")
@@ -853,6 +1150,7 @@ def _hidden_test_LearnedPositionalEmbedding():
                                            max_length=max_length)
         token_ids = r.integers(1, vocab_size, size=(batch, length)).astype("int32")
         token_ids[-1, length // 2:] = 0  # padding at the end of the last sequence
+        token_ids[0, :2] = 0  # and at the start of the first one
         assert_shape(layer(token_ids), (batch, length, d_model),
                      f"{what} on token ids {token_ids.shape}")
         weights = shapes(layer.weights)
@@ -886,6 +1184,74 @@ def _hidden_test_LearnedPositionalEmbedding():
                 assert_true(not np.allclose(values, guess, rtol=1e-4, atol=1e-4),
                             f"{what}: {hint}.")
         assert_close(output, expected, f"{what} on token ids {token_ids.shape}")
+
+
+_hidden_test_LearnedPositionalEmbedding()
+del _hidden_test_LearnedPositionalEmbedding
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding__validation" points=0.5
+# Hidden tests of `LearnedPositionalEmbedding`: T = max_length works, a longer sequence is a ValueError (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_LearnedPositionalEmbedding__validation():
+    import re
+
+    from autograder.testing import rng, assert_true
+
+    r = rng("LearnedPositionalEmbedding/validation")
+
+    def error_kind(call):
+        """None when ``call()`` returns, else the name of the exception it raised."""
+        try:
+            call()
+            return None
+        except Exception as error:  # noqa: BLE001 - the student's error, as a message
+            # Graded, the student's error arrives as "`label` raised ValueError: ...".
+            raised = re.match(r"`[^`]*` raised (\w+)", str(error))
+            return raised.group(1) if raised else type(error).__name__
+
+    for vocab_size, d_model, max_length in [(11, 6, 8), (30, 16, 20)]:
+        what = (f"LearnedPositionalEmbedding(vocab_size={vocab_size}, d_model={d_model}, "
+                f"max_length={max_length})")
+        layer = LearnedPositionalEmbedding(vocab_size=vocab_size, d_model=d_model,
+                                           max_length=max_length)
+        layer.build((None, 3))  # built on short sequences: the check belongs in call
+        full = r.integers(1, vocab_size, size=(2, max_length)).astype("int32")
+        kind = error_kind(lambda: layer(full))
+        assert_true(kind != "ValueError",
+                    f"{what} on a sequence of length {max_length} = max_length raised a "
+                    "ValueError; only a sequence longer than max_length is too long.")
+        too_long = r.integers(1, vocab_size, size=(2, max_length + 1)).astype("int32")
+        kind = error_kind(lambda: layer(too_long))
+        assert_true(kind == "ValueError",
+                    f"{what}, built, on a sequence of length {max_length + 1}: expected a "
+                    "ValueError that says the sequence is longer than max_length, raised "
+                    "in call when the length is known; "
+                    + ("nothing was raised." if kind is None else f"got {kind}."))
+
+
+_hidden_test_LearnedPositionalEmbedding__validation()
+del _hidden_test_LearnedPositionalEmbedding__validation
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding__mask" points=0.25
+# Hidden tests of `LearnedPositionalEmbedding`: compute_mask and mask_zero (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_LearnedPositionalEmbedding__mask():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_shape, assert_true
+    from autograder.references import lab3 as reference
+
+    r = rng("LearnedPositionalEmbedding/mask")
+    for vocab_size, d_model, max_length, batch, length in [(11, 6, 8, 2, 5),
+                                                          (30, 16, 20, 3, 17)]:
+        what = (f"LearnedPositionalEmbedding(vocab_size={vocab_size}, d_model={d_model}, "
+                f"max_length={max_length})")
+        layer = LearnedPositionalEmbedding(vocab_size=vocab_size, d_model=d_model,
+                                           max_length=max_length)
+        token_ids = r.integers(1, vocab_size, size=(batch, length)).astype("int32")
+        token_ids[-1, length // 2:] = 0  # padding at the end of the last sequence
+        token_ids[0, :2] = 0  # and at the start of the first one
         mask = layer.compute_mask(token_ids)
         assert_true(mask is not None,
                     f"{what}.compute_mask returned None; with mask_zero=True it returns "
@@ -895,35 +1261,36 @@ def _hidden_test_LearnedPositionalEmbedding():
         assert_true(mask.dtype == np.bool_,
                     f"{what}.compute_mask returned a mask of dtype {mask.dtype}; Keras masks "
                     "are boolean: return ops.not_equal(token_ids, 0) without casting it.")
-        assert_true(np.array_equal(mask.astype(bool), reference.padding_mask(token_ids)),
+        assert_true(np.array_equal(mask, reference.padding_mask(token_ids)),
                     f"{what}.compute_mask: expected True for real tokens and False where "
-                    "the id is 0 (padding).")
+                    "the id is 0 (padding), wherever it is in the sentence.")
 
-        # T = max_length works; T = max_length + 1 is a ValueError.
-        full = r.integers(1, vocab_size, size=(1, max_length)).astype("int32")
-        assert_close(layer(full), reference.learned_positional_embedding(
-            full, token_table, position_table), f"{what} on T = max_length = {max_length}")
-        too_long = r.integers(1, vocab_size, size=(2, max_length + 1)).astype("int32")
-        try:
-            layer(too_long)
-            failure = None
-        except Exception as error:  # noqa: BLE001 - the student's error, as a message
-            failure = error
-        # Graded, the student's error arrives as "`label` raised ValueError: ...".
-        raised = re.match(r"`[^`]*` raised (\w+)", str(failure))
-        kind = raised.group(1) if raised else type(failure).__name__
-        assert_true(failure is not None and kind == "ValueError",
-                    f"{what} on a sequence of length {max_length + 1}: expected a "
-                    "ValueError that says the sequence is longer than max_length, raised "
-                    "in call when the length is known; "
-                    + ("nothing was raised." if failure is None else f"got {kind}."))
-
-    # No mask when mask_zero=False.
     layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8,
                                        mask_zero=False)
     assert_true(layer.compute_mask(np.array([[5, 8, 9, 0]], dtype="int32")) is None,
                 "LearnedPositionalEmbedding(..., mask_zero=False).compute_mask must "
                 "return None.")
+
+
+_hidden_test_LearnedPositionalEmbedding__mask()
+del _hidden_test_LearnedPositionalEmbedding__mask
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding__config" points=0.25
+# Hidden tests of `LearnedPositionalEmbedding`: the arguments, get_config() and from_config() (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_LearnedPositionalEmbedding__config():
+    from autograder.testing import assert_true
+
+    # Arguments stored under their own names (the default mask_zero included).
+    layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)
+    for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 8),
+                        ("mask_zero", True)]:
+        stored = getattr(layer, name, "(missing)")
+        assert_true(stored == value,
+                    f"LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)."
+                    f"{name} is {stored!r}, expected {value!r}: store each constructor "
+                    "argument under its own name.")
 
     # get_config() / from_config() round trip.
     layer = LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40,
@@ -935,16 +1302,14 @@ def _hidden_test_LearnedPositionalEmbedding():
                 f"LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
                 f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
     clone = LearnedPositionalEmbedding.from_config(config)
-    restored = {key: getattr(clone, key) for key in expected_config}
+    restored = {key: getattr(clone, key, "(missing)") for key in expected_config}
     assert_true(restored == expected_config,
                 f"LearnedPositionalEmbedding.from_config(config) has the arguments "
                 f"{restored}, expected {expected_config}.")
-    assert_shape(clone(np.array([[1, 2, 3]], dtype="int32")), (1, 3, 10),
-                 "the layer made by from_config, on token ids (1, 3)")
 
 
-_hidden_test_LearnedPositionalEmbedding()
-del _hidden_test_LearnedPositionalEmbedding
+_hidden_test_LearnedPositionalEmbedding__config()
+del _hidden_test_LearnedPositionalEmbedding__config
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -60,6 +60,17 @@ def positional_encoding(length, depth):
     return ops.where(even, ops.sin(angles), ops.cos(angles))
 '''
 
+_TABLE_COMPREHENSION = '''
+def positional_encoding(length, depth):
+    """A nested list comprehension over (pos, column), read from the formula."""
+    def value(pos, column):
+        angle = pos / (10000 ** ((column - column % 2) / depth))
+        return math.cos(angle) if column % 2 else math.sin(angle)
+
+    return np.array([[value(pos, column) for column in range(depth)]
+                     for pos in range(length)], dtype=np.float32)
+'''
+
 # --- PositionalEmbedding -----------------------------------------------------------------
 
 _PE_SLICE = '''
@@ -217,6 +228,71 @@ class PositionalEmbedding(keras.layers.Layer):
         return config
 '''
 
+_PE_CONFIG_DICT = '''
+class PositionalEmbedding(keras.layers.Layer):
+    """Honest reading: the arguments kept in a dict too, the table made in build."""
+
+    def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
+                                  d_model=d_model, max_length=max_length)
+        self._arguments = dict(vocab_size=vocab_size, d_model=d_model,
+                               max_length=max_length, mask_zero=mask_zero)
+        for name, value in self._arguments.items():
+            setattr(self, name, value)
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model)
+
+    def build(self, input_shape):
+        self.token_embedding.build(input_shape)
+        self.sinusoids = ops.convert_to_tensor(
+            positional_encoding(self.max_length, self.d_model), dtype="float32")
+
+    def call(self, token_ids):
+        tokens = ops.multiply(self.token_embedding(token_ids), ops.sqrt(float(self.d_model)))
+        return ops.add(tokens, self.sinusoids[: ops.shape(token_ids)[1]])
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape, self.d_model)
+
+    def compute_mask(self, token_ids, mask=None):
+        return None if not self.mask_zero else ops.not_equal(token_ids, 0)
+
+    def get_config(self):
+        return {**super().get_config(), **self._arguments}
+'''
+
+_PE_AUTO_CONFIG = '''
+class PositionalEmbedding(keras.layers.Layer):
+    """Honest reading: get_config left out, Keras 3's automatic config returns
+    the constructor arguments; the rows looked up with ops.take."""
+
+    def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
+                                  d_model=d_model, max_length=max_length)
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_length = max_length
+        self.mask_zero = mask_zero
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model)
+        self.table = ops.convert_to_tensor(positional_encoding(max_length, d_model))
+
+    def build(self, input_shape):
+        self.token_embedding.build(input_shape)
+
+    def call(self, token_ids):
+        scale = math.sqrt(self.d_model)
+        rows = ops.take(self.table, ops.arange(ops.shape(token_ids)[1]), axis=0)
+        return scale * self.token_embedding(token_ids) + rows
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape, self.d_model)
+
+    def compute_mask(self, token_ids, mask=None):
+        if self.mask_zero:
+            return ops.not_equal(token_ids, 0)
+'''
+
 # --- LearnedPositionalEmbedding ----------------------------------------------------------
 
 _LPE_TAKE = '''
@@ -348,10 +424,88 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
         return config
 '''
 
+_LPE_CONFIG_DICT = '''
+class LearnedPositionalEmbedding(keras.layers.Layer):
+    """Honest reading: a config dict, the length checked in build and in call
+    with a message of its own."""
+
+    def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
+                                  d_model=d_model, max_length=max_length)
+        self.config_arguments = {"vocab_size": vocab_size, "d_model": d_model,
+                                 "max_length": max_length, "mask_zero": mask_zero}
+        self.vocab_size, self.d_model = vocab_size, d_model
+        self.max_length, self.mask_zero = max_length, mask_zero
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model)
+        self.position_embedding = keras.layers.Embedding(max_length, d_model)
+
+    def _too_long(self, length):
+        if isinstance(length, int) and length > self.max_length:
+            raise ValueError("too long")
+
+    def build(self, input_shape):
+        self._too_long(input_shape[-1])
+        self.token_embedding.build(input_shape)
+        self.position_embedding.build(input_shape)
+
+    def call(self, token_ids):
+        T = ops.shape(token_ids)[1]
+        self._too_long(T)
+        return self.token_embedding(token_ids) + self.position_embedding(ops.arange(T))[None]
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape, self.d_model)
+
+    def compute_mask(self, token_ids, mask=None):
+        return ops.not_equal(token_ids, 0) if self.mask_zero else None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self.config_arguments)
+        return config
+'''
+
+_LPE_AUTO_CONFIG = '''
+class LearnedPositionalEmbedding(keras.layers.Layer):
+    """Honest reading: get_config left out (Keras 3's automatic config); the
+    length compared without isinstance (eager shapes are ints)."""
+
+    def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
+        super().__init__(**kwargs)
+        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
+                                  d_model=d_model, max_length=max_length)
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_length = max_length
+        self.mask_zero = mask_zero
+        self.token_embedding = keras.layers.Embedding(vocab_size, d_model)
+        self.position_embedding = keras.layers.Embedding(max_length, d_model)
+
+    def build(self, input_shape):
+        self.token_embedding.build(input_shape)
+        self.position_embedding.build(input_shape)
+
+    def call(self, token_ids):
+        T = token_ids.shape[1]
+        if T > self.max_length:
+            raise ValueError(f"The input has {T} tokens; at most {self.max_length} fit.")
+        return self.token_embedding(token_ids) + self.position_embedding(ops.arange(T))
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape, self.d_model)
+
+    def compute_mask(self, token_ids, mask=None):
+        return ops.not_equal(token_ids, 0) if self.mask_zero else None
+'''
+
 VARIANTS = {
-    "positional_encoding": [_TABLE_LOOPS, _TABLE_WHERE, _TABLE_EXP_LOG, _TABLE_OPS],
-    "PositionalEmbedding": [_PE_SLICE, _PE_OWN_TABLE, _PE_NUMPY_TABLE, _PE_TILE],
-    "LearnedPositionalEmbedding": [_LPE_TAKE, _LPE_BROADCAST, _LPE_ONEHOT],
+    "positional_encoding": [_TABLE_LOOPS, _TABLE_WHERE, _TABLE_EXP_LOG, _TABLE_OPS,
+                            _TABLE_COMPREHENSION],
+    "PositionalEmbedding": [_PE_SLICE, _PE_OWN_TABLE, _PE_NUMPY_TABLE, _PE_TILE,
+                            _PE_CONFIG_DICT, _PE_AUTO_CONFIG],
+    "LearnedPositionalEmbedding": [_LPE_TAKE, _LPE_BROADCAST, _LPE_ONEHOT, _LPE_CONFIG_DICT,
+                                   _LPE_AUTO_CONFIG],
 }
 
 MISTAKES = [
@@ -378,7 +532,8 @@ def positional_encoding(length, depth):
 '''),
     Mistake("positional_encoding", "float64",
             "the table returned in float64 (the cast to float32 forgotten)",
-            _swap(_TABLE_WHERE, ".astype(np.float32)", "")),
+            _swap(_TABLE_WHERE, ".astype(np.float32)", ""),
+            fails=('test_positional_encoding__dtype',)),
     Mistake("positional_encoding", "odd_depth_breaks",
             "every cosine column filled from all the angles: breaks for an odd depth",
             '''
@@ -389,11 +544,23 @@ def positional_encoding(length, depth):
     table[:, 0::2] = np.sin(angles)
     table[:, 1::2] = np.cos(angles)
     return table.astype(np.float32)
-'''),
+''',
+            fails=('test_positional_encoding__odd_depth',)),
     Mistake("positional_encoding", "positions_from_one",
             "positions counted from 1 instead of 0",
             _swap(_TABLE_WHERE, "np.arange(length, dtype=np.float64)",
                   "np.arange(1, length + 1, dtype=np.float64)")),
+    Mistake("positional_encoding", "odd_depth_drops_last",
+            "depth // 2 pairs only: an odd depth loses its last (sine) column",
+            '''
+def positional_encoding(length, depth):
+    half = depth // 2
+    positions = np.arange(length)[:, None]
+    angles = positions / np.power(10000.0, 2 * np.arange(half) / depth)
+    table = np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(length, 2 * half)
+    return table.astype(np.float32)
+''',
+            fails=("test_positional_encoding__odd_depth",)),
     Mistake("positional_encoding", "exponent_sign",
             "pos * 10000^(2i/d): the position multiplied instead of divided",
             _swap(_TABLE_WHERE, "pos / 10000.0 **", "pos * 10000.0 **")),
@@ -434,15 +601,18 @@ def positional_encoding(length, depth):
                   "ops.take(self.table, token_ids, axis=0)")),
     Mistake("PositionalEmbedding", "mask_inverted",
             "compute_mask True on the padding (token_ids == 0)",
-            _swap(_PE_SLICE, "return token_ids != 0", "return token_ids == 0")),
+            _swap(_PE_SLICE, "return token_ids != 0", "return token_ids == 0"),
+            fails=('test_PositionalEmbedding__mask',)),
     Mistake("PositionalEmbedding", "mask_zero_ignored",
             "compute_mask returns the padding mask even with mask_zero=False",
             _swap(_PE_TILE, "return ops.not_equal(token_ids, 0) if self.mask_zero else None",
-                  "return ops.not_equal(token_ids, 0)")),
+                  "return ops.not_equal(token_ids, 0)"),
+            fails=('test_PositionalEmbedding__mask',)),
     Mistake("PositionalEmbedding", "float_mask",
             "compute_mask cast to float32 (as in older TensorFlow tutorials): masks are boolean",
             _swap(_PE_SLICE, "return token_ids != 0",
-                  "return ops.cast(ops.not_equal(token_ids, 0), \"float32\")")),
+                  "return ops.cast(ops.not_equal(token_ids, 0), \"float32\")"),
+            fails=('test_PositionalEmbedding__mask',)),
     Mistake("PositionalEmbedding", "build_forgotten",
             "build does not build token_embedding: no weight until the first call",
             _swap(_PE_SLICE, "        self.token_embedding.build(input_shape)\n", "        pass\n")),
@@ -450,7 +620,29 @@ def positional_encoding(length, depth):
             "get_config leaves out max_length and mask_zero",
             _swap(_PE_SLICE, "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
                              "                      max_length=self.max_length, mask_zero=self.mask_zero)",
-                  "        config.update(vocab_size=self.vocab_size, d_model=self.d_model)")),
+                  "        config.update(vocab_size=self.vocab_size, d_model=self.d_model)"),
+            fails=('test_PositionalEmbedding__config',)),
+    Mistake("PositionalEmbedding", "no_get_config",
+            "get_config left as the base config: the four arguments are not added",
+            _swap(_PE_SLICE, "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
+                             "                      max_length=self.max_length, mask_zero=self.mask_zero)\n",
+                  ""),
+            fails=("test_PositionalEmbedding__config",)),
+    Mistake("PositionalEmbedding", "arguments_renamed",
+            "the arguments kept under other names (self._d_model, ...), get_config right",
+            _swap(_swap(_swap(_PE_NUMPY_TABLE,
+                              "        self.vocab_size = vocab_size\n"
+                              "        self.d_model = d_model\n"
+                              "        self.max_length = max_length\n"
+                              "        self.mask_zero = mask_zero\n",
+                              "        self._vocab_size = vocab_size\n"
+                              "        self._d_model = d_model\n"
+                              "        self._max_length = max_length\n"
+                              "        self._mask_zero = mask_zero\n"),
+                        "config[name] = getattr(self, name)", "config[name] = getattr(self, \"_\" + name)"),
+                  "math.sqrt(self.d_model) * embedded", "math.sqrt(self._d_model) * embedded")
+            .replace("if not self.mask_zero:", "if not self._mask_zero:"),
+            fails=("test_PositionalEmbedding__config",)),
     Mistake("PositionalEmbedding", "weights_in_init",
             "token_embedding built in __init__: the weights exist before build",
             _swap(_swap(_PE_SLICE,
@@ -464,15 +656,18 @@ def positional_encoding(length, depth):
             "no length check: a look-up past the table, never a clear ValueError",
             _swap(_LPE_TAKE, "        if length is not None and length > self.max_length:\n"
                              "            raise ValueError(f\"got {length} tokens but max_length is {self.max_length}\")\n",
-                  "")),
+                  ""),
+            fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "check_off_by_one",
             "length >= max_length rejected: a sequence of exactly max_length raises",
-            _swap(_LPE_TAKE, "length > self.max_length", "length >= self.max_length")),
+            _swap(_LPE_TAKE, "length > self.max_length", "length >= self.max_length"),
+            fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "assert_not_valueerror",
             "the length checked with assert: an AssertionError instead of a ValueError",
             _swap(_LPE_TAKE, "        if length is not None and length > self.max_length:\n"
                              "            raise ValueError(f\"got {length} tokens but max_length is {self.max_length}\")\n",
-                  "        assert length is None or length <= self.max_length, \"sequence too long\"\n")),
+                  "        assert length is None or length <= self.max_length, \"sequence too long\"\n"),
+            fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "scaled_sqrt_d_model",
             "the token vectors multiplied by sqrt(d_model), copied from the sinusoidal layer",
             _swap(_LPE_BROADCAST, "ops.add(self.token_embedding(token_ids), ",
@@ -496,7 +691,8 @@ def positional_encoding(length, depth):
             "compute_mask ignores mask_zero: a mask even when mask_zero=False",
             _swap(_LPE_TAKE, "        if self.mask_zero:\n            return ops.not_equal(token_ids, 0)\n"
                              "        return None",
-                  "        return ops.not_equal(token_ids, 0)")),
+                  "        return ops.not_equal(token_ids, 0)"),
+            fails=('test_LearnedPositionalEmbedding__mask',)),
     Mistake("LearnedPositionalEmbedding", "weights_in_init",
             "both tables built in __init__: the weights exist before build",
             _swap(_swap(_LPE_TAKE,
@@ -516,12 +712,25 @@ def positional_encoding(length, depth):
                   "        self.position_embedding.build((None,))\n",
                   "        self.position_embedding.build((None,))\n"
                   "        if input_shape[-1] is not None and input_shape[-1] > self.max_length:\n"
-                  "            raise ValueError(f\"{input_shape[-1]} tokens, max_length={self.max_length}\")\n")),
+                  "            raise ValueError(f\"{input_shape[-1]} tokens, max_length={self.max_length}\")\n"),
+            fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "int_mask",
             "compute_mask cast to int32 (1 for real tokens): masks are boolean",
             _swap(_LPE_TAKE, "return ops.not_equal(token_ids, 0)",
-                  "return ops.cast(ops.not_equal(token_ids, 0), \"int32\")")),
+                  "return ops.cast(ops.not_equal(token_ids, 0), \"int32\")"),
+            fails=('test_LearnedPositionalEmbedding__mask',)),
     Mistake("LearnedPositionalEmbedding", "config_no_mask_zero",
             "get_config leaves out mask_zero",
-            _swap(_LPE_ONEHOT, "        config[\"mask_zero\"] = self.mask_zero\n", "")),
+            _swap(_LPE_ONEHOT, "        config[\"mask_zero\"] = self.mask_zero\n", ""),
+            fails=('test_LearnedPositionalEmbedding__config',)),
+    Mistake("LearnedPositionalEmbedding", "no_get_config",
+            "get_config left as the base config: the four arguments are not added",
+            _swap(_LPE_BROADCAST, '''        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
+                "max_length": self.max_length, "mask_zero": self.mask_zero}''',
+                  "        return super().get_config()"),
+            fails=("test_LearnedPositionalEmbedding__config",)),
 ]
+
+#: Mistakes that the visible check of their exercise may let through, with the
+#: reason. Every mistake above fails its visible check.
+HIDDEN_ONLY: dict[str, str] = {}
