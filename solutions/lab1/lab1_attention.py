@@ -183,6 +183,17 @@ checks.check_close(softmax(np.array([1000.0, 1001.0])), [0.26894, 0.73106],
                    hint="np.exp(1000) is inf; subtract the maximum before np.exp.")
 checks.check_close(softmax(np.array([0.7, -np.inf])), [1.0, 0.0],
                    "softmax([0.7, -inf]) (a masked entry gets weight 0)")
+third = 1 / 3
+checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [5.0, 5.0, 5.0]])),
+                   [[0.09003, 0.24473, 0.66524], [third, third, third], [third, third, third]],
+                   "softmax(x (3, 3)): each row on its own",
+                   hint="keep the reduced axis (keepdims=True) in np.max and np.sum, so that "
+                        "each row's maximum and sum line up with that row.")
+checks.check_close(softmax(np.array([[0.0, 1.0], [1000.0, 1001.0]])),
+                   [[0.26894, 0.73106], [0.26894, 0.73106]],
+                   "softmax of rows far apart ([0, 1] and [1000, 1001])",
+                   hint="subtract each row's own maximum (axis=axis, keepdims=True), not "
+                        "the maximum of the whole array: the first row would underflow to 0/0.")
 column_weights = checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), axis=0),
                                    np.full((2, 3), 0.5), "softmax(x (2, 3), axis=0)",
                                    hint="use the `axis` argument (with keepdims=True) in np.max and np.sum.")
@@ -312,6 +323,17 @@ checks.check_close(result[1], [0.73106, 0.26894], "attention_pool: weights (seco
                    hint="weights = softmax of the dot scores of the query with each key.")
 checks.check_close(result[0], [7.3106, 2.6894], "attention_pool: context (first item)",
                    hint="context = sum over i of weights[i] * values[i].")
+# Two queries at once, (1, 0) and (2, 0), over the same keys: each query's weights
+# sum to 1 over the keys, softmax([1, 0]) and softmax([2, 0]).
+context, weights = checks.check_tuple(
+    attention_pool(np.array([[1.0, 0.0], [2.0, 0.0]]), np.stack([np.eye(2)] * 2),
+                   np.stack([[[10.0, 0.0], [0.0, 10.0]]] * 2)), 2,
+    "attention_pool on two queries")
+checks.check_close(weights, [[0.73106, 0.26894], [0.88080, 0.11920]],
+                   "attention_pool: weights of two queries (each row sums to 1)",
+                   hint="the softmax runs over the keys (the last axis), never over the batch.")
+checks.check_close(context, [[7.3106, 2.6894], [8.8080, 1.1920]],
+                   "attention_pool: contexts of two queries")
 context, weights = checks.check_tuple(
     attention_pool(np.ones((4, 3)), np.ones((4, 5, 3)), np.ones((4, 5, 2))), 2,
     "attention_pool (batched)")
@@ -519,6 +541,15 @@ checks.check_close(
                     np.array([1.0])),
     [0.71630, 0.92167], "additive_scores: tanh(q_1 + k_2) for two keys",
     hint="stack the query first: [q; k] = concatenate([q, k]); then tanh(W1^T [q; k]) . w2.")
+# Two hidden units, q_1 + k_2 and q_2 + k_1, weighted by w2 = (2, -1): the score of
+# the first key is 2 tanh(0.9) - tanh(1.1) = 0.63210.
+W1 = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+checks.check_close(
+    additive_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2], [0.1, 0.9]]), W1,
+                    np.array([2.0, -1.0])),
+    [0.63210, 1.46339], "additive_scores: two hidden units weighted by w2 = (2, -1)",
+    hint="tanh acts on each hidden unit, W1^T [q; k], before the weighted sum with w2: "
+         "score = w2 . tanh(W1^T [q; k]).")
 batch_scores = checks.check_shape(
     additive_scores(np.ones((4, 3)), np.ones((4, 5, 2)), np.ones((5, 7)), np.ones(7)),
     (4, 5), "additive_scores on a batch of 4 (d_q=3, d_k=2, h=7)",
@@ -686,6 +717,22 @@ output, weights = scaled_dot_product_attention(q, k, v, mask=np.array([[False, T
 checks.check_close(weights, [[0.0, 1.0]], "scaled_dot_product_attention: weights with the first key masked",
                    hint="mask is True where attention is allowed; masked scores get a large negative value.")
 checks.check_close(output, [[3.0, 4.0]], "scaled_dot_product_attention: output with the first key masked")
+# Values of another size (d_v = 3): the scale is still 1/sqrt(d_k) = 1/sqrt(2).
+output, weights = scaled_dot_product_attention(q, k, np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+                                                              dtype="float32"))
+checks.check_close(weights, [[0.66976, 0.33024]],
+                   "scaled_dot_product_attention: weights with values of size 3",
+                   hint="scale by sqrt(d_k), the size of the queries and keys, not of the values.")
+checks.check_close(output, [[1.99072, 2.99072, 3.99072]],
+                   "scaled_dot_product_attention: output with values of size 3")
+output, weights = scaled_dot_product_attention(q, k, v, mask=np.array([[False, False]]))
+checks.check_true(np.all(np.isfinite(checks.to_numpy(output))) and
+                  np.all(np.isfinite(checks.to_numpy(weights))),
+                  "scaled_dot_product_attention: a query whose keys are all masked gives "
+                  "finite numbers",
+                  "NaN or inf in the output or the weights",
+                  hint="with -inf every score of the row is -inf and softmax gives 0/0; mask "
+                       "with a large negative number such as -1e9 instead.")
 output = checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8), "float32"),
                                                          np.ones((2, 4, 5, 8), "float32"),
                                                          np.ones((2, 4, 5, 6), "float32"))[0],

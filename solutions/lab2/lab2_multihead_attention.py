@@ -373,6 +373,13 @@ checks.check_close(masked, [[[1.0, 0.0], [0.33024, 0.66976]]],
                    "SelfAttention: weights when the first token may not see the second",
                    hint="attention_mask is True where attention is allowed; masked scores "
                         "get a large negative value before the softmax.")
+hidden_row = head(tokens, attention_mask=np.array([[[False, False], [True, True]]]),
+                  return_attention_scores=True)
+checks.check_true(all(np.all(np.isfinite(checks.to_numpy(part))) for part in hidden_row),
+                  "SelfAttention: a query that may see no key still gives finite numbers",
+                  "NaN or inf in the output or the weights",
+                  hint="with -inf every score of that row is -inf and softmax gives 0/0; "
+                       "mask with a large negative number such as -1e9 instead.")
 
 # Visible check 2: random weights, compared with NumPy.
 demo_rng = np.random.default_rng(2)
@@ -1054,7 +1061,7 @@ query = demo_rng.normal(size=(2, 3, 6)).astype("float32")
 value = demo_rng.normal(size=(2, 5, 10)).astype("float32")
 key = demo_rng.normal(size=(2, 5, 7)).astype("float32")
 padding = np.ones((2, 3, 5), dtype=bool)
-padding[1, :, 3:] = False  # the second sequence has 3 real keys
+padding[1, :, 2:] = False  # the second sequence has 2 real keys (query 2 may see key 2 causally)
 config = dict(num_heads=2, key_dim=3, value_dim=4, use_bias=True)
 layer = MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4)
 checks.check_shape(layer(query, value, key=key), (2, 3, 6),
@@ -1065,6 +1072,17 @@ _compare(layer, config, query, value, "cross-attention with a padding mask", key
          attention_mask=padding)
 _compare(layer, config, query, value, "cross-attention, padding and causal masks", key=key,
          attention_mask=padding, use_causal_mask=True)
+
+everything_hidden = padding.copy()
+everything_hidden[0, 1] = False  # query 1 of the first sequence may see no key
+output, scores = layer(query, value, key=key, attention_mask=everything_hidden,
+                       return_attention_scores=True)
+checks.check_true(np.all(np.isfinite(checks.to_numpy(output))) and
+                  np.all(np.isfinite(checks.to_numpy(scores))),
+                  "a query that may see no key still gives finite numbers",
+                  "NaN or inf in the output or the scores",
+                  hint="with -inf every score of that row is -inf and softmax gives 0/0; mask "
+                       "with a large negative number such as -1e9 instead.")
 
 layer = MultiHeadAttention(num_heads=2, key_dim=3, use_bias=False)
 layer(query, value)
@@ -1082,6 +1100,37 @@ checks.check_true(not np.allclose(training_1, at_inference) and not np.allclose(
                   "dropout=0.5, training=True: outputs change from call to call",
                   "the outputs with training=True equal each other or the inference output",
                   hint="pass training=training to a keras.layers.Dropout sublayer.")
+
+# Where dropout acts. With a single key every attention probability is 1. Dropout
+# on the probabilities (B, H, T_q, T_k) then keeps or drops each head's whole
+# context (kept ones doubled at rate 0.5); an identity output kernel shows the
+# two heads' contexts side by side, 3 numbers each.
+query = demo_rng.normal(size=(32, 4, 6)).astype("float32")
+value = demo_rng.normal(size=(32, 1, 5)).astype("float32")  # one key
+layer = MultiHeadAttention(num_heads=2, key_dim=2, value_dim=3, dropout=0.5)
+layer(query, value)
+weights = _random_weights(layer)
+weights[6] = np.eye(6, dtype="float32").reshape(2, 3, 6)  # identity output kernel
+weights[7] = np.zeros(6, dtype="float32")
+layer.set_weights(weights)
+contexts = checks.to_numpy(layer(query, value, training=False)).reshape(32, 4, 2, 3)
+output, scores = layer(query, value, return_attention_scores=True, training=True)
+checks.check_close(scores, np.ones((32, 2, 4, 1)),
+                   "dropout=0.5, one key, training=True: the scores returned are the "
+                   "probabilities before dropout (all 1)",
+                   hint="return the softmax's probabilities, not the dropped ones.")
+dropped_heads = checks.to_numpy(output).reshape(32, 4, 2, 3)
+whole = np.all(np.abs(dropped_heads) <= 1e-6, axis=-1)  # a head's context dropped whole
+doubled = np.all(np.isclose(dropped_heads, 2 * contexts, rtol=1e-4, atol=1e-5), axis=-1)
+checks.check_true(np.all(whole | doubled) and 0.2 < whole.mean() < 0.8,
+                  "dropout=0.5, one key, training=True: each head's context is dropped whole "
+                  "or kept and doubled",
+                  f"{np.mean(~(whole | doubled)):.0%} of the heads' contexts are neither, "
+                  f"{whole.mean():.0%} are dropped",
+                  hint="apply the Dropout sublayer to the attention probabilities (after the "
+                       "softmax, before multiplying by the values), not to the values, the "
+                       "heads' context or the output; keras.layers.Dropout scales what it "
+                       "keeps by 1 / (1 - rate).")
 
 # get_config / from_config, and one invalid argument.
 layer = MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4, dropout=0.5, use_bias=False)
