@@ -41,6 +41,7 @@ PROPERTY_WORDS = {
     "length": ("max_length",),
     "odd_depth": ("odd",),
     "dtype": ("float32",),
+    "broadcast": ("broadcast",),
 }
 
 #: (lab, exercise) -> other exercises its visible check may call, and why.

@@ -5,7 +5,9 @@ kernels, TensorFlow's import, a few small layers), then checked from every
 side: full marks for the solution and for a correct answer written
 differently, 0 for the untouched notebook, and each sample mistake loses
 points in its own exercise only (the layers keep theirs when the student's
-mask functions or FeedForward are wrong, thanks to the stand-ins).
+mask functions or FeedForward are wrong, thanks to the stand-ins), and in a
+layer only the points of the properties it breaks (per-property tests cells:
+`test_<X>`, `__padding`, `__training`, `__config`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,21 @@ import pytest
 from autograder.labs import LABS
 from autograder.release import build_source_notebook, write_notebook
 from tests.conftest import (ROOT, assert_no_hidden_source_in_feedback,
-                            assert_rows_follow_the_curriculum, assert_sample_scores, run_cli)
+                            assert_rows_follow_the_curriculum, run_cli)
 
 LAB = LABS["lab4"]
 POINTS = {"causal_mask": 1, "padding_mask": 1, "combine_masks": 2, "masked_softmax": 2,
           "FeedForward": 2, "EncoderLayer": 4, "DecoderLayer": 4}
+#: The layers' points, property by property (tests cell -> points).
+CELLS = {
+    "combine_masks": {"test_combine_masks": 1.5, "test_combine_masks__broadcast": 0.5},
+    "FeedForward": {"test_FeedForward": 1.5, "test_FeedForward__training": 0.25,
+                    "test_FeedForward__config": 0.25},
+    "EncoderLayer": {"test_EncoderLayer": 2.75, "test_EncoderLayer__padding": 0.5,
+                     "test_EncoderLayer__training": 0.25, "test_EncoderLayer__config": 0.5},
+    "DecoderLayer": {"test_DecoderLayer": 2.75, "test_DecoderLayer__padding": 0.5,
+                     "test_DecoderLayer__training": 0.25, "test_DecoderLayer__config": 0.5},
+}
 TOTAL = sum(POINTS.values())
 
 
@@ -74,11 +86,31 @@ def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
     assert_rows_follow_the_curriculum(graded["exercises"], LAB, POINTS)
 
 
+def test_the_layers_give_credit_property_by_property():
+    from tests.verdicts import test_cell_points
+
+    cells = test_cell_points("lab4")
+    for exercise, expected in CELLS.items():
+        assert cells[exercise] == expected, (exercise, cells[exercise])
+        assert sum(expected.values()) == POINTS[exercise]
+        assert expected[f"test_{exercise}"] > 0.6 * POINTS[exercise], exercise
+
+
 @pytest.mark.parametrize("sample", sorted(_load_samples().expectations()))
 def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
+    """Each exercise gets full marks ("kept"), 0 ("lost") or the points the
+    sample's expectations reason out (a layer that breaks some properties only)."""
     expected = _load_samples().expectations()[sample]
     student = sample.removesuffix(".ipynb")
-    assert_sample_scores(graded, student, expected, POINTS)
+    rows = graded["exercises"][student]
+    for exercise, outcome in expected.items():
+        want = {"kept": POINTS[exercise], "lost": 0.0}.get(outcome, outcome)
+        score = float(rows[exercise]["score"])
+        assert score == pytest.approx(want), (student, exercise, score, want,
+                                              rows[exercise]["message"])
+        if want < POINTS[exercise]:
+            assert rows[exercise]["message"], (student, exercise)
+    assert graded["grades"][student]["status"] == "graded"
 
 
 @pytest.mark.parametrize("student, exercise, words", [

@@ -245,6 +245,22 @@ def test_decoder_reference_is_causal_and_ignores_padding():
     np.testing.assert_allclose(np.moveaxis(scores, 1, 2)[target_real].sum(-1), 1.0)
 
 
+def test_decoder_reference_diagnostics_are_other_layers():
+    """pre_norm=True and diagonal=False (a look-ahead mask that hides j == i too) give
+    known mistakes, still causal, that differ from the layer of the paper."""
+    r = np.random.default_rng(7)
+    weights = _random_weights(r, 8, 2, 16, reference.DECODER_WEIGHTS)
+    x, context = r.normal(size=(2, 5, 8)), r.normal(size=(2, 6, 8))
+    output, _ = reference.decoder_layer(x, context, weights)
+    for mistake in (dict(pre_norm=True), dict(diagonal=False)):
+        other, _ = reference.decoder_layer(x, context, weights, **mistake)
+        assert not np.allclose(other[:, 1:], output[:, 1:]), mistake
+        future = x.copy()
+        future[:, 3:] = r.normal(size=future[:, 3:].shape)
+        moved, _ = reference.decoder_layer(future, context, weights, **mistake)
+        np.testing.assert_allclose(moved[:, :3], other[:, :3], atol=1e-12)
+
+
 # --- stand-ins -------------------------------------------------------------------------------
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "tensor",
     "raised",
     "mha_random_weights",
+    "assert_from_scratch",
     "check_mha_case",
     "STAND_INS",
     "STAND_IN_SOURCES",
@@ -444,6 +445,19 @@ def mha_random_weights(shapes, r) -> list[np.ndarray]:
     return weights
 
 
+def assert_from_scratch(layer) -> None:
+    """Fail, saying why, when the student's MultiHeadAttention (class or layer)
+    is built on an attention layer it did not write. Every tests cell of the
+    exercise starts with it: a wrapper of Keras's layer earns none of them."""
+    from autograder.testing import assert_true
+
+    borrowed = borrowed_attention_classes(describe(layer))
+    assert_true(not borrowed,
+                f"MultiHeadAttention is built on {', '.join(borrowed)}; this exercise asks "
+                "for attention written from scratch (add_weight or EinsumDense, keras.ops), "
+                "without Keras's attention layers.")
+
+
 def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bias,
                    query_shape, value_shape, key_shape=None, mask="none", causal=False,
                    send_tensors=False, first=False):
@@ -480,11 +494,7 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
                 f"{what}: layer(query, value) returned a tuple; return only the output "
                 "unless return_attention_scores=True.")
     assert_shape(output, query.shape, f"{what}: output (the query's shape)")
-    borrowed = borrowed_attention_classes(describe(layer))
-    assert_true(not borrowed,
-                f"MultiHeadAttention is built on {', '.join(borrowed)}; this exercise asks "
-                "for attention written from scratch (add_weight or EinsumDense, keras.ops), "
-                "without Keras's attention layers.")
+    assert_from_scratch(layer)
 
     # Weight shapes and order, against Keras's own layer on the same inputs.
     built = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,

@@ -222,18 +222,22 @@ def encoder_layer(x, weights, padding_mask=None, pre_norm=False):
 
 
 def decoder_layer(x, context, weights, x_padding_mask=None, context_padding_mask=None,
-                  pre_norm=False):
+                  pre_norm=False, diagonal=True):
     """The post-norm decoder layer of the paper, at inference.
 
     x = norm1(x + causal self-attention(x)); x = norm2(x + attention(query=x,
     key=value=context)); x = norm3(x + ffn(x)). Self-attention sees keys
     j <= i that are real target tokens; cross-attention sees real context
     tokens. Returns ``(output (B, T, d_model), cross-attention scores
-    (B, H, T, S))``.
+    (B, H, T, S))``. ``pre_norm=True`` (normalise before each sublayer) and
+    ``diagonal=False`` (a look-ahead mask that hides j == i too) give known
+    mistakes, for diagnostics only.
     """
     x, context = _float64(x), _float64(context)
     length = x.shape[1]
     self_mask = causal_mask(length)[None]  # (1, T, T)
+    if not diagonal:
+        self_mask = self_mask & ~np.eye(length, dtype=bool)[None]
     if x_padding_mask is not None:
         self_mask = self_mask & _key_padding(x_padding_mask)
     cross_mask = _key_padding(context_padding_mask)
@@ -625,19 +629,22 @@ HINTS = {
         "stays finite; every other row must sum to 1."
     ),
     "FeedForward": (
-        "Validate the arguments in __init__, create dense1 (dff units, ReLU), dense2 "
-        "(d_model units) and dropout there, and return dropout(dense2(dense1(x))) "
-        "with training passed on; no residual inside."
+        "Create dense1 (dff units, ReLU), dense2 (d_model units) and "
+        "dropout (Dropout(dropout_rate)) in __init__, return dropout(dense2(dense1(x))) "
+        "with training passed on (no residual inside), and return d_model, dff and "
+        "dropout_rate from get_config."
     ),
     "EncoderLayer": (
         "Post-norm as in the paper: x = norm1(x + dropout(self_attention(query=x, "
         "value=x, attention_mask=...))) then x = norm2(x + ffn(x)); the padding mask "
-        "goes to the keys as (B, 1, T), passed by keyword."
+        "(padding first or last) goes to the keys as (B, 1, T), passed by keyword; "
+        "get_config returns every constructor argument."
     ),
     "DecoderLayer": (
-        "Causal self-attention, then cross_attention(query=x, value=context, "
-        "key=context, attention_mask=..., return_attention_scores=True) with the "
-        "context padding mask by keyword, then the FFN; each sublayer is followed by "
-        "a residual add and its own LayerNormalization (post-norm)."
+        "Causal self-attention (look-ahead mask, diagonal included, AND the target "
+        "padding on the keys), then cross_attention(query=x, value=context, "
+        "key=context, attention_mask=..., return_attention_scores=True), then the FFN; "
+        "each sublayer is followed by dropout, a residual add and its own "
+        "LayerNormalization (post-norm); get_config returns every constructor argument."
     ),
 }

@@ -13,8 +13,12 @@ shows that the grader's stand-ins keep the layers' points: each mistake
 costs points in its own exercise only. Samples put at most two mistakes
 together, and only in exercises that do not call one another.
 
-`expectations()` says what each one must score; tests/test_grading_lab4.py
-checks it through the real CLI. Run
+The layers give per-property credit (tests cells `test_<X>`, `test_<X>__padding`,
+`__training`, `__config`), so a mistake in a layer may cost only some of its
+points: `expectations()` says what each sample must score, exercise by
+exercise ("kept": full marks, "lost": 0, or the points it keeps), each number
+reasoned from what the mistake breaks; tests/test_grading_lab4.py checks it
+through the real CLI. Run
 `.venv/bin/python data/sample_submissions/samples_lab4.py` after changing lab 4.
 """
 
@@ -285,21 +289,36 @@ class DecoderLayer(keras.layers.Layer):
         "            x, context, context, cross_mask,")),
 }
 
-# student file -> (mistakes, exercises that lose points)
+# student file -> (mistakes, {exercise that loses points: the points it keeps})
 SAMPLES = {
-    "alice.ipynb": (set(), set()),
+    "alice.ipynb": (set(), {}),
     # DecoderLayer and combine_masks call bob's causal_mask: they keep their points.
     "bob.ipynb": ({"causal_no_diagonal", "softmax_not_renormalised"},
-                  {"causal_mask", "masked_softmax"}),
-    # EncoderLayer calls carol's combine_masks, both layers her FeedForward.
+                  {"causal_mask": 0, "masked_softmax": 0}),
+    # EncoderLayer calls carol's combine_masks, both layers her FeedForward. Her
+    # FeedForward keeps only its config cell (0.25 of 2): the residual changes the
+    # outputs at inference, and while training the outputs are no longer "0 or
+    # the inference value / (1 - rate)" (x is added after the dropout).
     "carol.ipynb": ({"combine_wrong_axis", "ffn_residual_inside"},
-                    {"combine_masks", "FeedForward"}),
+                    {"combine_masks": 0, "FeedForward": 0.25}),
+    # The (B, T, 1) mask only matters with padding: erin's EncoderLayer loses its
+    # padding cell (0.5) and keeps 3.5 of 4.
     "erin.ipynb": ({"padding_fixed_zero", "encoder_padding_wrong_axis"},
-                   {"padding_mask", "EncoderLayer"}),
+                   {"padding_mask": 0, "EncoderLayer": 3.5}),
+    # No residual around the FFN: wrong values with and without padding, and with
+    # the FFN silenced (dense2 all zeros) the output is norm2(0), a constant, so the
+    # attention's dropout cannot show: only the config cell is kept (0.5 of 4).
+    # Pre-norm: wrong values with and without padding, but dropout and get_config
+    # are right: 0.25 + 0.5 = 0.75 of 4.
     "frank.ipynb": ({"encoder_no_residual", "decoder_pre_norm"},
-                    {"EncoderLayer", "DecoderLayer"}),
-    "grace.ipynb": ({"cross_queries_from_encoder"}, {"DecoderLayer"}),
-    "heidi.ipynb": ({"cross_mask_positional"}, {"DecoderLayer"}),
+                    {"EncoderLayer": 0.5, "DecoderLayer": 0.75}),
+    # The queries from the encoder (S != T) break every call: only get_config and
+    # the argument checks are kept (0.5 of 4).
+    "grace.ipynb": ({"cross_queries_from_encoder"}, {"DecoderLayer": 0.5}),
+    # The cross mask passed positionally is a query_mask: without a padding mask
+    # Keras gets query_mask twice and raises (values, training), with one it
+    # attends to padded source tokens (padding): only the config cell is kept.
+    "heidi.ipynb": ({"cross_mask_positional"}, {"DecoderLayer": 0.5}),
 }
 UNTOUCHED = "dave.ipynb"
 
@@ -316,15 +335,18 @@ def _copy(notebook):
     return nbformat.from_dict(json.loads(json.dumps(notebook)))
 
 
-def expectations() -> dict[str, dict[str, str]]:
-    """What each lab4 sample must score: {file: {exercise: 'kept' | 'lost'}}."""
-    expected = {name: {e: ("lost" if e in losing else "kept") for e in EXERCISES}
-                for name, (_, losing) in SAMPLES.items()}
+def expectations() -> dict[str, dict[str, str | float]]:
+    """What each lab4 sample must score: {file: {exercise: 'kept' | 'lost' | the
+    points it keeps, when it keeps some but not all}}."""
+    expected = {}
+    for name, (_, losing) in SAMPLES.items():
+        expected[name] = {e: "kept" if e not in losing else
+                          "lost" if losing[e] == 0 else float(losing[e]) for e in EXERCISES}
     expected[UNTOUCHED] = {e: "lost" for e in EXERCISES}
     return expected
 
 
-def build() -> dict[str, dict[str, str]]:
+def build() -> dict[str, dict[str, str | float]]:
     """Write data/sample_submissions/lab4/; return expectations()."""
     student = nbformat.read(NOTEBOOK, as_version=4)
     folder = HERE / LAB
@@ -344,4 +366,5 @@ def build() -> dict[str, dict[str, str]]:
 
 if __name__ == "__main__":
     for sample, outcome in build().items():
-        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept")
+        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept,",
+              sum(isinstance(v, float) for v in outcome.values()), "in part")

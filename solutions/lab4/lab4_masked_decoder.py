@@ -121,6 +121,68 @@ def validate_layer_arguments(**arguments):
             f"features. Choose num_heads among the divisors of d_model.")
 
 
+# %% nbgrader="locked" grade_id="numpy_helpers"
+# NumPy helpers for the visible checks: they compute what a layer should give
+# with known weights, without calling any of your answers.
+
+
+def likely_hint(actual, guesses, default=""):
+    """The hint of the first `(value, hint)` of `guesses` that `actual` matches
+    (a known mistake gives a known value), else `default`."""
+    actual = np.asarray(checks.to_numpy(actual), dtype=np.float64)
+    for value, hint in guesses:
+        value = np.asarray(value, dtype=np.float64)
+        if value.shape == actual.shape and np.allclose(actual, value, rtol=1e-4, atol=1e-5):
+            return hint
+    return default
+
+
+def attempt(function, *args, **kwargs):
+    """`(function(*args, **kwargs), "")`, or `(None, "it raised ...")` when it
+    raises, so that a check can say what happened and why."""
+    try:
+        return function(*args, **kwargs), ""
+    except Exception as error:  # noqa: BLE001 - reported by the check
+        return None, f"it raised {type(error).__name__}: {str(error).strip()[:600]}"
+
+
+def numpy_layer_norm(x, gamma, beta, epsilon=1e-6):
+    """keras.layers.LayerNormalization over the last axis, in NumPy."""
+    x = np.asarray(x, dtype=np.float64)
+    mean = x.mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + epsilon) * gamma + beta
+
+
+def identity_attention_weights(d_model, num_heads):
+    """The 8 weights of keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
+    whose kernels are the identity and biases 0: head h reads and writes the features
+    h * key_dim ... (h + 1) * key_dim."""
+    key_dim = d_model // num_heads
+    kernel = np.eye(d_model, dtype="float32").reshape(d_model, num_heads, key_dim)
+    bias = np.zeros((num_heads, key_dim), "float32")
+    return [kernel, bias] * 3 + [kernel.reshape(num_heads, key_dim, d_model),
+                                 np.zeros(d_model, "float32")]
+
+
+def numpy_identity_attention(query, value, allowed, num_heads):
+    """MultiHeadAttention with identity_attention_weights, in NumPy.
+
+    `allowed` (bool, broadcastable to (B, T, S)) says which keys each query may
+    attend to; a query with none gets weights 0. Returns (output (B, T, d_model),
+    weights (B, num_heads, T, S)).
+    """
+    query, value = np.asarray(query, np.float64), np.asarray(value, np.float64)
+    (batch, length, d_model), key_dim = query.shape, query.shape[-1] // num_heads
+    q = query.reshape(batch, length, num_heads, key_dim).transpose(0, 2, 1, 3)
+    v = value.reshape(batch, value.shape[1], num_heads, key_dim).transpose(0, 2, 1, 3)
+    scores = q @ v.transpose(0, 1, 3, 2) / np.sqrt(key_dim)  # (B, heads, T, S)
+    allowed = np.broadcast_to(np.asarray(allowed, bool)[:, None], scores.shape)
+    weights = np.where(allowed, np.exp(scores - scores.max(axis=-1, keepdims=True)), 0.0)
+    weights = weights / np.maximum(weights.sum(axis=-1, keepdims=True), 1e-30)
+    output = (weights @ v).transpose(0, 2, 1, 3).reshape(batch, length, d_model)
+    return output, weights
+
+
 # %% [markdown]
 # ## 1. The look-ahead mask
 #
@@ -359,9 +421,15 @@ plt.show()
 #
 # At least one of the two masks is given. A missing one allows everything: leave
 # its axis of length 1 (it broadcasts), so `combine_masks(key_mask=m)` is
-# `(B, 1, T_k)` and fits any number of queries. With `causal=True` both axes are
-# full. Use `ops.expand_dims` and `ops.logical_and`; you may call your
-# `causal_mask`.
+# `(B, 1, T_k)` and fits any number of queries, and `combine_masks(query_mask=m)`
+# is `(B, T_q, 1)`. (A full `(B, T_k, T_k)` would only fit self-attention: the
+# decoder's cross-attention has `T_q != T_k`.) With `causal=True` both axes are
+# full, whichever mask is given. Use `ops.expand_dims` and `ops.logical_and`; you
+# may call your `causal_mask`.
+#
+# **Graded** (2 points): the values of the combined mask, compared after
+# broadcasting (1.5 points); the axis of length 1 on the side of a missing mask
+# (0.5).
 
 # %% nbgrader="solution" grade_id="combine_masks"
 def combine_masks(query_mask=None, key_mask=None, causal=False):
@@ -376,7 +444,8 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
 
     Returns:
         A bool tensor `(B, T_q, T_k)`: True where query i may attend to key j.
-        A missing mask leaves its axis of length 1 (e.g. `(B, 1, T_k)`).
+        A missing mask leaves its axis of length 1 (`(B, 1, T_k)` or
+        `(B, T_q, 1)`); with `causal=True` the result is `(B, T, T)`.
     """
     ### BEGIN SOLUTION
     if query_mask is None and key_mask is None:
@@ -411,18 +480,30 @@ padded = np.array([[True, True, True, False]])
 checks.check_close(combine_masks(query_mask=padded, key_mask=padded, causal=True),
                    [[[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]]],
                    "combine_masks(causal=True) for a target with one padded token",
-                   hint="AND the padding masks with causal_mask(T)[None].")
+                   hint="AND the padding masks with the look-ahead mask causal_mask(T)[None] "
+                        "(if you call your causal_mask, its own check must pass first).")
 only_keys = checks.to_numpy(combine_masks(key_mask=np.array([[True, True, False]])))
-checks.check_true(only_keys.ndim == 3 and only_keys.shape[0] == 1 and only_keys.shape[2] == 3
-                  and only_keys.shape[1] in (1, 3),
+checks.check_true(only_keys.shape == (1, 1, 3),
                   "combine_masks(key_mask (1, 3)) has shape (1, 1, 3)",
                   f"the shape is {only_keys.shape}",
-                  hint="a missing query mask leaves an axis of length 1: key_mask[:, None, :].")
-only_keys = checks.check_close(np.broadcast_to(only_keys, (1, 3, 3)),
-                               [[[1, 1, 0], [1, 1, 0], [1, 1, 0]]], "combine_masks(key_mask=...) only")
+                  hint="a missing query mask leaves an axis of length 1: key_mask[:, None, :], "
+                       "which fits any number of queries (cross-attention has T_q != T_k).")
+only_keys = checks.check_close(only_keys, [[[1, 1, 0]]], "combine_masks(key_mask=...) only",
+                               hint="a missing mask allows everything: leave its axis of length 1.")
+only_queries, problem = attempt(combine_masks, query_mask=padded, causal=True)
+checks.check_true(not problem, "combine_masks(query_mask (1, 4), causal=True)", problem,
+                  hint="only the query mask is given: take the length T from whichever mask "
+                       "is given.")
+only_queries = checks.check_close(only_queries,
+                                  [[[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]]],
+                                  "combine_masks(query_mask (1, 4), causal=True): the look-ahead "
+                                  "applies with the query mask alone",
+                                  hint="with causal=True both axes are full (B, T, T): the "
+                                       "query mask's rows AND the look-ahead mask.")
 
-# %% nbgrader="tests" grade_id="test_combine_masks" points=2
-# Hidden tests of `combine_masks` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_combine_masks" points=1.5
+# Hidden tests of `combine_masks`: the values of the combined mask, compared after
+# broadcasting (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_combine_masks():
     import numpy as np
@@ -504,6 +585,31 @@ _hidden_test_combine_masks()
 del _hidden_test_combine_masks
 ### END HIDDEN TESTS
 
+# %% nbgrader="tests" grade_id="test_combine_masks__broadcast" points=0.5
+# Hidden tests of `combine_masks`: a missing mask leaves an axis of length 1, so the
+# mask fits any number of queries (or keys) (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_combine_masks__broadcast():
+    from autograder.testing import rng, assert_true
+    from autograder.references import lab4 as reference
+
+    r = rng("combine_masks/broadcast")
+    query, key = r.random(size=(3, 4)) < 0.7, r.random(size=(3, 6)) < 0.7
+    for result, expected, what, missing in [
+            (combine_masks(key_mask=key), (3, 1, 6), "combine_masks(key_mask (3, 6))", "query"),
+            (combine_masks(query_mask=query), (3, 4, 1), "combine_masks(query_mask (3, 4))",
+             "key")]:
+        shape = tuple(reference.to_numpy(result).shape)
+        assert_true(shape == expected,
+                    f"{what} has shape {shape}, expected {expected}: a missing {missing} mask "
+                    f"leaves an axis of length 1, so that the mask fits any number of "
+                    f"{missing}s (the decoder's cross-attention has T_q != T_k).")
+
+
+_hidden_test_combine_masks__broadcast()
+del _hidden_test_combine_masks__broadcast
+### END HIDDEN TESTS
+
 # %% [markdown]
 # The decoder's self-attention mask for the target "<SOS> i am" padded to 4
 # tokens: the padding mask (padded key column and query row), the look-ahead
@@ -560,27 +666,53 @@ def masked_softmax(scores, mask):
 
 
 # %% nbgrader="locked" grade_id="check_masked_softmax"
-# Visible check: the lecture's look-ahead example, then a row with every key masked.
-weights = checks.check_close(
-    masked_softmax(raw_scores, causal_mask(4)),
+# Visible check: the lecture's look-ahead example, then a row with every key masked,
+# then a padding mask (B, 1, T_k) that broadcasts.
+lecture_scores = raw_scores.astype("float32")
+look_ahead = np.tril(np.ones((4, 4), bool))  # the look-ahead mask, written out
+
+
+def numpy_softmax(scores, axis=-1):
+    exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+
+weights = checks.to_numpy(masked_softmax(lecture_scores, look_ahead))
+checks.check_close(
+    weights,
     [[1.0, 0.0, 0.0, 0.0],
      [0.37754, 0.62246, 0.0, 0.0],
      [0.25839, 0.31560, 0.42601, 0.0],
      [0.21440, 0.26187, 0.26187, 0.26187]],
-    "masked_softmax(scores of 'I am a student', causal_mask(4))",
-    hint="masked scores get a large negative value before a softmax over the last axis.")
-checks.check_true(np.all(weights[~np.tril(np.ones((4, 4), bool))] == 0.0),
+    "masked_softmax(scores of 'I am a student', the look-ahead mask)",
+    hint=likely_hint(weights, [
+        (numpy_softmax(raw_scores) * look_ahead,
+         "renormalise: hide the masked scores BEFORE the softmax, so that the allowed "
+         "keys share all the weight."),
+        (numpy_softmax(np.where(look_ahead, raw_scores, -1e9), axis=0) * look_ahead,
+         "the softmax runs over the last axis (the keys), axis=-1."),
+        (numpy_softmax(raw_scores * look_ahead),
+         "a masked score becomes a large negative number (-1e9), not 0."),
+        (numpy_softmax(np.where(look_ahead, -1e9, raw_scores)),
+         "True means 'may attend': the large negative value goes where the mask is False."),
+        (numpy_softmax(np.where(look_ahead, raw_scores / 2, -1e9)),
+         "no scaling here: the scores come already scaled.")],
+        "masked scores get a large negative value before a softmax over the last axis."))
+checks.check_true(np.all(weights[~look_ahead] == 0.0),
                   "masked weights are exactly 0", "some masked weights are not 0",
                   hint="finish with ops.where(mask, weights, 0).")
-all_masked = masked_softmax(np.array([[1.0, 2.0], [3.0, 4.0]]),
+all_masked = masked_softmax(np.array([[1.0, 2.0], [3.0, 4.0]], "float32"),
                             np.array([[False, False], [True, False]]))  # the first row: no key
 checks.check_true(np.all(np.isfinite(checks.to_numpy(all_masked))),
                   "a fully masked row stays finite", "it contains NaN",
                   hint="use -1e9 rather than -inf, or set masked weights to 0 with ops.where.")
 padded_keys = np.array([[[True, True, False, True]], [[True, False, False, False]]])  # (2, 1, 4)
-weights = checks.check_shape(masked_softmax(np.ones((2, 3, 4)), padded_keys), (2, 3, 4),
-                             "masked_softmax(scores (2, 3, 4), mask (2, 1, 4))",
-                             hint="broadcast the mask to the shape of the scores (ops.broadcast_to).")
+weights = checks.check_close(masked_softmax(np.ones((2, 3, 4), "float32"), padded_keys),
+                             np.broadcast_to([[[1 / 3, 1 / 3, 0, 1 / 3]], [[1, 0, 0, 0]]],
+                                             (2, 3, 4)),
+                             "masked_softmax(equal scores (2, 3, 4), mask (2, 1, 4))",
+                             hint="broadcast the mask to the shape of the scores "
+                                  "(ops.broadcast_to); the allowed keys share the weight.")
 
 # %% nbgrader="tests" grade_id="test_masked_softmax" points=2
 # Hidden tests of `masked_softmax` run when your notebook is graded.
@@ -676,16 +808,27 @@ plt.show()
 # the output while training. Write it as a Keras layer, the way `keras.layers`
 # are written:
 #
-# - `__init__` checks its arguments at once (`validate_layer_arguments`, given),
-#   stores each one under its own name (`self.d_model`, `self.dff`,
-#   `self.dropout_rate`), and creates the sublayers `dense1` (`dff` units, ReLU),
-#   `dense2` (`d_model` units) and `dropout`;
+# - `__init__` checks its arguments at once (`validate_layer_arguments`, given:
+#   `d_model` and `dff` must be positive integers and `dropout_rate` a number in
+#   [0, 1), anything else raises a `ValueError`), stores each one under its own
+#   name (`self.d_model`, `self.dff`, `self.dropout_rate`; `build` reads
+#   `self.dff`), and creates the sublayers `dense1` (`dff` units, ReLU), `dense2`
+#   (`d_model` units) and `dropout`, a `keras.layers.Dropout(dropout_rate)`;
 # - `build` (given) builds the sublayers, so the weights exist before the first
 #   call;
 # - `call` applies them: `dropout(dense2(dense1(x)))`, passing `training` on;
-#   no residual here, the layers below add it;
-# - `get_config` returns every constructor argument, so that
+#   no residual here, the layers below add it. Dropout acts only while training
+#   (`training=True`): `dropout_rate` is the fraction of the outputs set to 0,
+#   and the kept ones are divided by `1 - dropout_rate`. At inference
+#   (`training=False`, or left out) the output is exactly
+#   `dense2(dense1(x))`;
+# - `get_config` returns every constructor argument under its own name
+#   (`d_model`, `dff`, `dropout_rate`, added to `super().get_config()`), so that
 #   `FeedForward.from_config(layer.get_config())` rebuilds the layer.
+#
+# **Graded** (2 points): the outputs at inference, with the grader's weights in
+# `dense1` and `dense2` (1.5 points); dropout on the output while training
+# (0.25); `get_config()` / `from_config()` and the argument checks (0.25).
 
 # %% nbgrader="solution" grade_id="FeedForward"
 class FeedForward(keras.layers.Layer):
@@ -703,10 +846,15 @@ class FeedForward(keras.layers.Layer):
 
     Call arguments:
         x: `(B, T, d_model)` (any number of leading axes).
-        training: whether dropout is active (default: inference).
+        training: whether dropout is active (default: inference, nothing
+            dropped).
 
     Returns:
         `(B, T, d_model)`.
+
+    `get_config()` returns `d_model`, `dff` and `dropout_rate` (with the base
+    layer's config), so that `FeedForward.from_config(layer.get_config())`
+    rebuilds the layer. An invalid argument raises a `ValueError` at once.
 
     Example:
         >>> ffn = FeedForward(d_model=6, dff=24)
@@ -750,40 +898,191 @@ class FeedForward(keras.layers.Layer):
 
 
 # %% nbgrader="locked" grade_id="check_FeedForward"
-# Visible check: sublayers, shapes, and one position by hand.
-ffn = FeedForward(d_model=6, dff=24, dropout_rate=0.1)
+# Visible check: sublayers and weight shapes, values with known weights, dropout
+# while training, get_config() and one invalid argument.
+ffn = FeedForward(d_model=6, dff=16, dropout_rate=0.25)
+x = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
+checks.check_shape(ffn(x, training=False), (8, 6), "FeedForward(d_model=6, dff=16) on x (8, 6)",
+                   hint="dense1 has dff units, dense2 d_model units: the output has d_model "
+                        "features.")
 checks.check_true(isinstance(getattr(ffn, "dense1", None), keras.layers.Dense)
                   and isinstance(getattr(ffn, "dense2", None), keras.layers.Dense)
                   and isinstance(getattr(ffn, "dropout", None), keras.layers.Dropout),
                   "FeedForward has sublayers dense1, dense2 (Dense) and dropout (Dropout)",
                   "a sublayer is missing or of another class",
                   hint="create them in __init__: self.dense1 = keras.layers.Dense(...).")
-checks.check_true((ffn.d_model, ffn.dff, ffn.dropout_rate) == (6, 24, 0.1),
-                  "FeedForward stores d_model, dff and dropout_rate",
-                  "self.d_model, self.dff or self.dropout_rate is wrong")
-checks.check_shape(ffn(np.zeros((2, 3, 6), "float32")), (2, 3, 6),
-                   "FeedForward(d_model=6, dff=24) on x (2, 3, 6)")
-# dense1 copies the 6 inputs into its first 6 units, dense2 copies them back:
-# the output is relu(x), so the negative entry becomes 0.
-ffn.dense1.set_weights([np.eye(6, 24, dtype="float32"), np.zeros(24, "float32")])
-ffn.dense2.set_weights([np.eye(24, 6, dtype="float32"), np.zeros(6, "float32")])
-checks.check_close(ffn(np.array([[1.0, -1.0, 2.0, 0.5, -3.0, 0.0]], "float32"), training=False),
-                   [[1.0, 0.0, 2.0, 0.5, 0.0, 0.0]], "FeedForward: relu between dense1 and dense2",
-                   hint="dense1 has activation='relu'; dense2 has none; no residual.")
-clone = FeedForward.from_config(ffn.get_config())
-checks.check_true((clone.d_model, clone.dff, clone.dropout_rate) == (6, 24, 0.1),
-                  "FeedForward.from_config(ffn.get_config())", "the arguments did not survive",
-                  hint="get_config adds d_model, dff and dropout_rate to super().get_config().")
+shapes = [tuple(w.shape) for w in ffn.dense1.weights] + [tuple(w.shape) for w in ffn.dense2.weights]
+checks.check_true(shapes == [(6, 16), (16,), (16, 6), (6,)],
+                  "dense1 has weights (6, 16), (16,) and dense2 (16, 6), (6,)",
+                  f"they are {shapes}",
+                  hint="dense1 has dff units, dense2 d_model units, both with a bias.")
+# Known weights: dense1 copies x into its first 6 units and adds 0.5, dense2
+# copies them back and subtracts 1: the output is relu(x + 0.5) - 1.
+ffn.dense1.set_weights([np.eye(6, 16, dtype="float32"), np.full(16, 0.5, "float32")])
+ffn.dense2.set_weights([np.eye(16, 6, dtype="float32"), np.full(6, -1.0, "float32")])
+expected = np.maximum(x + 0.5, 0.0) - 1.0
+output = checks.to_numpy(ffn(x, training=False))
+checks.check_true(np.array_equal(checks.to_numpy(ffn(x, training=False)), output),
+                  "FeedForward: two calls with training=False give the same output",
+                  "they differ: something is dropped at inference",
+                  hint="pass training on: self.dropout(..., training=training).")
+output = checks.check_close(output, expected, "FeedForward at inference: relu(x W1 + b1) W2 + b2",
+                            hint=likely_hint(output, [
+                                (x - 0.5, "dense1 needs activation='relu'."),
+                                (np.maximum(expected, 0.0), "dense2 has no activation: the "
+                                                            "ReLU comes after dense1 only."),
+                                (expected + x, "no residual inside the block: the encoder and "
+                                               "decoder layers add x themselves.")],
+                                "dropout(dense2(dense1(x))), with the ReLU in dense1."))
+# While training, each output is 0 (dropped) or its inference value / (1 - 0.25).
+trained = checks.to_numpy(ffn(x, training=True)).astype(np.float64)
+dropped = np.abs(trained) <= 1e-6
+kept = np.isclose(trained, expected / 0.75, rtol=1e-4, atol=1e-5)
+ratio = np.median(trained[~dropped] / expected[~dropped]) if (~dropped).any() else 0.0
+checks.check_true(np.all(dropped | kept) and 0 < dropped.sum() < dropped.size,
+                  "FeedForward(dropout_rate=0.25), training=True: each output is 0 or "
+                  "its inference value / 0.75",
+                  f"{int(dropped.sum())} of {dropped.size} outputs are 0, and the others are "
+                  f"about {ratio:.4g} times their inference value",
+                  hint="dropout acts when training=True" if not dropped.any() else
+                       "dropout_rate is the fraction DROPPED: keras.layers.Dropout(dropout_rate), "
+                       "on the output of dense2.")
+config = ffn.get_config()
+wanted = {"d_model": 6, "dff": 16, "dropout_rate": 0.25}
+found = {name: config.get(name) for name in wanted} if isinstance(config, dict) else config
+checks.check_true(found == wanted, "FeedForward.get_config() has d_model=6, dff=16, "
+                  "dropout_rate=0.25", f"it has {found}",
+                  hint="get_config adds every constructor argument to super().get_config().")
+clone = FeedForward.from_config(config)
+checks.check_true({name: clone.get_config().get(name) for name in wanted} == wanted,
+                  "FeedForward.from_config(ffn.get_config()) rebuilds the layer",
+                  "the clone has other arguments")
+try:
+    FeedForward(d_model=6, dff=0)
+    problem = "it raised nothing"
+except ValueError:
+    problem = ""
+except Exception as error:  # noqa: BLE001 - reported below
+    problem = f"it raised {type(error).__name__}"
+checks.check_true(not problem, "FeedForward(d_model=6, dff=0) raises a ValueError", problem,
+                  hint="keep the given validate_layer_arguments(...) call in __init__.")
 
-# %% nbgrader="tests" grade_id="test_FeedForward" points=2
-# Hidden tests of `FeedForward` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_FeedForward" points=1.5
+# Hidden tests of `FeedForward`: sublayers, weight shapes and outputs at inference
+# (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_FeedForward():
     import numpy as np
     from autograder.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
-    # Invalid arguments: a ValueError at once.
+    r = rng("FeedForward")
+    for d_model, dff, rate, shape in [(6, 12, 0.5, (2, 5, 6)), (4, 10, 0.2, (3, 4))]:
+        layer = FeedForward(d_model=d_model, dff=dff, dropout_rate=rate)
+        what = f"FeedForward(d_model={d_model}, dff={dff}, dropout_rate={rate})"
+        x = r.normal(size=shape).astype("float32")
+        on_x = f"{what} on x {shape}"
+        assert_shape(reference.to_numpy(layer(x, training=False)), shape, on_x)
+        for name in ("dense1", "dense2"):
+            assert_true(reference.is_keras_layer(reference.sublayer(layer, name), "Dense"),
+                        f"{what}: the sublayer `{name}` should be a keras.layers.Dense.")
+
+        # Values with random weights, at inference: relu(x W1 + b1) W2 + b2.
+        weights = reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r)
+        shapes = [tuple(w.shape) for w in weights["dense1"] + weights["dense2"]]
+        assert_true(shapes == [(d_model, dff), (dff,), (dff, d_model), (d_model,)],
+                    f"{what}: the weights of dense1 and dense2 have shapes {shapes}, expected "
+                    f"{[(d_model, dff), (dff,), (dff, d_model), (d_model,)]} (dense1: dff "
+                    "units, dense2: d_model units, both with a bias).")
+        expected = reference.feed_forward(x, weights["dense1"], weights["dense2"])
+        output = reference.to_numpy(layer(x, training=False))
+        if not np.allclose(output, expected, rtol=1e-4, atol=1e-5):
+            W1, b1 = (w.astype(np.float64) for w in weights["dense1"])
+            W2, b2 = (w.astype(np.float64) for w in weights["dense2"])
+            for guess, hint in [(expected + x, "the input is added to the output; the residual "
+                                               "belongs to the encoder and decoder layers"),
+                                ((x @ W1 + b1) @ W2 + b2, "ReLU is missing after dense1"),
+                                (np.maximum(expected, 0.0), "dense2 has a ReLU too; only dense1 "
+                                                            "has one")]:
+                assert_true(not np.allclose(output, guess, rtol=1e-4, atol=1e-5),
+                            f"{on_x}: {hint}.")
+        assert_close(output, expected, f"{on_x}, training=False")
+        assert_close(reference.to_numpy(layer(x)), expected,
+                     f"{on_x}, training left out (inference)")
+
+
+_hidden_test_FeedForward()
+del _hidden_test_FeedForward
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_FeedForward__training" points=0.25
+# Hidden tests of `FeedForward`: dropout on the output while training, at the rate
+# dropout_rate (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_FeedForward__training():
+    import numpy as np
+    from autograder.testing import rng, assert_true
+    from autograder.references import lab4 as reference
+
+    r = rng("FeedForward/training")
+    for rate, size in [(0.5, (2, 5, 6)), (0.2, (4, 5, 6))]:
+        layer = FeedForward(d_model=6, dff=12, dropout_rate=rate)
+        what = f"FeedForward(d_model=6, dff=12, dropout_rate={rate})"
+        x = r.normal(size=size).astype("float32")
+        reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r)
+        inference = reference.to_numpy(layer(x, training=False)).astype(np.float64)
+        again = reference.to_numpy(layer(x, training=False)).astype(np.float64)
+        assert_true(np.array_equal(again, inference),
+                    f"{what}: two calls with training=False gave different outputs; dropout "
+                    "acts only while training.")
+        assert_true(reference.is_keras_layer(reference.sublayer(layer, "dropout"), "Dropout"),
+                    f"{what}: the sublayer `dropout` should be a keras.layers.Dropout.")
+        stored = reference.sublayer(layer, "dropout.rate")
+        assert_true(abs(stored - rate) < 1e-9,
+                    f"{what}: dropout.rate is {stored!r}, expected {rate}; dropout_rate is the "
+                    "fraction of outputs dropped, passed as it is to keras.layers.Dropout.")
+        trained = reference.to_numpy(layer(x, training=True)).astype(np.float64)
+        zero = np.abs(trained) <= 1e-6
+        scaled = np.isclose(trained, inference / (1 - rate), rtol=1e-4, atol=1e-5)
+        assert_true(np.all(zero | scaled),
+                    f"{what}, training=True: every output should be either 0 (dropped) or "
+                    f"its inference value / {1 - rate:g} (kept); dropout acts on the output "
+                    "of dense2.")
+        low, high = 0.3 * rate * zero.size, min(zero.size - 1, 2.5 * rate * zero.size)
+        assert_true(low <= int(zero.sum()) <= high,
+                    f"{what}, training=True: {int(zero.sum())} of {zero.size} outputs are "
+                    f"dropped; about {rate:.0%} should be. Pass `training` to the dropout layer.")
+
+
+_hidden_test_FeedForward__training()
+del _hidden_test_FeedForward__training
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_FeedForward__config" points=0.25
+# Hidden tests of `FeedForward`: get_config() / from_config(), and a ValueError for
+# invalid arguments (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_FeedForward__config():
+    from autograder.testing import assert_true
+    from autograder.references import lab4 as reference
+
+    layer = FeedForward(d_model=6, dff=12, dropout_rate=0.5)  # a valid layer first
+    what = "FeedForward(d_model=6, dff=12, dropout_rate=0.5)"
+    wanted = {"d_model": 6, "dff": 12, "dropout_rate": 0.5}
+    config = layer.get_config()
+    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
+    for name, value in wanted.items():
+        assert_true(config.get(name) == value,
+                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
+                    f"{value!r}: get_config returns every constructor argument under its "
+                    "own name.")
+    clone = FeedForward.from_config(config).get_config()
+    for name, value in wanted.items():
+        assert_true(clone.get(name) == value,
+                    f"FeedForward.from_config(layer.get_config()) has {name}="
+                    f"{clone.get(name)!r}, expected {value!r}.")
+
+    # Invalid arguments: a ValueError at once (any message).
     for arguments in [dict(d_model=0, dff=8), dict(d_model=4, dff=-2),
                       dict(d_model=4, dff=8, dropout_rate=1.5)]:
         text = ", ".join(f"{k}={v}" for k, v in arguments.items())
@@ -792,89 +1091,9 @@ def _hidden_test_FeedForward():
                     f"FeedForward({text}) should raise a ValueError at once; it "
                     f"{'raised ' + name if name else 'did not raise'}.")
 
-    r = rng("FeedForward")
-    layer = FeedForward(d_model=6, dff=12, dropout_rate=0.5)
-    for name, value in [("d_model", 6), ("dff", 12), ("dropout_rate", 0.5)]:
-        stored = reference.sublayer(layer, name)
-        assert_true(stored == value, f"FeedForward(d_model=6, dff=12, dropout_rate=0.5)."
-                                     f"{name} is {stored!r}, expected {value!r}.")
-    x = r.normal(size=(2, 5, 6)).astype("float32")
-    what = "FeedForward(d_model=6, dff=12, dropout_rate=0.5) on x (2, 5, 6)"
-    assert_shape(reference.to_numpy(layer(x, training=False)), (2, 5, 6), what)
-    for name, kind in [("dense1", "Dense"), ("dense2", "Dense"), ("dropout", "Dropout")]:
-        assert_true(reference.is_keras_layer(reference.sublayer(layer, name), kind),
-                    f"{what}: the sublayer `{name}` should be a keras.layers.{kind}.")
-    assert_true(reference.sublayer(layer, "dropout.rate") == 0.5,
-                f"{what}: dropout.rate should be dropout_rate (0.5).")
 
-    # Values with random weights, at inference: relu(x W1 + b1) W2 + b2.
-    weights = reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r)
-    shapes = [tuple(w.shape) for w in weights["dense1"] + weights["dense2"]]
-    assert_true(shapes == [(6, 12), (12,), (12, 6), (6,)],
-                f"{what}: the weights of dense1 and dense2 have shapes {shapes}, "
-                "expected [(6, 12), (12,), (12, 6), (6,)].")
-    expected = reference.feed_forward(x, weights["dense1"], weights["dense2"])
-    output = reference.to_numpy(layer(x, training=False))
-    if not np.allclose(output, expected, rtol=1e-4, atol=1e-5):
-        for guess, hint in [(expected + x, "the input is added to the output; the residual "
-                                           "belongs to the encoder and decoder layers"),
-                            (x.astype(np.float64) @ weights["dense1"][0] @ weights["dense2"][0]
-                             + weights["dense1"][1] @ weights["dense2"][0] + weights["dense2"][1],
-                             "ReLU is missing after dense1")]:
-            assert_true(not np.allclose(output, guess, rtol=1e-4, atol=1e-5),
-                        f"{what}: {hint}.")
-    assert_close(output, expected, f"{what}, training=False")
-    assert_close(reference.to_numpy(layer(x)), expected,
-                 f"{what}, training left out (inference)")
-    x2 = r.normal(size=(7, 6)).astype("float32")
-    assert_close(reference.to_numpy(layer(x2, training=False)),
-                 reference.feed_forward(x2, weights["dense1"], weights["dense2"]),
-                 "FeedForward on x (7, 6), training=False")
-
-    # Dropout while training: each output is 0 or 2x (rate 0.5); never at inference.
-    trained = reference.to_numpy(layer(x, training=True)).astype(np.float64)
-    zero = np.abs(trained) <= 1e-6
-    scaled = np.isclose(trained, 2 * expected, rtol=1e-4, atol=1e-5)
-    assert_true(np.all(zero | scaled),
-                f"{what}, training=True: every output should be either 0 (dropped) or "
-                "2x its inference value (kept, scaled by 1/(1 - 0.5)); dropout acts on "
-                "the output of dense2.")
-    assert_true(5 <= int(zero.sum()) <= 55,
-                f"{what}, training=True: {int(zero.sum())} of 60 outputs are dropped; "
-                "with dropout_rate=0.5 about half should be. Pass `training` to the "
-                "dropout layer.")
-
-    # Config round trip.
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}: get_config() did not return a dict.")
-    for name, value in [("d_model", 6), ("dff", 12), ("dropout_rate", 0.5)]:
-        assert_true(config.get(name) == value,
-                    f"{what}: get_config()[{name!r}] is {config.get(name)!r}, expected {value!r}.")
-    clone = FeedForward.from_config(config)
-    assert_shape(reference.to_numpy(clone(x, training=False)), (2, 5, 6),
-                 "FeedForward.from_config(layer.get_config()) on x (2, 5, 6)")
-    assert_true(reference.sublayer(clone, "dff") == 12,
-                "FeedForward.from_config(layer.get_config()).dff is not 12.")
-
-    # Another rate: dropout_rate is the fraction DROPPED (not a keep probability).
-    layer = FeedForward(d_model=4, dff=8, dropout_rate=0.2)
-    what = "FeedForward(d_model=4, dff=8, dropout_rate=0.2)"
-    x = r.normal(size=(2, 5, 4)).astype("float32")
-    expected = reference.to_numpy(layer(x, training=False)).astype(np.float64)
-    rate = reference.sublayer(layer, "dropout.rate")
-    assert_true(abs(rate - 0.2) < 1e-9,
-                f"{what}: dropout.rate is {rate!r}, expected 0.2; dropout_rate is the "
-                "fraction of outputs dropped, passed as it is to keras.layers.Dropout.")
-    trained = reference.to_numpy(layer(x, training=True)).astype(np.float64)
-    zero = np.abs(trained) <= 1e-6
-    scaled = np.isclose(trained, expected / 0.8, rtol=1e-4, atol=1e-5)
-    assert_true(np.all(zero | scaled),
-                f"{what}, training=True: every output should be either 0 (dropped) or "
-                "1.25x its inference value (kept, scaled by 1/(1 - 0.2)).")
-
-
-_hidden_test_FeedForward()
-del _hidden_test_FeedForward
+_hidden_test_FeedForward__config()
+del _hidden_test_FeedForward__config
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -904,19 +1123,21 @@ print("position 2:", output[0, 2])
 #   x \leftarrow \operatorname{norm}_2\big(x + \operatorname{FFN}(x)\big).$$
 #
 # (Many recent models normalise *before* each sublayer instead, "pre-norm";
-# this lab follows the paper.)
+# this lab follows the paper: the layer's output is the output of `norm2`.)
 #
 # Sublayers, with exactly these names: `self_attention`, a
 # `keras.layers.MultiHeadAttention` with `num_heads` heads of
 # `key_dim = d_model // num_heads`; `ffn`, your `FeedForward`; `norm1` and
 # `norm2`, `keras.layers.LayerNormalization(epsilon=1e-6)`; and `dropout`, a
-# `keras.layers.Dropout` for the attention output.
+# `keras.layers.Dropout(dropout_rate)` for the attention output.
 #
 # **The padding mask.** `call(x, padding_mask=None, training=None)` takes
 # `padding_mask` `(B, T)`, True for real tokens. No query may attend to a padded
 # key, so give the attention the mask `(B, 1, T)` (`combine_masks(key_mask=...)`).
-# The outputs at padded positions are computed but meaningless; the next layers
-# ignore them.
+# Padding may come anywhere in a sentence, first as well as last: a padded
+# position is any `False` of the mask. The outputs at padded positions are
+# computed but meaningless; the next layers ignore them (and the grader does
+# not look at them).
 #
 # **Pass the mask by keyword.** `keras.layers.MultiHeadAttention` is called as
 # `mha(query, value, key=None, query_mask=None, value_mask=None, key_mask=None,
@@ -924,6 +1145,23 @@ print("position 2:", output[0, 2])
 # *query_mask*, and Keras runs without complaint, silently attending to padding.
 # Write `self.self_attention(query=x, value=x, key=x, attention_mask=mask,
 # training=training)`.
+#
+# **Training and inference.** Pass `training` on to every sublayer. While
+# training (`training=True`) dropout acts on the attention's output (and inside
+# `ffn`); at inference (`training=False`, or left out) nothing is dropped and
+# two calls give the same output.
+#
+# **Config.** Like `FeedForward`: keep the given `validate_layer_arguments` call
+# (sizes positive integers, `d_model` a multiple of `num_heads`, `dropout_rate`
+# in [0, 1); anything else raises a `ValueError`), and make `get_config()`
+# return every constructor argument under its own name (`d_model`, `num_heads`,
+# `dff`, `dropout_rate`, added to `super().get_config()`), so that
+# `EncoderLayer.from_config(layer.get_config())` rebuilds the layer.
+#
+# **Graded** (4 points): the sublayers and the outputs at inference without
+# padding, with the grader's weights in your sublayers (2.75 points); the
+# outputs with a padding mask, at the real positions (0.5); dropout while
+# training (0.25); `get_config()` / `from_config()` and the argument checks (0.5).
 
 # %% nbgrader="solution" grade_id="EncoderLayer"
 class EncoderLayer(keras.layers.Layer):
@@ -944,11 +1182,18 @@ class EncoderLayer(keras.layers.Layer):
     Call arguments:
         x: `(B, T, d_model)`.
         padding_mask: optional bool `(B, T)`, True for real tokens; padded
-            tokens are never attended to.
-        training: whether dropout is active (default: inference).
+            tokens (anywhere in the sentence, first or last) are never
+            attended to.
+        training: whether dropout is active (default: inference, nothing
+            dropped).
 
     Returns:
         `(B, T, d_model)`; the vectors at padded positions are meaningless.
+
+    `get_config()` returns `d_model`, `num_heads`, `dff` and `dropout_rate`
+    (with the base layer's config), so that
+    `EncoderLayer.from_config(layer.get_config())` rebuilds the layer. An
+    invalid argument raises a `ValueError` at once.
 
     Example:
         >>> layer = EncoderLayer(d_model=6, num_heads=2, dff=24)
@@ -1004,12 +1249,16 @@ class EncoderLayer(keras.layers.Layer):
 
 
 # %% nbgrader="locked" grade_id="check_EncoderLayer"
-# Visible check: sublayers, shape, post-norm, and padding that changes nothing.
-encoder_layer = EncoderLayer(d_model=6, num_heads=2, dff=24)
+# Visible check: sublayers; values with known weights (post-norm); padding first
+# and last; dropout while training; get_config() and one invalid argument.
+encoder_layer = EncoderLayer(d_model=6, num_heads=2, dff=24, dropout_rate=0.5)
 x = np.random.default_rng(1).normal(size=(2, 5, 6)).astype("float32")
-real = np.array([[True, True, True, False, False], [True, True, True, True, True]])
-output = checks.check_shape(encoder_layer(x, padding_mask=real), (2, 5, 6),
-                            "EncoderLayer(d_model=6, num_heads=2, dff=24) on x (2, 5, 6)")
+by_keyword = ("pass every mask to MultiHeadAttention BY KEYWORD (attention_mask=...): its "
+              "fourth positional argument is query_mask.")
+output, problem = attempt(encoder_layer, x, training=False)
+checks.check_true(not problem, "EncoderLayer(d_model=6, num_heads=2, dff=24) on x (2, 5, 6)",
+                  problem, hint=by_keyword if "multiple values" in problem else "")
+checks.check_shape(output, (2, 5, 6), "EncoderLayer(d_model=6, num_heads=2, dff=24) on x (2, 5, 6)")
 attention = getattr(encoder_layer, "self_attention", None)
 checks.check_true(isinstance(attention, keras.layers.MultiHeadAttention)
                   and attention.num_heads == 2 and attention.key_dim == 3,
@@ -1021,53 +1270,113 @@ checks.check_true(all(isinstance(getattr(encoder_layer, n, None), keras.layers.L
                   and isinstance(getattr(encoder_layer, "ffn", None), FeedForward),
                   "norm1, norm2 (LayerNormalization, epsilon=1e-6) and ffn (FeedForward)",
                   "a sublayer is missing or of another kind")
-checks.check_close(output.mean(axis=-1), np.zeros((2, 5)),
-                   "post-norm: each output vector has mean 0", atol=1e-4,
-                   hint="the layer ends with norm2(x + ffn(x)).")
-changed = x.copy()
-changed[0, 3:] = 100.0  # new vectors at the padded positions of sentence 0
-checks.check_close(checks.to_numpy(encoder_layer(changed, padding_mask=real))[real], output[real],
-                   "EncoderLayer: changing padded tokens changes no real output",
-                   hint="pass attention_mask=combine_masks(key_mask=padding_mask) BY KEYWORD.")
-output = checks.check_close(encoder_layer(x, padding_mask=real, training=False), output,
-                            "EncoderLayer: training=False gives the same output again")
+# Known weights: attention with identity projections (numpy_identity_attention),
+# ffn giving 0 (dense2 all zeros), and a scale and shift of its own in each norm.
+encoder_layer.self_attention.set_weights(identity_attention_weights(6, 2))
+dense2 = encoder_layer.ffn.dense2
+dense2.set_weights([np.zeros_like(w) for w in dense2.get_weights()])  # ffn(x) = 0
+gamma1 = np.linspace(0.5, 1.5, 6, dtype="float32")
+beta1 = np.linspace(-0.3, 0.3, 6, dtype="float32")
+gamma2 = np.linspace(2.0, 1.0, 6, dtype="float32")
+beta2 = np.linspace(0.4, -0.1, 6, dtype="float32")
+encoder_layer.norm1.set_weights([gamma1, beta1])
+encoder_layer.norm2.set_weights([gamma2, beta2])
 
-# %% nbgrader="tests" grade_id="test_EncoderLayer" points=4
-# Hidden tests of `EncoderLayer` run when your notebook is graded.
+
+def encoder_expected(x, allowed):
+    """norm2(h + ffn(h)) with h = norm1(x + attention(x)), ffn giving 0 (NumPy)."""
+    h = numpy_layer_norm(x + numpy_identity_attention(x, x, allowed, 2)[0], gamma1, beta1)
+    return numpy_layer_norm(h, gamma2, beta2)
+
+
+everything = np.ones((2, 5, 5), bool)
+output = checks.to_numpy(encoder_layer(x, training=False))
+checks.check_true(np.array_equal(checks.to_numpy(encoder_layer(x, training=False)), output),
+                  "EncoderLayer: two calls with training=False give the same output",
+                  "they differ: something is dropped at inference",
+                  hint="pass training on to every dropout: self.dropout(..., training=training).")
+expected = encoder_expected(x, everything)
+attended = numpy_identity_attention(x, x, everything, 2)[0]
+before = numpy_layer_norm(x, gamma1, beta1)  # pre-norm: x + attention(norm1(x)), ffn giving 0
+checks.check_close(output, expected, "EncoderLayer at inference, no padding (post-norm)",
+                   hint=likely_hint(output, [
+                       (x + numpy_identity_attention(before, before, everything, 2)[0],
+                        "post-norm: normalise AFTER each residual sum, x = norm1(x + "
+                        "attention), not before each sublayer (pre-norm)."),
+                       (numpy_layer_norm(numpy_layer_norm(attended, gamma1, beta1), gamma2, beta2),
+                        "add x back: x = norm1(x + dropout(attention)), a residual around "
+                        "the attention."),
+                       (numpy_layer_norm(numpy_layer_norm(x + attended, gamma1, beta1),
+                                         gamma1, beta1),
+                        "norm2 (not norm1 again) follows the feed-forward block."),
+                       (np.broadcast_to(beta2, output.shape),
+                        "add x back around the feed-forward block: norm2(x + ffn(x)).")],
+                       "x = norm1(x + dropout(self_attention(query=x, value=x, key=x))); "
+                       "x = norm2(x + ffn(x))."))
+# Padding last in the first sentence, first in the second.
+real = np.array([[True, True, True, False, False], [False, False, True, True, True]])
+output, problem = attempt(encoder_layer, x, padding_mask=real, training=False)
+checks.check_true(not problem, "EncoderLayer on x (2, 5, 6) with padding_mask (2, 5)", problem,
+                  hint=by_keyword if "multiple values" in problem else
+                  "the attention mask must broadcast to (B, T, T): the padding mask (B, T) "
+                  "hides key columns as (B, 1, T), e.g. combine_masks(key_mask=padding_mask).")
+output = checks.to_numpy(output)
+changed = x.copy()
+changed[~real] = 100.0  # new vectors at the padded positions
+checks.check_close(checks.to_numpy(encoder_layer(changed, padding_mask=real, training=False))[real],
+                   output[real], "EncoderLayer: changing padded tokens (last, then first in a "
+                   "sentence) changes no real output",
+                   hint="no query may attend to a padded key, first or last in the sentence "
+                        "(any False of the mask): attention_mask=combine_masks(key_mask="
+                        "padding_mask), (B, 1, T), passed BY KEYWORD.")
+checks.check_close(output[real], encoder_expected(x, real[:, None, :])[real],
+                   "EncoderLayer with padding_mask, at the real positions",
+                   hint="the padding mask hides key columns (B, 1, T), for every query.")
+# While training, with ffn giving 0, only the attention's dropout can change the output.
+trained = checks.to_numpy(encoder_layer(x, training=True))
+checks.check_true(not np.allclose(trained, expected, rtol=1e-4, atol=1e-5),
+                  "EncoderLayer(dropout_rate=0.5), training=True: dropout changes the output "
+                  "(ffn giving 0)", "it gave the inference output",
+                  hint="x = norm1(x + self.dropout(attention, training=training)).")
+config = encoder_layer.get_config()
+wanted = {"d_model": 6, "num_heads": 2, "dff": 24, "dropout_rate": 0.5}
+found = {name: config.get(name) for name in wanted} if isinstance(config, dict) else config
+checks.check_true(found == wanted, "EncoderLayer.get_config() has d_model=6, num_heads=2, "
+                  "dff=24, dropout_rate=0.5", f"it has {found}",
+                  hint="get_config adds every constructor argument to super().get_config().")
+clone = EncoderLayer.from_config(config)
+checks.check_true({name: clone.get_config().get(name) for name in wanted} == wanted,
+                  "EncoderLayer.from_config(encoder_layer.get_config()) rebuilds the layer",
+                  "the clone has other arguments")
+try:
+    EncoderLayer(d_model=6, num_heads=4, dff=24)
+    problem = "it raised nothing"
+except ValueError:
+    problem = ""
+except Exception as error:  # noqa: BLE001 - reported below
+    problem = f"it raised {type(error).__name__}"
+checks.check_true(not problem, "EncoderLayer(d_model=6, num_heads=4, dff=24) raises a "
+                  "ValueError (6 is not a multiple of 4)", problem,
+                  hint="keep the given validate_layer_arguments(...) call in __init__.")
+
+# %% nbgrader="tests" grade_id="test_EncoderLayer" points=2.75
+# Hidden tests of `EncoderLayer`: sublayers and outputs at inference, without
+# padding (2.75 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_EncoderLayer():
     import numpy as np
     from autograder.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
-    # Invalid arguments: a ValueError at once.
-    for arguments in [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
-                      dict(d_model=8, num_heads=2, dff=16, dropout_rate=1.5)]:
-        text = ", ".join(f"{k}={v}" for k, v in arguments.items())
-        name, _ = reference.raised(lambda: EncoderLayer(**arguments))
-        assert_true(name == "ValueError",
-                    f"EncoderLayer({text}) should raise a ValueError at once; it "
-                    f"{'raised ' + name if name else 'did not raise'}.")
-
     r = rng("EncoderLayer")
     for d_model, num_heads, dff, batch, length in [(8, 2, 16, 3, 5), (12, 3, 20, 2, 7)]:
         what = f"EncoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
         layer = EncoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
-        expected_attributes = dict(d_model=d_model, num_heads=num_heads, dff=dff,
-                                   dropout_rate=0.5)
-        for (name, value), stored in zip(expected_attributes.items(),
-                                         reference.sublayers(layer, expected_attributes)):
-            assert_true(stored == value, f"{what}.{name} is {stored!r}, expected {value!r}.")
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         on_x = f"{what} on x {x.shape}"
-        real = np.ones((batch, length), dtype=bool)
-        real[0, -2:] = False
-        real[1, -1:] = False
-        for masks in ({}, dict(padding_mask=real)):
-            name, message = reference.raised(lambda: layer(x, training=False, **masks))
-            if name is not None and name != "NotImplementedError":
-                raise AssertionError(f"{on_x}{' with a padding mask' if masks else ''}: "
-                                     f"{message}" + reference.explain(message))
+        name, message = reference.raised(lambda: layer(x, training=False))
+        if name is not None and name != "NotImplementedError":
+            raise AssertionError(f"{on_x}: {message}" + reference.explain(message))
         assert_shape(reference.to_numpy(layer(x, training=False)), x.shape, on_x)
 
         # Sublayers: Keras MultiHeadAttention with key_dim = d_model // num_heads,
@@ -1105,55 +1414,132 @@ def _hidden_test_EncoderLayer():
         assert_close(reference.to_numpy(layer(x)), expected,
                      f"{on_x}, training left out (inference)")
 
-        # Padding: the last tokens of the first sentences are padding.
+
+_hidden_test_EncoderLayer()
+del _hidden_test_EncoderLayer
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_EncoderLayer__padding" points=0.5
+# Hidden tests of `EncoderLayer`: outputs with a padding mask (padding last or
+# first in a sentence), at the real positions (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_EncoderLayer__padding():
+    import numpy as np
+    from autograder.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.references import lab4 as reference
+
+    r = rng("EncoderLayer/padding")
+    for d_model, num_heads, dff, batch, length in [(8, 2, 16, 3, 5), (12, 3, 20, 2, 7)]:
+        what = f"EncoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
+        layer = EncoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        x = r.normal(size=(batch, length, d_model)).astype("float32")
+        on_x = f"{what} on x {x.shape} with a padding mask"
+        real = np.ones((batch, length), dtype=bool)
+        real[0, -2:] = False  # padding last
+        real[1, :2] = False  # padding first
+        name, message = reference.raised(lambda: layer(x, padding_mask=real, training=False))
+        if name is not None and name != "NotImplementedError":
+            raise AssertionError(f"{on_x}: {message}" + reference.explain(message))
+        weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r)
         output = reference.to_numpy(layer(x, padding_mask=real, training=False))
-        assert_shape(output, x.shape, f"{on_x} with a padding mask")
+        assert_shape(output, x.shape, on_x)
         changed = x.copy()
         changed[~real] = 5 * r.normal(size=changed[~real].shape)
         moved = reference.to_numpy(layer(changed, padding_mask=real, training=False))
         assert_true(np.allclose(moved[real], output[real], rtol=1e-4, atol=1e-5),
-                    f"{on_x}: changing the vectors at padded positions changed the outputs "
-                    "at real positions; padded keys must be hidden from the attention "
-                    "(attention_mask (B, 1, T), passed BY KEYWORD: the fourth positional "
-                    "argument of MultiHeadAttention is query_mask).")
+                    f"{on_x}: changing the vectors at padded positions (last in one sentence, "
+                    "first in another) changed the outputs at real positions; padded keys must "
+                    "be hidden from the attention (attention_mask (B, 1, T), passed BY "
+                    "KEYWORD: the fourth positional argument of MultiHeadAttention is "
+                    "query_mask).")
         assert_close(output[real], reference.encoder_layer(x, weights, padding_mask=real)[real],
-                     f"{on_x} with a padding mask (B, T), at the real positions")
-        again = reference.to_numpy(layer(x, padding_mask=real, training=False))
-        assert_true(np.array_equal(again, output),
-                    f"{on_x}: two calls with training=False gave different outputs.")
-        trained = reference.to_numpy(layer(x, padding_mask=real, training=True))
-        assert_true(not np.allclose(trained, output, rtol=1e-4, atol=1e-5),
-                    f"{on_x}: training=True with dropout_rate=0.5 gave the inference output; "
-                    "dropout must act while training.")
+                     f"{on_x} (B, T), at the real positions")
+        tensor_mask = reference.tensor(real, layer)
+        assert_close(reference.to_numpy(layer(x, padding_mask=tensor_mask, training=False))[real],
+                     output[real], f"{on_x} given as a backend tensor, at the real positions")
 
-        # Dropout on the attention's output as well: with the feed-forward block
-        # silenced (dense2 all zeros: ffn(x) = 0), training must still change the output.
-        reference.set_sublayer_weights(layer, "ffn.dense2",
-                                       [np.zeros_like(w) for w in weights["ffn.dense2"]])
-        quiet = reference.to_numpy(layer(x, padding_mask=real, training=False))
-        trained = reference.to_numpy(layer(x, padding_mask=real, training=True))
-        assert_true(not np.allclose(trained, quiet, rtol=1e-4, atol=1e-5),
-                    f"{on_x}: with the feed-forward block giving 0, training=True (dropout_rate"
-                    "=0.5) gave the inference output; the attention's output needs dropout "
-                    "too: x = norm1(x + dropout(attention(x))).")
-        reference.set_sublayer_weights(layer, "ffn.dense2", weights["ffn.dense2"])
 
-    # Config round trip.
+_hidden_test_EncoderLayer__padding()
+del _hidden_test_EncoderLayer__padding
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_EncoderLayer__training" points=0.25
+# Hidden tests of `EncoderLayer`: dropout while training, on the attention's output
+# too; nothing dropped at inference (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_EncoderLayer__training():
+    import numpy as np
+    from autograder.testing import rng, assert_true
+    from autograder.references import lab4 as reference
+
+    r = rng("EncoderLayer/training")
+    close = dict(rtol=1e-4, atol=1e-5)
+    layer = EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
+    x = r.normal(size=(3, 5, 8)).astype("float32")
+    on_x = f"EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}"
+    layer(x, training=False)
+    weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r)
+    output = reference.to_numpy(layer(x, training=False))
+    again = reference.to_numpy(layer(x, training=False))
+    assert_true(np.array_equal(again, output),
+                f"{on_x}: two calls with training=False gave different outputs; dropout acts "
+                "only while training.")
+    trained = reference.to_numpy(layer(x, training=True))
+    assert_true(not np.allclose(trained, output, **close),
+                f"{on_x}: training=True gave the inference output; dropout must act while "
+                "training (pass `training` on).")
+    # Dropout on the attention's output as well: with the feed-forward block
+    # silenced (dense2 all zeros: ffn(x) = 0), training must still change the output.
+    reference.set_sublayer_weights(layer, "ffn.dense2",
+                                   [np.zeros_like(w) for w in weights["ffn.dense2"]])
+    quiet = reference.to_numpy(layer(x, training=False))
+    trained = reference.to_numpy(layer(x, training=True))
+    assert_true(not np.allclose(trained, quiet, **close),
+                f"{on_x}: with the feed-forward block giving 0, training=True gave the "
+                "inference output; the attention's output needs dropout too: "
+                "x = norm1(x + dropout(attention(x))).")
+
+
+_hidden_test_EncoderLayer__training()
+del _hidden_test_EncoderLayer__training
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_EncoderLayer__config" points=0.5
+# Hidden tests of `EncoderLayer`: get_config() / from_config(), and a ValueError for
+# invalid arguments (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_EncoderLayer__config():
+    from autograder.testing import assert_true
+    from autograder.references import lab4 as reference
+
+    layer = EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first
+    what = "EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)"
+    wanted = {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5}
     config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}: get_config() did not return a dict.")
-    for name, value in [("d_model", d_model), ("num_heads", num_heads), ("dff", dff),
-                        ("dropout_rate", 0.5)]:
+    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
+    for name, value in wanted.items():
         assert_true(config.get(name) == value,
-                    f"{what}: get_config()[{name!r}] is {config.get(name)!r}, expected {value!r}.")
-    clone = EncoderLayer.from_config(config)
-    assert_shape(reference.to_numpy(clone(x, training=False)), x.shape,
-                 "EncoderLayer.from_config(layer.get_config()) on x")
-    assert_true(reference.sublayer(clone, "num_heads") == num_heads,
-                "EncoderLayer.from_config(layer.get_config()).num_heads is wrong.")
+                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
+                    f"{value!r}: get_config returns every constructor argument under its "
+                    "own name.")
+    clone = EncoderLayer.from_config(config).get_config()
+    for name, value in wanted.items():
+        assert_true(clone.get(name) == value,
+                    f"EncoderLayer.from_config(layer.get_config()) has {name}="
+                    f"{clone.get(name)!r}, expected {value!r}.")
+
+    # Invalid arguments: a ValueError at once (any message).
+    for arguments in [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
+                      dict(d_model=8, num_heads=2, dff=16, dropout_rate=1.5)]:
+        text = ", ".join(f"{k}={v}" for k, v in arguments.items())
+        name, _ = reference.raised(lambda: EncoderLayer(**arguments))
+        assert_true(name == "ValueError",
+                    f"EncoderLayer({text}) should raise a ValueError at once; it "
+                    f"{'raised ' + name if name else 'did not raise'}.")
 
 
-_hidden_test_EncoderLayer()
-del _hidden_test_EncoderLayer
+_hidden_test_EncoderLayer__config()
+del _hidden_test_EncoderLayer__config
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1181,29 +1567,47 @@ print("largest change at padded positions:", np.abs(encoded_noisy - encoded)[~re
 # ## 7. The masked decoder layer
 #
 # A decoder layer has three sublayers, each with dropout, a residual and a layer
-# normalization (post-norm again):
+# normalization *after* the residual sum (post-norm again, as in the encoder
+# layer; not pre-norm):
 #
 # 1. **causal self-attention** over the target: `self_attention`, with the
-#    look-ahead mask (and the target's padding mask on the keys), so position
-#    $i$ only sees positions $\le i$;
+#    look-ahead mask (the diagonal included: a token sees itself) AND the
+#    target's padding mask on the keys, so position $i$ only sees the real
+#    positions $\le i$;
 # 2. **cross-attention** (encoder-decoder attention): `cross_attention`, whose
-#    **queries come from the decoder** (the output of step 1) while **keys and
-#    values come from the encoder's output** `context`. Each target position asks
-#    "which source words matter for me?"; padded source tokens are hidden;
+#    **queries come from the decoder** (the output of step 1, after `norm1`)
+#    while **keys and values come from the encoder's output** `context`. Each
+#    target position asks "which source words matter for me?"; padded source
+#    tokens are hidden;
 # 3. the feed-forward block `ffn`.
 #
-# $$x \leftarrow \operatorname{norm}_1(x + \operatorname{SelfAttn}_{\text{causal}}(x)),\quad
-#   x \leftarrow \operatorname{norm}_2(x + \operatorname{CrossAttn}(x, \text{context})),\quad
+# $$x \leftarrow \operatorname{norm}_1(x + \operatorname{dropout}(\operatorname{SelfAttn}_{\text{causal}}(x))),\quad
+#   x \leftarrow \operatorname{norm}_2(x + \operatorname{dropout}(\operatorname{CrossAttn}(x, \text{context}))),\quad
 #   x \leftarrow \operatorname{norm}_3(x + \operatorname{FFN}(x)).$$
 #
 # `call(x, context, x_padding_mask=None, context_padding_mask=None,
 # training=None)`: `x` is `(B, T, d_model)`, `context` `(B, S, d_model)`, the
-# padding masks `(B, T)` and `(B, S)` are True for real tokens. Keep the
-# cross-attention weights of the last call in `self.last_attention_scores`,
-# `(B, num_heads, T, S)` (ask for them with `return_attention_scores=True`).
+# padding masks `(B, T)` and `(B, S)` are True for real tokens. As in the
+# encoder, padding may come first in a sentence as well as last: a padded
+# token is any `False`, and no query attends to it. The outputs at padded
+# target positions are not graded. Keep the cross-attention weights of the last
+# call in `self.last_attention_scores`, `(B, num_heads, T, S)` (ask for them
+# with `return_attention_scores=True`).
 # Sublayers: `self_attention`, `cross_attention` (both
 # `keras.layers.MultiHeadAttention`, `key_dim = d_model // num_heads`), `ffn`,
 # `norm1`, `norm2`, `norm3` (epsilon 1e-6), `dropout`. Pass every mask by keyword.
+#
+# **Training and config**, as in the encoder layer: dropout acts on the output
+# of each attention sublayer while training only; `get_config()` returns
+# `d_model`, `num_heads`, `dff` and `dropout_rate` under their own names, so that
+# `DecoderLayer.from_config(layer.get_config())` rebuilds the layer; an invalid
+# argument raises a `ValueError` (the given `validate_layer_arguments`).
+#
+# **Graded** (4 points): the sublayers, the outputs and `last_attention_scores`
+# at inference without padding (causal self-attention included), with the
+# grader's weights in your sublayers (2.75 points); the outputs and scores with
+# both padding masks, at the real target positions (0.5); dropout while training
+# (0.25); `get_config()` / `from_config()` and the argument checks (0.5).
 
 # %% nbgrader="solution" grade_id="DecoderLayer"
 class DecoderLayer(keras.layers.Layer):
@@ -1212,7 +1616,7 @@ class DecoderLayer(keras.layers.Layer):
     Causal self-attention over the target, cross-attention from the target
     (queries) to the encoder's output (keys and values), then the
     feed-forward block; each followed by dropout, a residual connection and
-    layer normalization.
+    layer normalization (after the residual sum: post-norm).
 
     Args:
         d_model: size of the token vectors, a positive integer.
@@ -1224,13 +1628,20 @@ class DecoderLayer(keras.layers.Layer):
     Call arguments:
         x: the target so far, `(B, T, d_model)`.
         context: the encoder's output, `(B, S, d_model)`.
-        x_padding_mask: optional bool `(B, T)`, True for real target tokens.
+        x_padding_mask: optional bool `(B, T)`, True for real target tokens
+            (padding anywhere, first or last).
         context_padding_mask: optional bool `(B, S)`, True for real source tokens.
-        training: whether dropout is active (default: inference).
+        training: whether dropout is active (default: inference, nothing
+            dropped).
 
     Returns:
         `(B, T, d_model)`. The cross-attention weights of the call are kept in
         `last_attention_scores`, `(B, num_heads, T, S)`.
+
+    `get_config()` returns `d_model`, `num_heads`, `dff` and `dropout_rate`
+    (with the base layer's config), so that
+    `DecoderLayer.from_config(layer.get_config())` rebuilds the layer. An
+    invalid argument raises a `ValueError` at once.
 
     Example:
         >>> layer = DecoderLayer(d_model=6, num_heads=2, dff=24)
@@ -1306,58 +1717,196 @@ class DecoderLayer(keras.layers.Layer):
 
 
 # %% nbgrader="locked" grade_id="check_DecoderLayer"
-# Visible check: shapes, the cross-attention scores, the future and padding.
-decoder_layer = DecoderLayer(d_model=6, num_heads=2, dff=24)
+# Visible check: shapes and sublayers; values with known weights (causal, post-norm);
+# target padding first and source padding; dropout while training; get_config().
+decoder_layer = DecoderLayer(d_model=6, num_heads=2, dff=24, dropout_rate=0.5)
 demo_rng = np.random.default_rng(2)
 x = demo_rng.normal(size=(2, 4, 6)).astype("float32")
 context = demo_rng.normal(size=(2, 5, 6)).astype("float32")
-source_real = np.array([[True, True, True, False, False], [True, True, True, True, True]])
-output = checks.check_shape(decoder_layer(x, context, context_padding_mask=source_real),
-                            (2, 4, 6), "DecoderLayer(d_model=6, num_heads=2, dff=24): x (2, 4, 6), "
-                                       "context (2, 5, 6)",
-                            hint="queries come from x, keys and values from context.")
+output, problem = attempt(decoder_layer, x, context, training=False)
+checks.check_true(not problem, "DecoderLayer(d_model=6, num_heads=2, dff=24) on x (2, 4, 6), "
+                  "context (2, 5, 6)", problem,
+                  hint="pass every mask to MultiHeadAttention BY KEYWORD (attention_mask=...): "
+                       "its fourth positional argument is query_mask."
+                  if "multiple values" in problem else
+                  "queries come from x (T = 4), keys and values from context (S = 5): "
+                  "cross_attention(query=x, value=context, key=context, ...).")
+checks.check_shape(output, (2, 4, 6), "DecoderLayer: the output has the shape of x (2, 4, 6)",
+                   hint="queries come from x, keys and values from context.")
 scores = checks.check_shape(decoder_layer.last_attention_scores, (2, 2, 4, 5),
                             "last_attention_scores (B, num_heads, T, S)",
                             hint="cross_attention(..., return_attention_scores=True) returns "
-                                 "(output, scores); keep the scores.")
-checks.check_close(scores[0, :, :, 3:], np.zeros((2, 4, 2)),
-                   "cross-attention gives the padded source tokens weight 0",
-                   hint="attention_mask=combine_masks(key_mask=context_padding_mask), BY KEYWORD.")
-checks.check_close(scores.sum(axis=-1), np.ones((2, 2, 4)), "cross-attention rows sum to 1")
-checks.check_true(all(isinstance(getattr(decoder_layer, n, None), keras.layers.MultiHeadAttention)
-                      for n in ("self_attention", "cross_attention"))
-                  and all(getattr(getattr(decoder_layer, n, None), "epsilon", None) == 1e-6
-                          for n in ("norm1", "norm2", "norm3")),
-                  "self_attention, cross_attention (MultiHeadAttention), norm1..3 (epsilon 1e-6)",
+                                 "(output, scores); keep the CROSS-attention's scores, not the "
+                                 "self-attention's (B, num_heads, T, T).")
+sublayers = {n: getattr(decoder_layer, n, None) for n in ("self_attention", "cross_attention",
+                                                        "norm1", "norm2", "norm3", "ffn")}
+checks.check_true(all(isinstance(sublayers[n], keras.layers.MultiHeadAttention)
+                      and sublayers[n].key_dim == 3 for n in ("self_attention", "cross_attention"))
+                  and all(isinstance(sublayers[n], keras.layers.LayerNormalization)
+                          and sublayers[n].epsilon == 1e-6 for n in ("norm1", "norm2", "norm3"))
+                  and isinstance(sublayers["ffn"], FeedForward),
+                  "self_attention, cross_attention (MultiHeadAttention, key_dim=3), norm1..3 "
+                  "(epsilon 1e-6) and ffn (FeedForward)",
                   "a sublayer is missing or of another kind")
+# Known weights: both attentions with identity projections (numpy_identity_attention),
+# ffn giving 0 (dense2 all zeros), and a scale and shift of its own in each norm.
+decoder_layer.self_attention.set_weights(identity_attention_weights(6, 2))
+decoder_layer.cross_attention.set_weights(identity_attention_weights(6, 2))
+dense2 = decoder_layer.ffn.dense2
+dense2.set_weights([np.zeros_like(w) for w in dense2.get_weights()])  # ffn(x) = 0
+gamma1 = np.linspace(0.5, 1.5, 6, dtype="float32")
+beta1 = np.linspace(-0.3, 0.3, 6, dtype="float32")
+gamma2 = np.linspace(2.0, 1.0, 6, dtype="float32")
+beta2 = np.linspace(0.4, -0.1, 6, dtype="float32")
+gamma3, beta3 = np.linspace(0.8, 1.2, 6, dtype="float32"), np.full(6, 0.1, "float32")
+for norm, weights in [("norm1", [gamma1, beta1]), ("norm2", [gamma2, beta2]),
+                      ("norm3", [gamma3, beta3])]:
+    getattr(decoder_layer, norm).set_weights(weights)
+
+
+def decoder_expected(x, context, self_allowed, cross_allowed, mistake=None):
+    """The layer's output and cross-attention weights with these weights (NumPy):
+    h1 = norm1(x + self-attention(x)), h2 = norm2(h1 + cross-attention(h1, context)),
+    norm3(h2 + ffn(h2)) with ffn giving 0; or, with `mistake`, a known mistake's."""
+    if mistake == "pre-norm":
+        h = numpy_layer_norm(x, gamma1, beta1)
+        x1 = x + numpy_identity_attention(h, h, self_allowed, 2)[0]
+        attended, weights = numpy_identity_attention(numpy_layer_norm(x1, gamma2, beta2),
+                                                     context, cross_allowed, 2)
+        return x1 + attended, weights
+    attended = numpy_identity_attention(x, x, self_allowed, 2)[0]
+    h1 = numpy_layer_norm(attended + (0 if mistake == "no self residual" else x), gamma1, beta1)
+    query = x if mistake == "cross queries from x" else h1
+    attended, weights = numpy_identity_attention(query, context, cross_allowed, 2)
+    h2 = numpy_layer_norm(attended + (0 if mistake == "no cross residual" else h1), gamma2, beta2)
+    return numpy_layer_norm(h2, gamma3, beta3), weights
+
+
+causal = np.tril(np.ones((4, 4), bool))[None]  # (1, T, T): key j <= query i
+every_source = np.ones((2, 4, 5), bool)
+output = checks.to_numpy(decoder_layer(x, context, training=False))
+scores = checks.to_numpy(decoder_layer.last_attention_scores)
+again = checks.to_numpy(decoder_layer(x, context, training=False))
+checks.check_true(np.array_equal(again, output),
+                  "DecoderLayer: two calls with training=False give the same output",
+                  "they differ: something is dropped at inference",
+                  hint="pass training on to every dropout: self.dropout(..., training=training).")
 future = x.copy()
 future[:, 2:] = 7.0  # new target tokens at positions 2 and 3
-moved = checks.to_numpy(decoder_layer(future, context, context_padding_mask=source_real))
+moved = checks.to_numpy(decoder_layer(future, context, training=False))
+changed = ~np.isclose(moved[:, :2], output[:, :2], rtol=1e-4, atol=1e-5).all(axis=(0, 2))
 checks.check_close(moved[:, :2], output[:, :2],
                    "DecoderLayer: changing future tokens changes no earlier output",
-                   hint="self-attention needs the look-ahead mask (causal_mask).")
+                   hint="the look-ahead mask keeps the diagonal (key j <= query i): with the "
+                        "diagonal hidden too, the first token has no key left at all (if the "
+                        "layer calls your causal_mask, its own check must pass first)."
+                   if changed.tolist() == [True, False] else
+                   "the self-attention needs the look-ahead mask: query i sees keys j <= i.")
+expected, expected_scores = decoder_expected(x, context, causal, every_source)
+checks.check_close(output, expected, "DecoderLayer at inference, no padding (causal, post-norm)",
+                   hint=likely_hint(output, [
+                       (np.concatenate([output[:, :1], decoder_expected(  # row 0: no key left
+                           x, context, np.tril(causal, -1), every_source)[0][:, 1:]], axis=1),
+                        "the look-ahead mask keeps the diagonal: a token attends to itself "
+                        "(key j <= query i)."),
+                       (decoder_expected(x, context, causal, every_source, "pre-norm")[0],
+                        "post-norm: normalise AFTER each residual sum, x = norm1(x + "
+                        "attention), not before each sublayer (pre-norm)."),
+                       (decoder_expected(x, context, causal, every_source,
+                                         "cross queries from x")[0],
+                        "the cross-attention's queries are the output of the first sublayer "
+                        "(after norm1), not the layer's input."),
+                       (decoder_expected(x, context, causal, every_source,
+                                         "no self residual")[0],
+                        "add x back around the self-attention: norm1(x + dropout(...))."),
+                       (decoder_expected(x, context, causal, every_source,
+                                         "no cross residual")[0],
+                        "add x back around the cross-attention: norm2(x + dropout(...)).")],
+                       "x = norm1(x + dropout(self_attention(x, causal))); x = norm2(x + "
+                       "dropout(cross_attention(query=x, value=context))); x = norm3(x + ffn(x))."))
+checks.check_close(scores, expected_scores, "last_attention_scores: the cross-attention weights",
+                   hint="keep the scores that cross_attention(..., return_attention_scores=True) "
+                        "returned in this call.")
+# Target padding first in sentence 0 and last in sentence 1; source padding
+# last in sentence 0 and first in sentence 1.
+target_real = np.array([[False, True, True, True], [True, True, True, False]])
+source_real = np.array([[True, True, True, False, False], [False, True, True, True, True]])
+masks = dict(x_padding_mask=target_real, context_padding_mask=source_real)
+output, problem = attempt(decoder_layer, x, context, training=False, **masks)
+checks.check_true(not problem, "DecoderLayer with x_padding_mask (2, 4) and "
+                  "context_padding_mask (2, 5)", problem,
+                  hint="each attention mask must broadcast to (B, T, S) (T = 4, S = 5): the "
+                       "source padding (B, S) hides key columns as (B, 1, S); check the shape "
+                       "your combine_masks(key_mask=...) gives.")
+output = checks.to_numpy(output)
+scores = checks.to_numpy(decoder_layer.last_attention_scores)
+padded_sources = target_real[:, None, :, None] & ~source_real[:, None, None, :]  # (B, 1, T, S)
+checks.check_close(np.where(padded_sources, scores, 0.0), np.zeros((2, 2, 4, 5)),
+                   "cross-attention gives the padded source tokens weight 0",
+                   hint="cross_attention(..., attention_mask=combine_masks(key_mask="
+                        "context_padding_mask)), BY KEYWORD.")
 padded = context.copy()
-padded[0, 3:] = -9.0  # new vectors at the padded source positions
-output = checks.check_close(decoder_layer(x, padded, context_padding_mask=source_real), output,
-                            "DecoderLayer: changing padded source tokens changes nothing")
+padded[~source_real] = -9.0  # new vectors at the padded source positions
+moved = checks.to_numpy(decoder_layer(x, padded, training=False, **masks))
+checks.check_close(moved[target_real], output[target_real],
+                   "DecoderLayer: changing padded source tokens changes no real output",
+                   hint="hide the padded source keys from the cross-attention (B, 1, S).")
+padded = x.copy()
+padded[~target_real] = 7.0  # new vectors at the padded target positions (the first of sentence 0)
+moved = checks.to_numpy(decoder_layer(padded, context, training=False, **masks))
+checks.check_close(moved[target_real], output[target_real],
+                   "DecoderLayer: changing padded target tokens (first in sentence 0) changes "
+                   "no real output",
+                   hint="the self-attention hides padded target keys as well as the future: "
+                        "the look-ahead mask AND x_padding_mask on the keys (padding may come "
+                        "first).")
+checks.check_close(output[target_real],
+                   decoder_expected(x, context, causal & target_real[:, None, :],
+                                    source_real[:, None, :])[0][target_real],
+                   "DecoderLayer with both padding masks, at the real target positions")
+# While training, with the other sublayers giving 0, each attention's dropout
+# must change the output.
+for kept, silenced in [("self_attention", "cross_attention"),
+                       ("cross_attention", "self_attention")]:
+    silent = getattr(decoder_layer, silenced)
+    silent.set_weights([np.zeros_like(w) for w in silent.get_weights()])
+    quiet = checks.to_numpy(decoder_layer(x, context, training=False))
+    trained = checks.to_numpy(decoder_layer(x, context, training=True))
+    silent.set_weights(identity_attention_weights(6, 2))
+    checks.check_true(not np.allclose(trained, quiet, rtol=1e-4, atol=1e-5),
+                      f"DecoderLayer(dropout_rate=0.5), training=True: dropout on the output of "
+                      f"{kept} changes the output ({silenced} and ffn giving 0)",
+                      "it gave the inference output",
+                      hint=f"x = norm(x + self.dropout({kept}(...), training=training)).")
+config = decoder_layer.get_config()
+wanted = {"d_model": 6, "num_heads": 2, "dff": 24, "dropout_rate": 0.5}
+found = {name: config.get(name) for name in wanted} if isinstance(config, dict) else config
+checks.check_true(found == wanted, "DecoderLayer.get_config() has d_model=6, num_heads=2, "
+                  "dff=24, dropout_rate=0.5", f"it has {found}",
+                  hint="get_config adds every constructor argument to super().get_config().")
+clone = DecoderLayer.from_config(config)
+checks.check_true({name: clone.get_config().get(name) for name in wanted} == wanted,
+                  "DecoderLayer.from_config(decoder_layer.get_config()) rebuilds the layer",
+                  "the clone has other arguments")
+try:
+    DecoderLayer(d_model=6, num_heads=4, dff=24)
+    problem = "it raised nothing"
+except ValueError:
+    problem = ""
+except Exception as error:  # noqa: BLE001 - reported below
+    problem = f"it raised {type(error).__name__}"
+checks.check_true(not problem, "DecoderLayer(d_model=6, num_heads=4, dff=24) raises a "
+                  "ValueError (6 is not a multiple of 4)", problem,
+                  hint="keep the given validate_layer_arguments(...) call in __init__.")
 
-# %% nbgrader="tests" grade_id="test_DecoderLayer" points=4
-# Hidden tests of `DecoderLayer` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_DecoderLayer" points=2.75
+# Hidden tests of `DecoderLayer`: sublayers, causality, outputs and cross-attention
+# scores at inference, without padding (2.75 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_DecoderLayer():
     import numpy as np
-    from autograder.testing import (rng, assert_close, assert_shape, assert_finite,
-                                    assert_true)
+    from autograder.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab4 as reference
-
-    # Invalid arguments: a ValueError at once.
-    for arguments in [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
-                      dict(d_model=8, num_heads=2, dff=16, dropout_rate=-0.1)]:
-        text = ", ".join(f"{k}={v}" for k, v in arguments.items())
-        name, _ = reference.raised(lambda: DecoderLayer(**arguments))
-        assert_true(name == "ValueError",
-                    f"DecoderLayer({text}) should raise a ValueError at once; it "
-                    f"{'raised ' + name if name else 'did not raise'}.")
 
     r = rng("DecoderLayer")
     close = dict(rtol=1e-4, atol=1e-5)
@@ -1365,11 +1914,6 @@ def _hidden_test_DecoderLayer():
                                                                   (12, 3, 20, 3, 5, 7)]:
         what = f"DecoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
         layer = DecoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
-        expected_attributes = dict(d_model=d_model, num_heads=num_heads, dff=dff,
-                                   dropout_rate=0.5)
-        for (name, value), stored in zip(expected_attributes.items(),
-                                         reference.sublayers(layer, expected_attributes)):
-            assert_true(stored == value, f"{what}.{name} is {stored!r}, expected {value!r}.")
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         context = r.normal(size=(batch, source_length, d_model)).astype("float32")
         on_x = f"{what} on x {x.shape}, context {context.shape}"
@@ -1410,10 +1954,22 @@ def _hidden_test_DecoderLayer():
             assert_true(abs(epsilon - 1e-6) < 1e-12, f"{what}: {name}.epsilon should be 1e-6.")
 
         weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r)
+        output = reference.to_numpy(layer(x, context, training=False))
+        expected, expected_scores = reference.decoder_layer(x, context, weights)
+        if not np.allclose(output, expected, **close):
+            pre_norm = reference.decoder_layer(x, context, weights, pre_norm=True)[0]
+            assert_true(not np.allclose(output, pre_norm, **close),
+                        f"{on_x}: the layer normalises before each sublayer (pre-norm); this "
+                        "lab follows the paper: x = norm(x + sublayer(x)).")
+            # With the diagonal hidden the first query has no key left (its output
+            # depends on the backend): compare the others.
+            hidden_diagonal = reference.decoder_layer(x, context, weights, diagonal=False)[0]
+            assert_true(not np.allclose(output[:, 1:], hidden_diagonal[:, 1:], **close),
+                        f"{on_x}: the look-ahead mask hides the diagonal; a token attends to "
+                        "itself (key j <= query i).")
 
         # The future: changing target tokens after position t leaves outputs <= t
         # (for every t at once: the changed copies of x stacked along the batch).
-        output = reference.to_numpy(layer(x, context, training=False))
         futures = np.repeat(x[None], length - 1, axis=0)  # (T - 1, B, T, d_model)
         for t in range(length - 1):
             futures[t, :, t + 1:] = 3 * r.normal(size=futures[t, :, t + 1:].shape)
@@ -1430,12 +1986,6 @@ def _hidden_test_DecoderLayer():
                         "causal (a query sees keys j <= i only).")
 
         # Values without padding: output and cross-attention scores.
-        expected, expected_scores = reference.decoder_layer(x, context, weights)
-        if not np.allclose(output, expected, **close):
-            pre_norm, _ = reference.decoder_layer(x, context, weights, pre_norm=True)
-            assert_true(not np.allclose(output, pre_norm, **close),
-                        f"{on_x}: the layer normalises before each sublayer (pre-norm); "
-                        "this lab follows the paper: x = norm(x + sublayer(x)).")
         assert_close(output, expected,
                      f"{on_x}, no padding, training=False (post-norm: norm1(x + causal "
                      "self-attention), norm2(x + cross-attention to context), "
@@ -1445,18 +1995,47 @@ def _hidden_test_DecoderLayer():
         assert_close(reference.to_numpy(layer.last_attention_scores), expected_scores,
                      f"{on_x}: last_attention_scores")
 
-        # Padding of the source (right) and of the target (left and right).
+
+_hidden_test_DecoderLayer()
+del _hidden_test_DecoderLayer
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_DecoderLayer__padding" points=0.5
+# Hidden tests of `DecoderLayer`: outputs and cross-attention scores with both
+# padding masks (target padding first or last), at the real target positions
+# (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_DecoderLayer__padding():
+    import numpy as np
+    from autograder.testing import (rng, assert_close, assert_shape, assert_finite,
+                                    assert_true)
+    from autograder.references import lab4 as reference
+
+    r = rng("DecoderLayer/padding")
+    close = dict(rtol=1e-4, atol=1e-5)
+    for d_model, num_heads, dff, batch, length, source_length in [(8, 2, 16, 2, 4, 6),
+                                                                  (12, 3, 20, 3, 5, 7)]:
+        what = f"DecoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
+        layer = DecoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        x = r.normal(size=(batch, length, d_model)).astype("float32")
+        context = r.normal(size=(batch, source_length, d_model)).astype("float32")
+        on_x = f"{what} on x {x.shape}, context {context.shape} with padding masks"
         source_real = np.ones((batch, source_length), dtype=bool)
         source_real[0, -3:] = False
         source_real[1, 1] = False
         target_real = np.ones((batch, length), dtype=bool)
-        target_real[0, :2] = False  # left padding: only the x_padding_mask hides it
+        target_real[0, :2] = False  # padding first: only the x_padding_mask hides it
         target_real[1, -1:] = False
         masks = dict(x_padding_mask=target_real, context_padding_mask=source_real)
+        name, message = reference.raised(lambda: layer(x, context, training=False, **masks))
+        if name is not None and name != "NotImplementedError":
+            raise AssertionError(f"{on_x}: {message}" + reference.explain(message))
+        weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r)
         output = reference.to_numpy(layer(x, context, training=False, **masks))
         scores = reference.to_numpy(layer.last_attention_scores)
-        assert_shape(output, x.shape, f"{on_x} with padding masks")
-        assert_shape(scores, scores_shape, f"{on_x} with padding masks: last_attention_scores")
+        assert_shape(output, x.shape, on_x)
+        assert_shape(scores, (batch, num_heads, length, source_length),
+                     f"{on_x}: last_attention_scores")
 
         moved_context = context.copy()
         moved_context[~source_real] = 5 * r.normal(size=moved_context[~source_real].shape)
@@ -1485,47 +2064,98 @@ def _hidden_test_DecoderLayer():
         assert_true(np.allclose(real_scores.sum(axis=-1), 1.0, atol=1e-4),
                     f"{on_x}: the cross-attention weights of a query do not sum to 1.")
         assert_close(output[target_real], expected[target_real],
-                     f"{on_x} with padding masks, at the real target positions")
+                     f"{on_x}, at the real target positions")
         assert_close(real_scores, np.moveaxis(expected_scores, 1, 2)[target_real],
-                     f"{on_x} with padding masks: last_attention_scores at real targets")
+                     f"{on_x}: last_attention_scores at real targets")
 
-        again = reference.to_numpy(layer(x, context, training=False, **masks))
-        assert_true(np.array_equal(again, output),
-                    f"{on_x}: two calls with training=False gave different outputs.")
-        trained = reference.to_numpy(layer(x, context, training=True, **masks))
-        assert_true(not np.allclose(trained, output, **close),
-                    f"{on_x}: training=True with dropout_rate=0.5 gave the inference output; "
-                    "dropout must act while training.")
 
-        # Dropout after each attention sublayer: with the other sublayers silenced
-        # (all-zero weights give an output of exactly 0), training must still change
-        # the output.
-        for kept, silenced in [("self_attention", ("cross_attention", "ffn.dense2")),
-                               ("cross_attention", ("self_attention", "ffn.dense2"))]:
-            reference.set_weights(layer, {path: [np.zeros_like(w) for w in weights[path]]
-                                          for path in silenced})
-            quiet = reference.to_numpy(layer(x, context, training=False))
-            trained = reference.to_numpy(layer(x, context, training=True))
-            assert_true(not np.allclose(trained, quiet, **close),
-                        f"{on_x}: with only {kept} left (the other sublayers giving 0), "
-                        "training=True (dropout_rate=0.5) gave the inference output; the "
-                        f"output of {kept} needs dropout too: x = norm(x + dropout(...)).")
-            reference.set_weights(layer, {path: weights[path] for path in silenced})
+_hidden_test_DecoderLayer__padding()
+del _hidden_test_DecoderLayer__padding
+### END HIDDEN TESTS
 
-    # Config round trip.
+# %% nbgrader="tests" grade_id="test_DecoderLayer__training" points=0.25
+# Hidden tests of `DecoderLayer`: dropout while training, after each attention
+# sublayer; nothing dropped at inference (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_DecoderLayer__training():
+    import numpy as np
+    from autograder.testing import rng, assert_true
+    from autograder.references import lab4 as reference
+
+    r = rng("DecoderLayer/training")
+    close = dict(rtol=1e-4, atol=1e-5)
+    layer = DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
+    x = r.normal(size=(2, 4, 8)).astype("float32")
+    context = r.normal(size=(2, 6, 8)).astype("float32")
+    on_x = (f"DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}, "
+            f"context {context.shape}")
+    layer(x, context, training=False)
+    weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r)
+    output = reference.to_numpy(layer(x, context, training=False))
+    again = reference.to_numpy(layer(x, context, training=False))
+    assert_true(np.array_equal(again, output),
+                f"{on_x}: two calls with training=False gave different outputs; dropout acts "
+                "only while training.")
+    trained = reference.to_numpy(layer(x, context, training=True))
+    assert_true(not np.allclose(trained, output, **close),
+                f"{on_x}: training=True gave the inference output; dropout must act while "
+                "training (pass `training` on).")
+    # Dropout after each attention sublayer: with the other sublayers silenced
+    # (all-zero weights give an output of exactly 0), training must still change
+    # the output.
+    for kept, silenced in [("self_attention", ("cross_attention", "ffn.dense2")),
+                           ("cross_attention", ("self_attention", "ffn.dense2"))]:
+        reference.set_weights(layer, {path: [np.zeros_like(w) for w in weights[path]]
+                                      for path in silenced})
+        quiet = reference.to_numpy(layer(x, context, training=False))
+        trained = reference.to_numpy(layer(x, context, training=True))
+        assert_true(not np.allclose(trained, quiet, **close),
+                    f"{on_x}: with only {kept} left (the other sublayers giving 0), "
+                    "training=True gave the inference output; the output of "
+                    f"{kept} needs dropout too: x = norm(x + dropout(...)).")
+        reference.set_weights(layer, {path: weights[path] for path in silenced})
+
+
+_hidden_test_DecoderLayer__training()
+del _hidden_test_DecoderLayer__training
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_DecoderLayer__config" points=0.5
+# Hidden tests of `DecoderLayer`: get_config() / from_config(), and a ValueError for
+# invalid arguments (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_DecoderLayer__config():
+    from autograder.testing import assert_true
+    from autograder.references import lab4 as reference
+
+    layer = DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first
+    what = "DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)"
+    wanted = {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5}
     config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}: get_config() did not return a dict.")
-    for name, value in [("d_model", d_model), ("num_heads", num_heads), ("dff", dff),
-                        ("dropout_rate", 0.5)]:
+    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
+    for name, value in wanted.items():
         assert_true(config.get(name) == value,
-                    f"{what}: get_config()[{name!r}] is {config.get(name)!r}, expected {value!r}.")
-    clone = DecoderLayer.from_config(config)
-    assert_shape(reference.to_numpy(clone(x, context, training=False)), x.shape,
-                 "DecoderLayer.from_config(layer.get_config()) on x, context")
+                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
+                    f"{value!r}: get_config returns every constructor argument under its "
+                    "own name.")
+    clone = DecoderLayer.from_config(config).get_config()
+    for name, value in wanted.items():
+        assert_true(clone.get(name) == value,
+                    f"DecoderLayer.from_config(layer.get_config()) has {name}="
+                    f"{clone.get(name)!r}, expected {value!r}.")
+
+    # Invalid arguments: a ValueError at once (any message).
+    for arguments in [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
+                      dict(d_model=8, num_heads=2, dff=16, dropout_rate=-0.1)]:
+        text = ", ".join(f"{k}={v}" for k, v in arguments.items())
+        name, _ = reference.raised(lambda: DecoderLayer(**arguments))
+        assert_true(name == "ValueError",
+                    f"DecoderLayer({text}) should raise a ValueError at once; it "
+                    f"{'raised ' + name if name else 'did not raise'}.")
 
 
-_hidden_test_DecoderLayer()
-del _hidden_test_DecoderLayer
+_hidden_test_DecoderLayer__config()
+del _hidden_test_DecoderLayer__config
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -7,8 +7,15 @@ curriculum's name. Earlier cells of the notebook put `np`, `keras`, `ops`,
 VARIANTS are correct answers written differently from the solution (ops.tril,
 NumPy, comparison operators; -inf, additive -1e9, renormalising by hand;
 sublayers created in `build`, `use_causal_mask=True`, dropout inside the
-attention, ...). MISTAKES are the slips students really make, each a small
-change of a correct answer, and each must cost points in its own exercise only.
+attention, ...), and "honest readings": answers written from the notebook's
+text alone (the config kept in a dict of the constructor's arguments, padded
+query rows masked too, -inf with the NaN of empty rows removed afterwards).
+MISTAKES are the slips students really make, each a small change of a correct
+answer, and each must cost points in its own exercise only; a mistake in a
+secondary property (no get_config, no dropout while training, padding
+ignored) names the tests cells it fails in `fails` and keeps the others.
+Every mistake fails its exercise's visible check as well (HIDDEN_ONLY is
+empty).
 """
 
 from __future__ import annotations
@@ -73,7 +80,28 @@ def padding_mask(token_ids, pad_id=0):
 
 # --- combine_masks ----------------------------------------------------------------
 
-COMBINE_FULL = '''
+COMBINE_ONES = '''
+def combine_masks(query_mask=None, key_mask=None, causal=False):
+    """A missing mask becomes all True of length 1; rows AND columns AND the look-ahead."""
+    if query_mask is None and key_mask is None:
+        raise ValueError("combine_masks needs query_mask or key_mask")
+    given = key_mask if key_mask is not None else query_mask
+    batch = ops.shape(given)[0]
+    if query_mask is None:
+        query_mask = ops.ones((batch, 1), dtype="bool")
+    if key_mask is None:
+        key_mask = ops.full((batch, 1), True)
+    rows = ops.expand_dims(ops.cast(query_mask, "bool"), -1)  # (B, T_q, 1)
+    cols = ops.expand_dims(ops.cast(key_mask, "bool"), -2)  # (B, 1, T_k)
+    mask = ops.logical_and(rows, cols)  # (B, T_q, T_k), an axis of 1 for a missing mask
+    if causal:
+        mask = ops.logical_and(mask, causal_mask(ops.shape(given)[1])[None])
+    return mask
+'''
+
+# A missing mask made all True at full length: right for self-attention only
+# (the mistake "missing-mask-square").
+COMBINE_SQUARE = '''
 def combine_masks(query_mask=None, key_mask=None, causal=False):
     """A missing mask becomes all True; rows AND columns AND the look-ahead."""
     if query_mask is None and key_mask is None:
@@ -92,14 +120,16 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
 
 COMBINE_EINSUM = '''
 def combine_masks(query_mask=None, key_mask=None, causal=False):
-    """An outer product of 0/1 floats (einsum), then back to booleans."""
+    """An outer product of 0/1 floats (einsum), then back to booleans; a missing
+    mask is a single 1 (length 1)."""
     given = query_mask if query_mask is not None else key_mask
-    everything = ops.ones_like(ops.cast(given, "float32"))
-    rows = everything if query_mask is None else ops.cast(query_mask, "float32")
-    cols = everything if key_mask is None else ops.cast(key_mask, "float32")
+    one = ops.ones((ops.shape(given)[0], 1))
+    rows = one if query_mask is None else ops.cast(query_mask, "float32")
+    cols = one if key_mask is None else ops.cast(key_mask, "float32")
     mask = ops.einsum("bq,bk->bqk", rows, cols)
     if causal:
-        mask = mask * ops.tril(ops.ones((ops.shape(rows)[1], ops.shape(cols)[1])))
+        length = ops.shape(given)[1]
+        mask = mask * ops.tril(ops.ones((length, length)))
     return mask > 0.5
 '''
 
@@ -148,6 +178,17 @@ def masked_softmax(scores, mask):
     numerators = ops.exp(shifted) * keep
     totals = ops.sum(numerators, axis=-1, keepdims=True)
     return numerators / ops.where(totals > 0, totals, 1.0)
+'''
+
+SOFTMAX_INF_ISNAN = '''
+def masked_softmax(scores, mask):
+    """-inf for masked scores as the lecture writes it; the NaN of a row with no
+    allowed key (0 / 0) replaced by 0 afterwards."""
+    scores = ops.convert_to_tensor(scores)
+    allowed = ops.broadcast_to(ops.cast(mask, "bool"), ops.shape(scores))
+    masked = ops.where(allowed, scores, ops.full_like(scores, float("-inf")))
+    weights = ops.softmax(masked, axis=-1)
+    return ops.where(ops.isnan(weights), ops.zeros_like(weights), weights)
 '''
 
 # --- FeedForward ------------------------------------------------------------------
@@ -241,6 +282,30 @@ class FeedForward(keras.layers.Layer):
         config.update(dict(d_model=self.d_model, dff=self.dff,
                            dropout_rate=self.dropout_rate))
         return config
+'''
+
+FFN_CONFIG_DICT = '''
+class FeedForward(keras.layers.Layer):
+    """Honest reading: the arguments kept in one dict that get_config returns;
+    the sublayers made in build."""
+
+    def __init__(self, d_model, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(d_model=d_model, dff=dff, dropout_rate=dropout_rate)
+        self.arguments = {"d_model": d_model, "dff": dff, "dropout_rate": dropout_rate}
+        self.dense1 = keras.layers.Dense(dff, activation="relu")
+        self.dense2 = keras.layers.Dense(d_model)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+
+    def build(self, input_shape):
+        self.dense1.build(input_shape)
+        self.dense2.build(tuple(input_shape)[:-1] + (self.arguments["dff"],))
+
+    def call(self, x, training=None):
+        return self.dropout(self.dense2(self.dense1(x)), training=training)
+
+    def get_config(self):
+        return {**super().get_config(), **self.arguments}
 '''
 
 # A correct FeedForward the mistakes are made in.
@@ -391,6 +456,40 @@ class EncoderLayer(keras.layers.Layer):
         config["num_heads"] = self.num_heads
         config["dff"] = self.dff
         config["dropout_rate"] = self.dropout_rate
+        return config
+'''
+
+ENCODER_CONFIG_DICT = '''
+class EncoderLayer(keras.layers.Layer):
+    """Honest reading: the arguments kept in one dict (no attribute per argument);
+    padded query rows masked as well as padded keys."""
+
+    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(d_model=d_model, num_heads=num_heads, dff=dff,
+                                 dropout_rate=dropout_rate)
+        self.config_arguments = dict(d_model=d_model, num_heads=num_heads, dff=dff,
+                                     dropout_rate=dropout_rate)
+        self.self_attention = keras.layers.MultiHeadAttention(
+            num_heads=num_heads, key_dim=d_model // num_heads)
+        self.ffn = FeedForward(d_model=d_model, dff=dff, dropout_rate=dropout_rate)
+        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+
+    def call(self, x, padding_mask=None, training=None):
+        mask = None
+        if padding_mask is not None:
+            real = ops.cast(padding_mask, "bool")
+            mask = ops.logical_and(real[:, :, None], real[:, None, :])  # (B, T, T)
+        attended = self.self_attention(query=x, value=x, key=x, attention_mask=mask,
+                                       training=training)
+        x = self.norm1(x + self.dropout(attended, training=training))
+        return self.norm2(x + self.ffn(x, training=training))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self.config_arguments)
         return config
 '''
 
@@ -591,6 +690,49 @@ class DecoderLayer(keras.layers.Layer):
         return config
 '''
 
+DECODER_CONFIG_DICT = '''
+class DecoderLayer(keras.layers.Layer):
+    """Honest reading: the arguments kept in one dict; the masks written with
+    combine_masks (padded query rows masked too, in both attentions)."""
+
+    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(d_model=d_model, num_heads=num_heads, dff=dff,
+                                 dropout_rate=dropout_rate)
+        self.last_attention_scores = None
+        self.config_arguments = {"d_model": d_model, "num_heads": num_heads, "dff": dff,
+                                 "dropout_rate": dropout_rate}
+        size = d_model // num_heads
+        self.self_attention = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=size)
+        self.cross_attention = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=size)
+        self.ffn = FeedForward(d_model=d_model, dff=dff, dropout_rate=dropout_rate)
+        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.norm3 = keras.layers.LayerNormalization(epsilon=1e-6)
+        self.dropout = keras.layers.Dropout(dropout_rate)
+
+    def call(self, x, context, x_padding_mask=None, context_padding_mask=None,
+             training=None):
+        target = x_padding_mask
+        if target is None:
+            target = ops.ones(ops.shape(x)[:2], dtype="bool")
+        self_mask = combine_masks(query_mask=target, key_mask=target, causal=True)
+        cross_mask = None
+        if context_padding_mask is not None:
+            cross_mask = combine_masks(query_mask=target, key_mask=context_padding_mask)
+        attended = self.self_attention(query=x, value=x, key=x, attention_mask=self_mask,
+                                       training=training)
+        x = self.norm1(x + self.dropout(attended, training=training))
+        attended, self.last_attention_scores = self.cross_attention(
+            query=x, value=context, key=context, attention_mask=cross_mask,
+            return_attention_scores=True, training=training)
+        x = self.norm2(x + self.dropout(attended, training=training))
+        return self.norm3(x + self.ffn(x, training=training))
+
+    def get_config(self):
+        return {**super().get_config(), **self.config_arguments}
+'''
+
 # A correct DecoderLayer the mistakes are made in.
 DECODER_BASE = '''
 class DecoderLayer(keras.layers.Layer):
@@ -645,12 +787,18 @@ class DecoderLayer(keras.layers.Layer):
 VARIANTS = {
     "causal_mask": [CAUSAL_TRIL, CAUSAL_NUMPY, CAUSAL_OPERATORS],
     "padding_mask": [PADDING_NOT_EQUAL, PADDING_NUMPY, PADDING_DIFFERENCE],
-    "combine_masks": [COMBINE_FULL, COMBINE_EINSUM, COMBINE_NUMPY],
-    "masked_softmax": [SOFTMAX_INF, SOFTMAX_ADDITIVE, SOFTMAX_BY_HAND],
-    "FeedForward": [FFN_ACTIVATION, FFN_MAXIMUM, FFN_RELU_LAYER],
-    "EncoderLayer": [ENCODER_BUILD, ENCODER_RESIDUAL_HELPER, ENCODER_ADD_LAYERS],
-    "DecoderLayer": [DECODER_USE_CAUSAL, DECODER_BUILD, DECODER_POSITIONAL],
+    "combine_masks": [COMBINE_ONES, COMBINE_EINSUM, COMBINE_NUMPY],
+    "masked_softmax": [SOFTMAX_INF, SOFTMAX_ADDITIVE, SOFTMAX_BY_HAND, SOFTMAX_INF_ISNAN],
+    "FeedForward": [FFN_ACTIVATION, FFN_MAXIMUM, FFN_RELU_LAYER, FFN_CONFIG_DICT],
+    "EncoderLayer": [ENCODER_BUILD, ENCODER_RESIDUAL_HELPER, ENCODER_ADD_LAYERS,
+                     ENCODER_CONFIG_DICT],
+    "DecoderLayer": [DECODER_USE_CAUSAL, DECODER_BUILD, DECODER_POSITIONAL,
+                     DECODER_CONFIG_DICT],
 }
+
+#: Mistakes that may pass their exercise's visible check, with the reason: none
+#: in this lab (every mistake below fails the visible check of its exercise).
+HIDDEN_ONLY: dict[str, str] = {}
 
 
 _ENC_CALL = ("        attention = self.self_attention(query=x, value=x, key=x, "
@@ -727,23 +875,23 @@ def padding_mask(token_ids, pad_id=0):
     # combine_masks
     Mistake("combine_masks", "or-instead-of-and", "rows and columns combined with OR: a "
             "padded key is visible from real queries", _swap(
-                COMBINE_FULL, "mask = ops.logical_and(rows, cols)",
+                COMBINE_ONES, "mask = ops.logical_and(rows, cols)",
                 "mask = ops.logical_or(rows, cols)")),
     Mistake("combine_masks", "rows-columns-swapped", "the query mask gives the columns and "
             "the key mask the rows", _swap(
-                COMBINE_FULL,
+                COMBINE_ONES,
                 'rows = ops.expand_dims(ops.cast(query_mask, "bool"), -1)',
                 'rows = ops.expand_dims(ops.cast(key_mask, "bool"), -1)',
                 'cols = ops.expand_dims(ops.cast(key_mask, "bool"), -2)',
                 'cols = ops.expand_dims(ops.cast(query_mask, "bool"), -2)')),
     Mistake("combine_masks", "causal-ignored", "the causal flag is never used", _swap(
-        COMBINE_FULL,
-        "    if causal:\n        mask = ops.logical_and(mask, causal_mask(ops.shape(mask)[-1])[None])\n",
+        COMBINE_ONES,
+        "    if causal:\n        mask = ops.logical_and(mask, causal_mask(ops.shape(given)[1])[None])\n",
         "")),
     Mistake("combine_masks", "causal-transposed", "the look-ahead part is the upper triangle "
             "(transposed)", _swap(
-                COMBINE_FULL, "causal_mask(ops.shape(mask)[-1])[None]",
-                "ops.transpose(causal_mask(ops.shape(mask)[-1]))[None]")),
+                COMBINE_ONES, "causal_mask(ops.shape(given)[1])[None]",
+                "ops.transpose(causal_mask(ops.shape(given)[1]))[None]")),
     Mistake("combine_masks", "query-mask-ignored", "only the key mask is used: padded query "
             "rows stay visible", '''
 def combine_masks(query_mask=None, key_mask=None, causal=False):
@@ -756,11 +904,15 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
 '''),
     Mistake("combine_masks", "missing-mask-hides-all", "a missing mask is taken as all False "
             "instead of all True", _swap(
-                COMBINE_FULL,
-                'query_mask = ops.ones_like(ops.cast(key_mask, "bool"))',
-                'query_mask = ops.zeros_like(ops.cast(key_mask, "bool"))',
-                'key_mask = ops.ones_like(ops.cast(query_mask, "bool"))',
-                'key_mask = ops.zeros_like(ops.cast(query_mask, "bool"))')),
+                COMBINE_ONES,
+                'query_mask = ops.ones((batch, 1), dtype="bool")',
+                'query_mask = ops.zeros((batch, 1), dtype="bool")',
+                'key_mask = ops.full((batch, 1), True)',
+                'key_mask = ops.full((batch, 1), False)')),
+    Mistake("combine_masks", "missing-mask-square", "a missing mask made all True at the "
+            "length of the other, (B, T_k, T_k): right for self-attention only, it does not "
+            "fit a cross-attention with T_q != T_k", COMBINE_SQUARE,
+            fails=("test_combine_masks__broadcast",)),
     Mistake("combine_masks", "float-result", "float 0/1 masks multiplied and never cast back "
             "to bool", _swap(COMBINE_EINSUM, "    return mask > 0.5", "    return mask")),
 
@@ -834,14 +986,17 @@ def masked_softmax(scores, mask):
     Mistake("FeedForward", "config-without-arguments", "get_config returns only the base "
             "config: from_config cannot rebuild the layer", _swap(
                 FFN_BASE, '        config.update({"d_model": self.d_model, "dff": self.dff,\n'
-                          '                       "dropout_rate": self.dropout_rate})\n', "")),
+                          '                       "dropout_rate": self.dropout_rate})\n', ""),
+            fails=("test_FeedForward__config",)),
     Mistake("FeedForward", "dropout-rate-fixed", "Dropout(0.1) whatever dropout_rate is", _swap(
-        FFN_BASE, "keras.layers.Dropout(dropout_rate)", "keras.layers.Dropout(0.1)")),
+        FFN_BASE, "keras.layers.Dropout(dropout_rate)", "keras.layers.Dropout(0.1)"),
+            fails=("test_FeedForward__training",)),
 
     Mistake("FeedForward", "keep-prob", "Dropout(1 - dropout_rate): the rate taken as a keep "
             "probability", _swap(
                 FFN_BASE, "keras.layers.Dropout(dropout_rate)",
-                "keras.layers.Dropout(1 - dropout_rate)")),
+                "keras.layers.Dropout(1 - dropout_rate)"),
+            fails=("test_FeedForward__training",)),
     Mistake("FeedForward", "no-bias", "Dense layers built with use_bias=False", _swap(
         FFN_BASE, 'keras.layers.Dense(dff, activation="relu")',
         'keras.layers.Dense(dff, activation="relu", use_bias=False)',
@@ -870,7 +1025,8 @@ def masked_softmax(scores, mask):
                 "        x = x + self.dropout(attention, training=training)\n"
                 "        return x + self.ffn(self.norm2(x), training=training)")),
     Mistake("EncoderLayer", "padding-ignored", "the padding mask is built but never given to "
-            "the attention", _swap(ENCODER_BASE, "attention_mask=mask, ", "")),
+            "the attention", _swap(ENCODER_BASE, "attention_mask=mask, ", ""),
+            fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "mask-positional", "self_attention(x, x, x, padding_mask): the "
             "fourth positional argument is query_mask", _swap(
                 ENCODER_BASE, _ENC_CALL,
@@ -879,7 +1035,8 @@ def masked_softmax(scores, mask):
     Mistake("EncoderLayer", "padding-inverted", "the padding mask is negated: only padded "
             "keys are attended to", _swap(
                 ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
-                "mask = combine_masks(key_mask=ops.logical_not(padding_mask))")),
+                "mask = combine_masks(key_mask=ops.logical_not(padding_mask))"),
+            fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "dropout-at-inference", "training=True passed to the dropout "
             "after attention", _swap(
                 ENCODER_BASE, "x = self.norm1(x + self.dropout(attention, training=training))",
@@ -893,15 +1050,33 @@ def masked_softmax(scores, mask):
     Mistake("EncoderLayer", "no-attention-dropout", "the attention output is added without "
             "dropout (only the FFN drops while training)", _swap(
                 ENCODER_BASE, "x = self.norm1(x + self.dropout(attention, training=training))",
-                "x = self.norm1(x + attention)")),
+                "x = self.norm1(x + attention)"),
+            fails=("test_EncoderLayer__training",)),
     Mistake("EncoderLayer", "mask-not-expanded", "the (B, T) padding mask given as the "
             "attention mask without the query axis", _swap(
                 ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
-                "mask = padding_mask")),
+                "mask = padding_mask"),
+            fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "padding-on-queries", "the padding mask hides query rows "
             "(B, T, 1) instead of key columns", _swap(
                 ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
-                "mask = combine_masks(query_mask=padding_mask)")),
+                "mask = combine_masks(query_mask=padding_mask)"),
+            fails=("test_EncoderLayer__padding",)),
+    Mistake("EncoderLayer", "padding-as-lengths", "the padding mask turned into sentence "
+            "lengths (padding assumed last): a sentence padded first hides its real tokens",
+            _swap(ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
+                  "lengths = ops.sum(ops.cast(padding_mask, \"int32\"), axis=1)  # real tokens\n"
+                  "            positions = ops.arange(ops.shape(x)[1])\n"
+                  "            mask = (positions[None, :] < lengths[:, None])[:, None, :]"),
+            fails=("test_EncoderLayer__padding",)),
+    Mistake("EncoderLayer", "config-without-arguments", "get_config as given, with only the "
+            "NotImplementedError removed: get_config()['d_model'] is None and from_config "
+            "cannot rebuild the layer", _swap(
+                ENCODER_BASE,
+                '        config.update({"d_model": self.d_model, "num_heads": self.num_heads,\n'
+                '                       "dff": self.dff, "dropout_rate": self.dropout_rate})\n',
+                ""),
+            fails=("test_EncoderLayer__config",)),
 
     # DecoderLayer
     Mistake("DecoderLayer", "no-causal-mask", "self-attention gets the padding mask only: "
@@ -920,13 +1095,15 @@ def masked_softmax(scores, mask):
                 "query=context, value=x, key=x,")),
     Mistake("DecoderLayer", "context-padding-ignored", "no mask in the cross-attention: "
             "padded source tokens get weight", _swap(
-                DECODER_BASE, "key=context, attention_mask=cross_mask, ", "key=context, ")),
+                DECODER_BASE, "key=context, attention_mask=cross_mask, ", "key=context, "),
+            fails=("test_DecoderLayer__padding",)),
     Mistake("DecoderLayer", "target-padding-ignored", "self-attention is causal but ignores "
             "x_padding_mask", _swap(
                 DECODER_BASE,
                 "        if x_padding_mask is not None:\n"
                 "            self_mask = ops.logical_and(self_mask, combine_masks(key_mask=x_padding_mask))\n",
-                "")),
+                ""),
+            fails=("test_DecoderLayer__padding",)),
     Mistake("DecoderLayer", "no-cross-residual", "norm2(dropout(cross-attention)) without "
             "adding x back", _swap(
                 DECODER_BASE,
@@ -952,7 +1129,8 @@ def masked_softmax(scores, mask):
                 "        self.last_attention_scores = scores\n"
                 "        x = self.norm2(x + self.dropout(attention, training=training))",
                 "        self.last_attention_scores = scores\n"
-                "        x = self.norm2(x + attention)")),
+                "        x = self.norm2(x + attention)"),
+            fails=("test_DecoderLayer__training",)),
     Mistake("DecoderLayer", "cross-query-before-norm1", "the cross-attention queries are the "
             "layer's input, not the output of the first sublayer", _swap(
                 DECODER_BASE,
@@ -966,5 +1144,41 @@ def masked_softmax(scores, mask):
             "is added without dropout", _swap(
                 DECODER_BASE,
                 "        x = self.norm1(x + self.dropout(attention, training=training))",
-                "        x = self.norm1(x + attention)")),
+                "        x = self.norm1(x + attention)"),
+            fails=("test_DecoderLayer__training",)),
+    Mistake("DecoderLayer", "causal-no-diagonal", "the look-ahead mask hides the diagonal "
+            "(tril with k=-1): a token may not attend to itself", _swap(
+                DECODER_BASE, "self_mask = causal_mask(length)[None, :, :]",
+                'self_mask = ops.cast(ops.tril(ops.ones((length, length)), k=-1), "bool")'
+                "[None, :, :]")),
+    Mistake("DecoderLayer", "pre-norm", "normalises before each sublayer (pre-norm) instead "
+            "of after each residual sum", _swap(
+                DECODER_BASE,
+                _DEC_SELF + "\n"
+                "        x = self.norm1(x + self.dropout(attention, training=training))\n"
+                "        attention, scores = self.cross_attention(query=x, value=context, "
+                "key=context, attention_mask=cross_mask, return_attention_scores=True, "
+                "training=training)\n"
+                "        self.last_attention_scores = scores\n"
+                "        x = self.norm2(x + self.dropout(attention, training=training))\n"
+                "        return self.norm3(x + self.ffn(x, training=training))",
+                "        h = self.norm1(x)\n"
+                "        attention = self.self_attention(query=h, value=h, key=h, "
+                "attention_mask=self_mask, training=training)\n"
+                "        x = x + self.dropout(attention, training=training)\n"
+                "        h = self.norm2(x)\n"
+                "        attention, scores = self.cross_attention(query=h, value=context, "
+                "key=context, attention_mask=cross_mask, return_attention_scores=True, "
+                "training=training)\n"
+                "        self.last_attention_scores = scores\n"
+                "        x = x + self.dropout(attention, training=training)\n"
+                "        return x + self.ffn(self.norm3(x), training=training)")),
+    Mistake("DecoderLayer", "config-without-arguments", "get_config as given, with only the "
+            "NotImplementedError removed: get_config()['d_model'] is None and from_config "
+            "cannot rebuild the layer", _swap(
+                DECODER_BASE,
+                '        config.update({"d_model": self.d_model, "num_heads": self.num_heads,\n'
+                '                       "dff": self.dff, "dropout_rate": self.dropout_rate})\n',
+                ""),
+            fails=("test_DecoderLayer__config",)),
 ]
