@@ -165,8 +165,10 @@ class StudentKernel:
         # Sent as a user expression, not as code: IPython evaluates user
         # expressions with a plain eval, past the input and AST transformers,
         # custom exception handlers and execution hooks a notebook may set up.
+        # stop_on_error=False: never aborted because the request before it failed.
         msg_id = self.client.execute("", silent=True, store_history=False,
-                                     user_expressions={"call": code}, allow_stdin=False)
+                                     user_expressions={"call": code}, allow_stdin=False,
+                                     stop_on_error=False)
         deadline = time.monotonic() + self.timeout
         while True:
             remaining = deadline - time.monotonic()

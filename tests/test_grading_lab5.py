@@ -1,10 +1,12 @@
 """Grade lab5 through the real CLI: the solution, the untouched notebook, the samples.
 
 One batch, graded once for the module (a lab5 notebook takes a while: two
-kernels, TensorFlow's import, the shipped weights loaded and the demos run;
-nothing is trained, TRAIN stays False), then checked from every side. The
+kernels and TensorFlow's import; the cells that train or only demonstrate are
+skipped, so nothing is trained), then checked from every side. The
 samples come from data/sample_submissions/samples_lab5.py, which also says
-what each must score; its dave.ipynb is the untouched notebook.
+what each must score (full marks, or the points it keeps where it is wrong: an
+exercise's points are split between its tests cells, one per property); its
+dave.ipynb is the untouched notebook.
 """
 
 from __future__ import annotations
@@ -21,9 +23,17 @@ from tests.conftest import (ROOT, assert_no_hidden_source_in_feedback,
                             assert_rows_follow_the_curriculum, assert_sample_scores, run_cli)
 
 LAB = LABS["lab5"]
-POINTS = {"Encoder": 2, "Decoder": 2, "Transformer": 2, "masked_loss": 2,
+POINTS = {"Encoder": 2.5, "Decoder": 2.5, "Transformer": 2.5, "masked_loss": 2,
           "masked_accuracy": 1, "greedy_decode": 2, "sample_with_temperature": 2,
-          "beam_search": 3}
+          "beam_search": 3.5}
+#: The tests cells of each exercise and their points (the main computation first).
+CELLS = {
+    "Encoder": {"test_Encoder": 1.5, "test_Encoder__training": 0.5, "test_Encoder__config": 0.5},
+    "Decoder": {"test_Decoder": 1.5, "test_Decoder__training": 0.5, "test_Decoder__config": 0.5},
+    "Transformer": {"test_Transformer": 1.5, "test_Transformer__training": 0.5,
+                    "test_Transformer__config": 0.5},
+    "beam_search": {"test_beam_search": 2.5, "test_beam_search__finished": 1},
+}
 
 
 def _load_samples():
@@ -56,11 +66,21 @@ def graded(tmp_path_factory):
 def test_points_follow_the_curriculum():
     assert LAB.exercises == tuple(POINTS)
     assert tuple(SAMPLES.EXERCISES) == LAB.exercises
+    cells = {}
+    for cell in build_source_notebook(LAB).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            exercise = meta["grade_id"].removeprefix("test_").split("__")[0]
+            cells.setdefault(exercise, {})[meta["grade_id"]] = meta["points"]
+    assert {e: sum(c.values()) for e, c in cells.items()} == POINTS
+    assert {e: c for e, c in cells.items() if len(c) > 1} == CELLS
+    # The main computation is worth well over half of each exercise.
+    assert all(c[f"test_{e}"] > 0.5 * POINTS[e] for e, c in cells.items())
 
 
 def test_the_solution_scores_full_marks(graded):
     row = graded["grades"]["solution"]
-    assert (float(row["score"]), float(row["max_score"]), row["status"]) == (16, 16, "graded")
+    assert (float(row["score"]), float(row["max_score"]), row["status"]) == (18, 18, "graded")
 
 
 def test_the_untouched_notebook_scores_zero_without_a_grader_failure(graded):
@@ -77,6 +97,8 @@ def test_every_exercise_has_a_row_named_as_in_the_curriculum(graded):
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES.expectations()))
 def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
+    """Full marks where a sample is right; where it is wrong, exactly the points of
+    the properties it gets right (0 when it gets none), with a message."""
     expected = SAMPLES.expectations()[sample]
     student = sample.removesuffix(".ipynb")
     assert_sample_scores(graded, student, expected, POINTS)
@@ -92,6 +114,8 @@ def test_samples_lose_points_exactly_where_they_are_wrong(graded, sample):
     ("frank", "masked_accuracy", "padded positions count"),
     ("grace", "Transformer", "context_padding_mask"),
     ("grace", "Decoder", "LAST layer"),
+    ("heidi", "Decoder", "get_config()"),
+    ("heidi", "beam_search", "finished or not"),
 ])
 def test_feedback_names_the_mistake(graded, student, exercise, words):
     assert words in graded["exercises"][student][exercise]["message"]

@@ -413,3 +413,161 @@ def test_stand_ins_hints_and_sources_cover_the_lab():
         assert exercise not in dependencies
         for name in dependencies:
             assert name in _scope(reference.STAND_IN_SOURCES[name])
+
+
+def _beam_aside(model, beam_width, max_length, pick=lambda score, tokens: score,
+                stop="best", keep_finished=True, prefer_finished=False, start_id=1, end_id=2):
+    """The solution's bookkeeping (finished beams set aside, the search stops when the
+    best finished one beats the best open one) with one rule changed: ``pick`` ranks
+    the final sentences; ``stop`` compares with the "best" or "worst" open beam, or
+    stops at the "first" finished one; ``keep_finished=False`` drops finished beams;
+    ``prefer_finished`` returns a finished sentence whenever there is one."""
+    beams, finished = [(0.0, [start_id])], []
+    for _ in range(max_length):
+        candidates = []
+        for score, tokens in beams:
+            z = reference._log_softmax(reference._next_logits(model, CONTEXT[0], tokens))
+            candidates += [(score + z[t], tokens + [t]) for t in range(len(z))]
+        candidates.sort(key=lambda c: c[0], reverse=True)
+        top = candidates[:beam_width]
+        if keep_finished:
+            finished += [c for c in top if c[1][-1] == end_id]
+        beams = [c for c in top if c[1][-1] != end_id]
+        if not beams:
+            break
+        if finished and (stop == "first" or max(s for s, _ in finished) >= (
+                beams[0][0] if stop == "best" else beams[-1][0])):
+            break
+    pool = finished if (prefer_finished and finished) else finished + beams
+    return max(pool, key=lambda beam: pick(*beam))[1][1:]
+
+
+def _average(score, tokens):
+    return score / (len(tokens) - 1)
+
+
+def test_short_wins_late_catches_the_average_however_the_search_stops():
+    # short_wins stops at step 2 (the short answer is already ahead of every open
+    # beam): an average-ranking search that stops by the total returns the right
+    # answer there (the issue's 3/3); short_wins_late does not stop so early.
+    early = FIXTURES["make_model"]("short_wins")
+    assert _beam_aside(early, 2, 4, pick=_average) == [3, 2]
+    model = FIXTURES["make_model"]("short_wins_late")
+    best, score = reference.best_sequence(model, CONTEXT[0], 4, 1, 2, [3, 4, 5, 2])
+    assert best == [3, 2] and score == pytest.approx(math.log(0.5 * 0.52), abs=2e-3)
+    for width in (2, 3):
+        assert reference.beam_search(model, CONTEXT, width, 4, 1, 2).tolist() == best
+        assert _beam_aside(model, width, 4) == best
+        assert _beam_aside(model, width, 4, pick=_average) == [4, 4, 2]
+        assert _beam(model, width, 4, reference._log_softmax, pick=_average) == [4, 4, 2]
+
+
+def test_the_kept_tree_needs_finished_beams_kept_and_never_extended():
+    for options, start_id, end_id in [({}, 1, 2),
+                                      ({"start_id": 4, "end_id": 3,
+                                        "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3)]:
+        model = FIXTURES["make_model"]("kept", **options)
+        tokens = [model.ids[s] for s in ("a", "b", "c", "$")]
+        best, _ = reference.best_sequence(model, CONTEXT[0], 4, start_id, end_id, tokens)
+        assert best == [model.ids["a"], end_id]
+        for width in (2, 3):
+            assert reference.beam_search(model, CONTEXT, width, 4, start_id, end_id).tolist() \
+                == best
+            assert _beam_aside(model, width, 4, start_id=start_id, end_id=end_id) == best
+            assert _beam_aside(model, width, 4, keep_finished=False, start_id=start_id,
+                               end_id=end_id) != best
+
+
+def test_the_goes_on_tree_needs_the_search_to_go_on():
+    model = FIXTURES["make_model"]("goes_on")
+    best, score = reference.best_sequence(model, CONTEXT[0], 4, 1, 2, [3, 4, 5, 2])
+    assert best == [4, 4, 2] and score == pytest.approx(math.log(0.45 * 0.9 * 0.9), abs=2e-3)
+    assert reference.greedy_decode(model, CONTEXT, 4, 1, 2)[0].tolist() == [3, 2]
+    for width in (2, 3):
+        assert reference.beam_search(model, CONTEXT, width, 4, 1, 2).tolist() == best
+        assert _beam_aside(model, width, 4) == best
+        assert _beam_aside(model, width, 4, stop="first") != best
+    assert _beam_aside(model, 3, 4, stop="worst") != best  # the third beam is below 3, end
+    assert _beam_aside(model, 2, 4, stop="worst") == best  # with 2, the only open beam is "bb"
+
+
+def test_the_max_length_tree_returns_an_unfinished_best():
+    model = FIXTURES["make_model"]("max_length")
+    best, score = reference.best_sequence(model, CONTEXT[0], 2, 1, 2, [3, 4, 5, 2])
+    assert best == [4, 4] and score == pytest.approx(math.log(0.7 * 0.9), abs=2e-3)
+    for width in (2, 3):
+        assert reference.beam_search(model, CONTEXT, width, 2, 1, 2).tolist() == best
+        assert _beam_aside(model, width, 2) == best
+        assert _beam_aside(model, width, 2, prefer_finished=True) == [3, 2]
+
+
+# --- training mode: the fixed dropout pattern ------------------------------------------
+
+TRAINING = _scope(reference.TRAINING_SOURCE)
+
+
+def test_the_fixed_pattern_drops_a_quarter_and_keras_dropout_is_restored():
+    keep = TRAINING["fixed_keep_mask"]((3, 5, 8))
+    assert keep.shape == (3, 5, 8) and abs(keep.mean() - 0.75) < 0.02
+    assert not np.all(keep[0] == keep[1]) and not np.all(keep[:, 0] == keep[:, 1])
+    original = keras.layers.Dropout.call
+    layer = keras.layers.Dropout(0.2)
+    x = np.ones((2, 3, 4), "float32")
+    out = TRAINING["call_in_training_mode"](layer, [x], {})
+    np.testing.assert_allclose(out, reference.fixed_dropout(0.2)(x), rtol=1e-6)
+    assert keras.layers.Dropout.call is original
+
+
+def test_training_mode_references_match_the_keras_built_layers():
+    generator = np.random.default_rng(12)
+    rate = 0.2
+    dropout = reference.fixed_dropout(rate)
+    encoder = ENCODER["Encoder"](2, 16, 4, 24, 13, max_length=40, dropout_rate=rate)
+    ids = generator.integers(1, 13, size=(2, 6))
+    encoder(ids)
+    _randomize(encoder, 13)
+    parameters = PARAMETERS(encoder, "encoder")
+    trained = TRAINING["call_in_training_mode"](encoder, [ids], {})
+    np.testing.assert_allclose(trained, reference.encoder_forward(parameters, ids, dropout),
+                               rtol=1e-4, atol=1e-5)
+    for at in [(), ("embedding",), ("layers",)]:  # each site matters
+        assert not np.allclose(trained, reference.encoder_forward(parameters, ids, dropout,
+                                                                  at=at), atol=1e-3)
+    decoder = DECODER["Decoder"](2, 16, 4, 24, 11, max_length=40, dropout_rate=rate)
+    target = generator.integers(1, 9, size=(2, 5))
+    context = generator.normal(size=(2, 6, 16)).astype("float32")
+    decoder(target, context)
+    _randomize(decoder, 14)
+    trained = TRAINING["call_in_training_mode"](decoder, [target, context], {})
+    expected, _ = reference.decoder_forward(PARAMETERS(decoder, "decoder"), target, context,
+                                            dropout=dropout)
+    np.testing.assert_allclose(trained, expected, rtol=1e-4, atol=1e-5)
+    model = TinyTransformer(1, 16, 2, 24, 13, 9)
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, keras.layers.Dropout):
+            layer.rate = rate
+    model((ids, target))
+    _randomize(model, 15)
+    trained = TRAINING["call_in_training_mode"](model, [(ids, target)], {})
+    parameters = PARAMETERS(model, "transformer")
+    np.testing.assert_allclose(
+        trained, reference.transformer_forward(parameters, ids, target, dropout=dropout),
+        rtol=1e-4, atol=1e-5)
+    for parts in [(), ("encoder",), ("decoder",)]:
+        assert not np.allclose(trained, reference.transformer_forward(
+            parameters, ids, target, dropout=dropout, parts=parts), atol=1e-3)
+
+
+def test_check_config_accepts_a_full_config_and_names_what_is_missing():
+    arguments = dict(num_layers=2, d_model=8, num_heads=2, dff=12, vocab_size=10,
+                     max_length=30, dropout_rate=0.2)
+    reference.check_config(ENCODER["Encoder"], arguments, "Encoder")
+
+    class Forgetful(ENCODER["Encoder"]):
+        def get_config(self):
+            config = super().get_config()
+            del config["max_length"]
+            return config
+
+    with pytest.raises(AssertionError, match="max_length"):
+        reference.check_config(Forgetful, arguments, "Encoder")

@@ -32,7 +32,11 @@ The lab's conventions (see solutions/lab5) that the references follow:
   `(B, L)` ids after the start id, end id included, 0 after it, L <=
   max_length; ``beam_search`` takes one context `(1, S)` and returns the ids
   `(L,)` after the start id of the sequence with the highest total
-  log-probability (no length normalisation).
+  log-probability (no length normalisation); finished beams are kept, never
+  extended; the search goes on while an unfinished beam scores higher than
+  the best finished one; at max_length unfinished beams compete too.
+- ``training`` reaches every dropout: after the embedding and inside every
+  layer when True; nowhere when False or left out.
 
 Besides the references it holds what the grader needs:
 
@@ -43,6 +47,13 @@ Besides the references it holds what the grader needs:
   the expected answers.
 - ``PARAMETERS_SOURCE``: reads the weights of a student's Encoder, Decoder or
   Transformer by structure, inside the student's kernel.
+- ``TRAINING_SOURCE`` and ``fixed_dropout``: training mode made exact. In the
+  student's kernel every ``keras.layers.Dropout`` drops a fixed pattern of
+  values for one call with ``training=True``; the forward passes here apply
+  the same pattern where the lab puts dropout (after the embedding, on each
+  sublayer's output before its residual).
+- ``check_config``: get_config() holds every constructor argument and
+  from_config() rebuilds the layer (the ``__config`` tests cells).
 - ``STAND_INS`` / ``STAND_IN_SOURCES``: correct, self-contained Encoder and
   Decoder (with their own copies of the provided layers), used while the
   student's Transformer is tested, and a greedy decoder for beam search.
@@ -70,6 +81,7 @@ __all__ = [
     "encoder_parameter_count",
     "decoder_parameter_count",
     "transformer_parameter_count",
+    "check_config",
     "masked_loss",
     "per_token_cross_entropy",
     "masked_accuracy",
@@ -79,6 +91,7 @@ __all__ = [
     "best_sequence",
     "beam_search",
     "decoding_models",
+    "fixed_dropout",
     "normalize_greedy",
     "normalize_sequence",
     "to_numpy",
@@ -88,6 +101,7 @@ __all__ = [
     "tensor",
     "DECODING_MODELS_SOURCE",
     "PARAMETERS_SOURCE",
+    "TRAINING_SOURCE",
     "STAND_INS",
     "STAND_IN_SOURCES",
     "HINTS",
@@ -225,24 +239,47 @@ def _embed(table, token_ids):
     return table[token_ids] * math.sqrt(d_model) + positional_encoding(length, d_model)
 
 
-def encoder_forward(parameters, token_ids):
-    """The encoder's output `(B, S, d_model)` from ``PARAMETERS_SOURCE``'s dict."""
+def _dropout_sites(dropout, at):
+    """(dropout after the embedding, dropout inside the layers): identities
+    unless ``dropout`` is given, and then only where ``at`` says."""
+    identity = lambda x: x  # noqa: E731
+    if dropout is None:
+        return identity, identity
+    return (dropout if "embedding" in at else identity,
+            dropout if "layers" in at else identity)
+
+
+def encoder_forward(parameters, token_ids, dropout=None, at=("embedding", "layers")):
+    """The encoder's output `(B, S, d_model)` from ``PARAMETERS_SOURCE``'s dict.
+
+    ``dropout`` (e.g. ``fixed_dropout(rate)``) stands for the Dropout layers
+    in training mode: after the embedding and, inside each layer, on the
+    attention output and on the feed-forward output (before each residual),
+    limited to the sites named in ``at`` ("embedding", "layers").
+    """
+    embedding_dropout, layer_dropout = _dropout_sites(dropout, at)
     token_ids = np.asarray(token_ids)
-    x = _embed(parameters["embedding"], token_ids)
+    x = embedding_dropout(_embed(parameters["embedding"], token_ids))
     key_mask = (token_ids != 0)[:, None, :]  # (B, 1, S)
     for block in parameters["blocks"]:
         attention, _ = multi_head_attention(block["self_attention"], x, x, key_mask)
-        x = layer_norm(x + attention, *block["norm1"])
-        x = layer_norm(x + _feed_forward(block, x), *block["norm2"])
+        x = layer_norm(x + layer_dropout(attention), *block["norm1"])
+        x = layer_norm(x + layer_dropout(_feed_forward(block, x)), *block["norm2"])
     return x
 
 
-def decoder_forward(parameters, token_ids, context, context_padding_mask=None):
-    """``(output (B, T, d_model), last cross-attention weights (B, h, T, S))``."""
+def decoder_forward(parameters, token_ids, context, context_padding_mask=None, dropout=None,
+                    at=("embedding", "layers")):
+    """``(output (B, T, d_model), last cross-attention weights (B, h, T, S))``.
+
+    ``dropout`` and ``at``: as in ``encoder_forward`` (inside each layer: the
+    self-attention, cross-attention and feed-forward outputs).
+    """
+    embedding_dropout, layer_dropout = _dropout_sites(dropout, at)
     token_ids = np.asarray(token_ids)
     context = _float64(context)
     length = token_ids.shape[1]
-    x = _embed(parameters["embedding"], token_ids)
+    x = embedding_dropout(_embed(parameters["embedding"], token_ids))
     causal = np.tril(np.ones((length, length), dtype=bool))
     self_mask = causal[None] & (token_ids != 0)[:, None, :]  # (B, T, T)
     cross_mask = None
@@ -251,22 +288,124 @@ def decoder_forward(parameters, token_ids, context, context_padding_mask=None):
     scores = None
     for block in parameters["blocks"]:
         attention, _ = multi_head_attention(block["self_attention"], x, x, self_mask)
-        x = layer_norm(x + attention, *block["norm1"])
+        x = layer_norm(x + layer_dropout(attention), *block["norm1"])
         attention, scores = multi_head_attention(block["cross_attention"], x, context,
                                                  cross_mask)
-        x = layer_norm(x + attention, *block["norm2"])
-        x = layer_norm(x + _feed_forward(block, x), *block["norm3"])
+        x = layer_norm(x + layer_dropout(attention), *block["norm2"])
+        x = layer_norm(x + layer_dropout(_feed_forward(block, x)), *block["norm3"])
     return x, scores
 
 
-def transformer_forward(parameters, context_ids, target_ids):
-    """Logits `(B, T, target_vocab_size)` of the whole Transformer."""
+def transformer_forward(parameters, context_ids, target_ids, dropout=None,
+                        parts=("encoder", "decoder")):
+    """Logits `(B, T, target_vocab_size)` of the whole Transformer; ``dropout``
+    acts in the ``parts`` named (both in training mode)."""
     context_ids = np.asarray(context_ids)
-    context = encoder_forward(parameters["encoder"], context_ids)
+    context = encoder_forward(parameters["encoder"], context_ids,
+                              dropout=dropout if "encoder" in parts else None)
     output, _ = decoder_forward(parameters["decoder"], target_ids, context,
-                                context_padding_mask=context_ids != 0)
+                                context_padding_mask=context_ids != 0,
+                                dropout=dropout if "decoder" in parts else None)
     kernel, bias = parameters["final"]
     return output @ _float64(kernel) + _float64(bias)
+
+
+# --- training mode: the grader's fixed dropout pattern ----------------------------
+
+#: Runs in the student's kernel (and here): ``call_in_training_mode`` calls a
+#: student's layer or model with ``training=True`` while every
+#: ``keras.layers.Dropout`` drops a fixed pattern of values instead of random
+#: ones (``fixed_keep_mask``), so that training-mode outputs can be compared
+#: with ``encoder_forward(..., dropout=fixed_dropout(rate))``. Keras's Dropout
+#: is restored afterwards.
+TRAINING_SOURCE = '''
+import numpy as np
+
+
+def fixed_keep_mask(shape):
+    """The values a dropout keeps under the grader's fixed pattern: those whose
+    index (..., i, j, k) has (... + 7 i + 3 j + k) % 4 != 0 (a quarter dropped)."""
+    indices = np.indices(tuple(int(n) for n in shape))
+    code = np.zeros(indices.shape[1:], dtype=np.int64)
+    weight = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        code += weight * indices[axis]
+        weight = 2 * weight + 1
+    return code % 4 != 0
+
+
+def call_in_training_mode(layer, args, kwargs):
+    """``layer(*args, training=True, **kwargs)`` with the fixed dropout pattern,
+    as a NumPy array."""
+    import keras
+    from keras import ops
+
+    dropout = keras.layers.Dropout
+    original = dropout.call
+
+    def fixed_call(self, inputs, training=False):
+        if training and self.rate > 0:
+            keep = ops.cast(ops.convert_to_tensor(fixed_keep_mask(inputs.shape)), inputs.dtype)
+            return inputs * keep / (1.0 - self.rate)
+        return inputs
+
+    dropout.call = fixed_call
+    try:
+        output = layer(*args, training=True, **kwargs)
+    finally:
+        dropout.call = original
+    return np.asarray(ops.convert_to_numpy(output))
+'''
+
+
+def _training_namespace() -> dict:
+    scope: dict = {}
+    exec(compile(TRAINING_SOURCE, "<training fixture>", "exec"), scope)
+    return scope
+
+
+def fixed_dropout(rate: float):
+    """The fixed-pattern dropout of ``TRAINING_SOURCE`` at ``rate``, in float64."""
+    keep_mask = _training_namespace()["fixed_keep_mask"]
+
+    def apply(x):
+        x = _float64(x)
+        return x * keep_mask(x.shape) / (1.0 - rate)
+
+    return apply
+
+
+# --- get_config ---------------------------------------------------------------------
+
+
+def check_config(layer_class, arguments: dict, what: str) -> None:
+    """``layer_class(**arguments).get_config()`` holds every argument under its
+    own name, and ``from_config`` of it builds a layer with the same ones;
+    AssertionError (the student's feedback) otherwise. ``layer_class``: the
+    student's class (a proxy under the grader)."""
+    layer = layer_class(**arguments)
+    try:
+        config = call_method(layer, "get_config")
+    except Exception as error:  # noqa: BLE001 - the student's get_config raised
+        raise AssertionError(
+            f"{what}: get_config() raised {type(error).__name__} ({str(error)[:300]}); "
+            "return super().get_config() with every constructor argument added under its "
+            "own name.") from None
+    if not isinstance(config, dict):
+        raise AssertionError(f"{what}: get_config() returned {type(config).__name__}, "
+                             "expected a dict.")
+    wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
+    if wrong:
+        raise AssertionError(
+            f"{what}: get_config() gives {wrong} for these arguments; store each "
+            "constructor argument under its own name and add it to super().get_config().")
+    rebuilt = call_method(layer_class, "from_config", config)
+    again = call_method(rebuilt, "get_config")
+    again = again if isinstance(again, dict) else {}
+    wrong = {k: again.get(k) for k, v in arguments.items() if again.get(k) != v}
+    if wrong:
+        raise AssertionError(f"{what}: from_config(get_config()) built a layer whose "
+                             f"get_config() gives {wrong}.")
 
 
 # --- how many weights ------------------------------------------------------------
@@ -633,14 +772,62 @@ TREE_SHORT_WINS = {
 }
 
 
+#: The best sequence "a$" (0.5 * 0.52 = 0.26) is the shorter one, and it ends
+#: at step 2 while an open beam is still ahead of it ("bb": 0.45 * 0.9 =
+#: 0.405), so the search must go on; "bb$" (0.405 * 0.55 = 0.223) then ends
+#: below it by total but above it on average per token (-0.50 against
+#: -0.67). A beam that ranks by the average log-probability (at any point,
+#: however it stops) returns "bb$"; one stopped at step 2 would not show it.
+TREE_SHORT_WINS_LATE = {
+    "": {"a": 0.5, "b": 0.45, "c": 0.05},
+    "a": {"$": 0.52, "c": 0.48},
+    "b": {"b": 0.9, "$": 0.05, "a": 0.05},
+    "bb": {"$": 0.55, "a": 0.45},
+}
+
+#: Finished beams must be kept: "a$" (0.5 * 0.56 = 0.28) ends at step 2 while
+#: "bb" (0.405) is ahead of it and goes on, but everything after "bb" ends
+#: lower, by total and on average ("bb$" 0.1215, "bbc$" 0.1215). A beam
+#: search that drops finished beams (or extends them) never returns "a$".
+TREE_KEPT = {
+    "": {"a": 0.5, "b": 0.45, "c": 0.05},
+    "a": {"$": 0.56, "c": 0.44},
+    "b": {"b": 0.9, "$": 0.05, "a": 0.05},
+    "bb": {"c": 0.5, "$": 0.3, "a": 0.2},
+}
+
+#: The first finished beam does not end the search: "a$" (0.25) ends at step
+#: 2, but the open "bb" (0.405) can still beat it and does ("bb$" 0.3645).
+#: With beam_width=3 the third beam ("aa", 0.15) is below "a$": a search
+#: that stops once the best finished beam beats the WORST open beam (or any
+#: finished beam at all) returns "a$".
+TREE_GOES_ON = {
+    "": {"a": 0.5, "b": 0.45, "c": 0.05},
+    "a": {"$": 0.5, "a": 0.3, "b": 0.2},
+    "b": {"b": 0.9, "$": 0.05, "a": 0.05},
+    "bb": {"$": 0.9, "a": 0.05, "c": 0.05},
+}
+
+#: With max_length=2 the best sentence is unfinished: "bb" (0.7 * 0.9 =
+#: 0.63) beats the finished "a$" (0.3 * 0.9 = 0.27). A search that prefers
+#: any finished sentence to the open beams at max_length returns "a$".
+TREE_MAX_LENGTH = {
+    "": {"a": 0.3, "b": 0.7},
+    "a": {"$": 0.9, "a": 0.05, "b": 0.05},
+    "b": {"b": 0.9, "$": 0.05, "a": 0.05},
+}
+
+TREES = {"greedy_misses": TREE_GREEDY_MISSES, "total_matters": TREE_TOTAL_MATTERS,
+         "short_wins": TREE_SHORT_WINS, "short_wins_late": TREE_SHORT_WINS_LATE,
+         "kept": TREE_KEPT, "goes_on": TREE_GOES_ON, "max_length": TREE_MAX_LENGTH}
+
+
 def make_model(kind, **kwargs):
-    """TableModel(**kwargs) for kind "table"; TreeModel for "greedy_misses",
-    "total_matters" or "short_wins" (kwargs: start_id, end_id, ids, offsets)."""
+    """TableModel(**kwargs) for kind "table"; otherwise a TreeModel of one of
+    TREES (kwargs: start_id, end_id, ids, offsets)."""
     if kind == "table":
         return TableModel(**kwargs)
-    trees = {"greedy_misses": TREE_GREEDY_MISSES, "total_matters": TREE_TOTAL_MATTERS,
-             "short_wins": TREE_SHORT_WINS}
-    return TreeModel(trees[kind], **kwargs)
+    return TreeModel(TREES[kind], **kwargs)
 '''
 
 
@@ -942,18 +1129,21 @@ HINTS = {
         "Create pos_embedding (the provided PositionalEmbedding), dropout and "
         "enc_layers (num_layers separate EncoderLayer objects) in __init__; in call "
         "embed, apply dropout, then pass padding_mask=(token_ids != 0) by keyword to "
-        "every layer; store each constructor argument and return them in get_config."
+        "every layer, with training passed on (dropout only when training); store "
+        "each constructor argument and return them in get_config."
     ),
     "Decoder": (
         "Like the Encoder with DecoderLayers (dec_layers): each layer gets the "
         "target's own padding mask as x_padding_mask and context_padding_mask, both "
-        "by keyword; keep the last layer's last_attention_scores after the loop."
+        "by keyword, and training; keep the last layer's last_attention_scores after "
+        "the loop; return the seven constructor arguments from get_config."
     ),
     "Transformer": (
         "A keras.Model with encoder, decoder and final_layer (Dense, "
         "target_vocab_size units, no softmax); call unpacks (context_ids, "
-        "target_ids), encodes the context, and gives the decoder "
-        "context_padding_mask=(context_ids != 0)."
+        "target_ids), encodes the context, gives the decoder "
+        "context_padding_mask=(context_ids != 0), and passes training to both parts; "
+        "return the eight constructor arguments from get_config."
     ),
     "masked_loss": (
         "Cross-entropy from logits at every position, multiplied by the mask "
@@ -975,7 +1165,9 @@ HINTS = {
     ),
     "beam_search": (
         "Score each candidate by its TOTAL log-probability (the beam's score plus "
-        "the new token's log-softmax), keep the beam_width best, keep finished beams "
-        "(ending in end_id) as they are, and return the best one after start_id."
+        "the new token's log-softmax, no length normalisation), keep the beam_width "
+        "best, keep finished beams (ending in end_id) as they are, go on while an "
+        "unfinished beam scores higher than the best finished one, and return the "
+        "best sentence (finished or, at max_length, not) after start_id."
     ),
 }

@@ -5,7 +5,10 @@ in the way a real student might: correct answers written differently from the
 solution (implicit `training`, a fixed-size token buffer in greedy decoding,
 NumPy Gumbel-max sampling, a beam search that keeps finished beams in the
 beam and scores one beam per call), the mistakes students really make, and
-the untouched notebook. `expectations()` says what each one must score;
+the untouched notebook. `expectations()` says what each one must score:
+full marks, or the points it keeps in an exercise where it is wrong (the
+tests cells of the properties it gets right: an exercise's points are split
+between its main computation, its training mode, its config...);
 tests/test_grading_lab5.py checks it through the real CLI. Run
 `python data/sample_submissions/samples_lab5.py` after changing lab 5.
 """
@@ -238,24 +241,47 @@ def sample_with_temperature(logits, temperature, seed=None):
     "decoder_first_scores": ("Decoder", _swap(
         CORRECT["Decoder"], "last = self.dec_layers[len(self.dec_layers) - 1]",
         "last = self.dec_layers[0]")),
+    # get_config left as the stub's `super().get_config()`: no constructor argument.
+    "decoder_config_stub": ("Decoder", _swap(
+        CORRECT["Decoder"], """        for name in ["num_layers", "d_model", "num_heads", "dff", "vocab_size", "max_length",
+                     "dropout_rate"]:
+            config[name] = getattr(self, name)
+""", "")),
+    # At max_length, any finished sentence is preferred to a better unfinished one.
+    "beam_prefers_finished": ("beam_search", _swap(
+        CORRECT["beam_search"], "    return np.array(beams[0][1][1:])",
+        "    finished = [beam for beam in beams if beam[1][-1] == end_id]\n"
+        "    return np.array((finished or beams)[0][1][1:])")),
 }
 
-# student file -> (mistakes in it, exercises that lose points)
+# student file -> (mistakes in it, {exercise that loses points: the points it keeps}).
+# Points: Encoder, Decoder and Transformer 1.5 (outputs) + 0.5 (training mode) + 0.5
+# (config); beam_search 2.5 (ranking) + 1 (finished beams); the others one cell each.
 SAMPLES = {
-    "alice.ipynb": (set(), set()),
-    "bob.ipynb": ({"loss_counts_padding"}, {"masked_loss"}),
+    "alice.ipynb": (set(), {}),
+    "bob.ipynb": ({"loss_counts_padding"}, {"masked_loss": 0}),
     "carol.ipynb": ({"greedy_never_stops", "temperature_multiplies"},
-                    {"greedy_decode", "sample_with_temperature"}),
+                    {"greedy_decode": 0, "sample_with_temperature": 0}),
     # erin's beam search could hand beam_width=1 to her wrong greedy decoder;
-    # the grader's stand-in keeps that from costing her twice.
+    # the grader's stand-in keeps that from costing her twice. Scored by the last
+    # step only, it also returns a longer sentence when a finished one is best
+    # (the finished-beams cell): nothing kept.
     "erin.ipynb": ({"greedy_keeps_start", "beam_last_step_only"},
-                   {"greedy_decode", "beam_search"}),
+                   {"greedy_decode": 0, "beam_search": 0}),
+    # frank's encoder ignores padding: its outputs cost 1.5; its training mode (tested
+    # without padding) and its config keep 0.5 each.
     "frank.ipynb": ({"encoder_no_mask", "accuracy_counts_padding"},
-                    {"Encoder", "masked_accuracy"}),
+                    {"Encoder": 1.0, "masked_accuracy": 0}),
     # grace's Transformer uses her Encoder and Decoder; stand-ins replace them
-    # while it is tested, so only the missing context mask costs points.
+    # while it is tested, so only the missing context mask costs points, and only
+    # the outputs' 1.5 (training mode is tested without padding). Her Decoder's
+    # wrong scores cost its outputs' 1.5 too.
     "grace.ipynb": ({"transformer_no_context_mask", "decoder_first_scores"},
-                    {"Transformer", "Decoder"}),
+                    {"Transformer": 1.0, "Decoder": 1.0}),
+    # heidi's Decoder computes right but has no config (0.5 lost); her beam search
+    # ranks right but, at max_length, prefers a finished sentence (1 lost).
+    "heidi.ipynb": ({"decoder_config_stub", "beam_prefers_finished"},
+                    {"Decoder": 2.0, "beam_search": 2.5}),
 }
 
 UNTOUCHED = "dave.ipynb"
@@ -273,15 +299,16 @@ def _copy(notebook):
     return nbformat.from_dict(json.loads(json.dumps(notebook)))
 
 
-def expectations() -> dict[str, dict[str, str]]:
-    """What each sample must score: {file: {exercise: 'kept' | 'lost'}}."""
-    expected = {name: {e: ("lost" if e in losing else "kept") for e in EXERCISES}
+def expectations() -> dict[str, dict[str, str | float]]:
+    """What each sample must score: {file: {exercise: 'kept' (full marks) or the
+    points it keeps}}."""
+    expected = {name: {e: losing.get(e, "kept") for e in EXERCISES}
                 for name, (_, losing) in SAMPLES.items()}
-    expected[UNTOUCHED] = {e: "lost" for e in EXERCISES}
+    expected[UNTOUCHED] = {e: 0 for e in EXERCISES}
     return expected
 
 
-def build() -> dict[str, dict[str, str]]:
+def build() -> dict[str, dict[str, str | float]]:
     """Write data/sample_submissions/lab5/; return expectations()."""
     student = nbformat.read(NOTEBOOK, as_version=4)
     folder = HERE / LAB
@@ -301,4 +328,4 @@ def build() -> dict[str, dict[str, str]]:
 
 if __name__ == "__main__":
     for sample, outcome in build().items():
-        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept")
+        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept in full")

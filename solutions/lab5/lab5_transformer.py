@@ -31,8 +31,9 @@
 # fine"), watch training curves, and plot where the decoder looks in the source
 # while it writes each digit.
 #
-# **Time:** about 90–120 minutes. Training the date translator takes under 3
-# minutes on a 2-core CPU; by default the notebook loads weights trained in
+# **Time:** about 90–120 minutes. Training the date translator took 156 s on the
+# machine the kit was measured on (2 cores of an AMD EPYC CPU, Linux, TensorFlow
+# backend; section 7 says more); by default the notebook loads weights trained in
 # advance instead (see `TRAIN` below), and the whole notebook runs in well under
 # a minute.
 #
@@ -53,6 +54,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quieter TensorFlow start-up
 
+import inspect
 import math
 import time
 
@@ -74,10 +76,12 @@ print(f"Keras {keras.__version__}, backend {keras.config.backend()}, {precision}
 # **Training or not.** With `TRAIN = False` (the default) the notebook loads the
 # date translator's weights, trained in advance with this lab's own code and
 # shipped with `labkit`; with `TRAIN = True` it trains the models from scratch
-# (under 3 minutes on a 2-core CPU) with your `Transformer`, `masked_loss` and
-# `masked_accuracy`. In Colab, edit the cell below; in Jupyter, where it is
-# read-only, add a cell `TRAIN = True` right after it. Set it back to `False`
-# before you submit: the grader runs your notebook from top to bottom.
+# with your `Transformer`, `masked_loss` and `masked_accuracy` (156 s on the
+# 2-core CPU of section 7; slower or faster on yours). In Colab, edit the cell
+# below; in Jupyter, where it is read-only, add a cell `TRAIN = True` right after
+# it. `TRAIN` does not change your grade: grading skips the cells that train or
+# only demonstrate (the smoke test, the training, the plots and the decoding
+# demos), so a graded notebook never trains.
 
 # %% nbgrader="locked" grade_id="train_flag"
 TRAIN = False
@@ -409,10 +413,22 @@ class DecoderLayer(keras.layers.Layer):
 # objects with their own weights: a list comprehension that calls `EncoderLayer`
 # `num_layers` times, not one layer used twice.
 #
-# Keep these attribute names: `pos_embedding`, `dropout` and `enc_layers` (a
-# list). The trained weights that come with this lab are stored by them, and
-# loading fails if they differ. As in every lab, store each constructor argument
-# under its own name and return them all from `get_config`.
+# **Training mode.** `call(token_ids, training=None)` passes `training` on, to
+# `self.dropout` and to every layer (by keyword; a layer called without it gets
+# it from Keras, which hands the outer call's `training` down). With
+# `training=True`, dropout acts right after the embedding (before the first
+# layer; nothing comes after the last layer) and inside every layer; with
+# `training=False`, or left out, it acts nowhere and the output is the same at
+# every call.
+#
+# **The config.** Store each constructor argument under its own name
+# (`self.num_layers`, ...) and return all seven from `get_config()`, added to
+# `super().get_config()`, so that `Encoder.from_config(encoder.get_config())`
+# rebuilds the same encoder.
+#
+# Keep these attribute names: `pos_embedding`, `dropout` (a `keras.layers.Dropout`)
+# and `enc_layers` (a list). The trained weights that come with this lab are
+# stored by them, and loading fails if they differ.
 
 # %% nbgrader="solution" grade_id="Encoder"
 class Encoder(keras.layers.Layer):
@@ -430,10 +446,15 @@ class Encoder(keras.layers.Layer):
 
     Call arguments:
         token_ids: integer `(B, S)`, padded with 0.
-        training: whether dropout is active (default: inference).
+        training: passed on to `self.dropout` and to every layer. True: dropout
+            after the embedding and inside every layer; False or None
+            (default): no dropout anywhere.
 
     Returns:
-        `(B, S, d_model)`: one vector per source token.
+        `(B, S, d_model)`: one vector per source token (the last layer's output).
+
+    `get_config()` returns the seven constructor arguments under their own
+    names (with `super().get_config()`), so that `from_config` rebuilds it.
 
     Example:
 
@@ -485,10 +506,25 @@ class Encoder(keras.layers.Layer):
 
 
 # %% nbgrader="locked" grade_id="check_Encoder"
-# Visible check: structure, shape, weights, padding and the config.
+# Visible check: structure, shape, weights, padding, the embedding, training mode and
+# the config.
+def silence(attention_layers, feed_forward):
+    """Zero what the sublayers add to the residual stream: each layer then only normalises."""
+    for attention in attention_layers:
+        weights = attention.get_weights()  # the value and output projections become 0
+        attention.set_weights(weights[:4] + [np.zeros_like(w) for w in weights[4:]])
+    feed_forward.dense2.set_weights([np.zeros_like(w) for w in feed_forward.dense2.get_weights()])
+
+
+def normalise(x):
+    """LayerNormalization(epsilon=1e-6) at initialisation, over the last axis."""
+    return (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-6)
+
+
 encoder = Encoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=SOURCE.size)
 source_ids = SOURCE.encode(["3 March 2021", "3.3.2021"], length=14)  # the second is padded
-encoded = checks.check_shape(encoder(source_ids), (2, 14, 8),
+real = source_ids != 0
+encoded = checks.check_shape(encoder(source_ids, training=False), (2, 14, 8),
                              "Encoder(num_layers=2, d_model=8, ...) on ids (2, 14)")
 checks.check_true(isinstance(getattr(encoder, "pos_embedding", None), PositionalEmbedding)
                   and isinstance(getattr(encoder, "dropout", None), keras.layers.Dropout),
@@ -505,22 +541,83 @@ one_layer(np.zeros((1, 3, 8), "float32"))
 expected_count = SOURCE.size * 8 + 2 * one_layer.count_params()
 checks.check_true(encoder.count_params() == expected_count,
                   f"{expected_count} weights: the embedding table and two layers",
-                  f"found {encoder.count_params()}")
+                  f"found {encoder.count_params()}",
+                  hint="no other layer with weights: the layers are post-norm, so nothing "
+                       "(no final LayerNormalization) comes after the last one.")
+checks.check_close(encoder(source_ids, training=False), encoded,
+                   "Encoder, training=False: the same output at every call (no dropout)",
+                   hint="pass training=training to self.dropout: with training=False it "
+                        "must not drop anything.")
+checks.check_close(encoder(source_ids), encoded,
+                   "Encoder, training left out: the output of training=False",
+                   hint="keep call(self, token_ids, training=None): None means inference.")
 longer = np.pad(source_ids, ((0, 0), (0, 4)))  # four more padded columns
-real = source_ids != 0
 checks.check_close(checks.to_numpy(encoder(longer, training=False))[:, :14][real], encoded[real],
                    "Encoder: more padding changes no output at a real token",
                    hint="pass padding_mask=ops.not_equal(token_ids, 0) to every layer, by keyword.")
-config = encoder.get_config()
-checks.check_true(all(config.get(name) == value for name, value in dict(
-    num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=SOURCE.size, max_length=2048,
-    dropout_rate=0.1).items()), "get_config() holds the seven constructor arguments",
-    f"got {sorted(config)}")
-checks.check_true(Encoder.from_config(config).get_config() == config,
-                  "Encoder.from_config(get_config()) rebuilds the same encoder")
 
-# %% nbgrader="tests" grade_id="test_Encoder" points=2
-# Hidden tests of `Encoder` run when your notebook is graded.
+# The embedding: with its layer silenced (attention and feed-forward add 0), the
+# encoder returns the provided embedding of the ids, normalised by norm1 and norm2.
+quiet = Encoder(num_layers=1, d_model=8, num_heads=2, dff=16, vocab_size=SOURCE.size)
+quiet(source_ids, training=False)  # builds the weights
+silence([quiet.enc_layers[0].self_attention], quiet.enc_layers[0].ffn)
+embedded = checks.to_numpy(quiet.pos_embedding(source_ids))  # the provided embedding
+checks.check_close(checks.to_numpy(quiet(source_ids, training=False))[real],
+                   normalise(normalise(embedded))[real], atol=1e-4,
+                   what="Encoder with its layer silenced: the normalised embedding",
+                   hint="embed with x = self.pos_embedding(token_ids): the provided layer "
+                        "scales the token vectors by sqrt(d_model) and adds the sinusoids.")
+
+# Training mode, with dropout_rate=0.5: the dropout after the embedding and the
+# layers' own dropouts are switched off (rate 0) in turn, to see where each acts.
+lively = Encoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=SOURCE.size,
+                 dropout_rate=0.5)
+calm = checks.to_numpy(lively(source_ids, training=False))
+
+
+def set_dropout_rates(after_embedding, in_layers):
+    lively.dropout.rate = after_embedding
+    for layer in lively.enc_layers:
+        layer.dropout.rate = layer.ffn.dropout.rate = in_layers
+
+
+set_dropout_rates(0.5, 0.0)
+checks.check_true(not np.allclose(checks.to_numpy(lively(source_ids, training=True))[real],
+                                  calm[real]),
+                  "training=True, only the dropout after the embedding on: the output changes",
+                  "it is the training=False output: nothing was dropped",
+                  hint="apply self.dropout, with training passed on, to the embedded ids.")
+set_dropout_rates(0.0, 0.5)
+checks.check_true(not np.allclose(checks.to_numpy(lively(source_ids, training=True))[real],
+                                  calm[real]),
+                  "training=True, only the layers' own dropout on: the output changes",
+                  "it is the training=False output: the layers did not train",
+                  hint="call each layer with training=training (or without it: Keras passes "
+                       "the outer call's training down), never training=False.")
+set_dropout_rates(0.5, 0.5)
+trained = checks.to_numpy(lively(source_ids, training=True))[real]  # (real tokens, 8)
+checks.check_close(np.stack([trained.mean(axis=-1), trained.var(axis=-1)], axis=-1),
+                   np.tile([0.0, 1.0], (len(trained), 1)), atol=1e-3,
+                   what="training=True: each output is the last layer's, normalised "
+                        "(mean 0, variance 1 per token at initialisation)",
+                   hint="dropout goes after the embedding, before the layers; nothing comes "
+                        "after the last layer.")
+
+config = encoder.get_config()
+wrong = {name: config.get(name) for name, value in dict(
+    num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=SOURCE.size, max_length=2048,
+    dropout_rate=0.1).items() if config.get(name) != value}
+checks.check_true(not wrong, "get_config() holds the seven constructor arguments",
+                  f"these are missing or wrong: {wrong}",
+                  hint="config.update(num_layers=self.num_layers, d_model=self.d_model, ...) "
+                       "after config = super().get_config().")
+checks.check_true(Encoder.from_config(config).get_config() == config,
+                  "Encoder.from_config(get_config()) rebuilds the same encoder",
+                  "the rebuilt encoder's config differs",
+                  hint="return the arguments under the constructor's own names.")
+
+# %% nbgrader="tests" grade_id="test_Encoder" points=1.5
+# Hidden tests of `Encoder`: structure, weights and outputs with padding, training=False (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Encoder():
     import numpy as np
@@ -567,14 +664,80 @@ def _hidden_test_Encoder():
         expected = reference.encoder_forward(parameters, ids)
         assert_close(output[real], expected[real],
                      f"{what}: outputs at the real tokens (random weights, training=False)")
-        config = reference.call_method(encoder, "get_config")
-        wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
-        assert_true(not wrong, f"{what}: get_config() gives {wrong} for these arguments; "
-                               "store each constructor argument and add it to the config.")
 
 
 _hidden_test_Encoder()
 del _hidden_test_Encoder
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_Encoder__training" points=0.5
+# Hidden tests of `Encoder`: training mode, dropout after the embedding and inside every layer; none when `training` is left out (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_Encoder__training():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    r = rng("Encoder/training")
+    arguments = {"num_layers": 2, "d_model": 16, "num_heads": 4, "dff": 24, "vocab_size": 11,
+                 "max_length": 40, "dropout_rate": 0.2}
+    what = "Encoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+    encoder = Encoder(**arguments)
+    ids = r.integers(1, 11, size=(2, 6))  # no padding: only dropout is tested here
+    encoder(ids, training=False)  # builds the weights
+    shapes = [reference.to_numpy(w).shape for w in reference.call_method(encoder, "get_weights")]
+    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
+                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
+    reference.call_method(encoder, "set_weights", weights)
+    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", encoder,
+                           "encoder")
+    calm = as_array(encoder(ids, training=False), what)
+    left_out = as_array(encoder(ids), what)
+    assert_true(left_out.shape == calm.shape and np.allclose(left_out, calm, rtol=1e-5,
+                                                             atol=1e-6),
+                f"{what}: called without `training`, the output differs from "
+                "training=False; a left-out training (None) means inference, no dropout.")
+    # Every keras.layers.Dropout drops a fixed pattern here instead of a random one.
+    trained = as_array(construct(reference.TRAINING_SOURCE, "call_in_training_mode", encoder,
+                                 [ids], {}), f"{what}, training=True")
+    dropout = reference.fixed_dropout(arguments["dropout_rate"])
+    expected = reference.encoder_forward(parameters, ids, dropout=dropout)
+    if trained.shape == expected.shape and not np.allclose(trained, expected, rtol=1e-3,
+                                                           atol=1e-4):
+        for at, message in [
+                ((), "training=True changed nothing: dropout must act when training"),
+                (("layers",), "no dropout after the embedding: apply self.dropout(x, "
+                              "training=training) to the embedded ids"),
+                (("embedding",), "the layers did not train: call each one with "
+                                 "training=training (or let Keras pass it down), never "
+                                 "training=False")]:
+            other = reference.encoder_forward(parameters, ids, dropout=dropout, at=at)
+            assert_true(not np.allclose(trained, other, rtol=1e-3, atol=1e-4),
+                        f"{what}, training=True: {message}.")
+    assert_close(trained, expected,
+                 f"{what}, training=True: outputs with dropout after the embedding and "
+                 "inside every layer (a fixed dropout pattern replaces the random one)")
+
+
+_hidden_test_Encoder__training()
+del _hidden_test_Encoder__training
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_Encoder__config" points=0.5
+# Hidden tests of `Encoder`: get_config() / from_config() (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_Encoder__config():
+    from autograder.references import lab5 as reference
+
+    arguments = {"num_layers": 3, "d_model": 12, "num_heads": 3, "dff": 20, "vocab_size": 9,
+                 "max_length": 50, "dropout_rate": 0.15}
+    what = "Encoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+    reference.check_config(Encoder, arguments, what)
+
+
+_hidden_test_Encoder__config()
+del _hidden_test_Encoder__config
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -589,7 +752,16 @@ del _hidden_test_Encoder
 #
 # After the loop, keep the cross-attention weights of the **last** layer in
 # `self.last_attention_scores`, `(B, num_heads, T, S)`: section 11 draws them.
-# Attribute names: `pos_embedding`, `dropout`, `dec_layers` (a list).
+#
+# As in the encoder, `training` goes on to `self.dropout` and to every layer:
+# with `training=True` dropout acts right after the embedding and inside every
+# layer (nothing after the last one); with `training=False`, or left out,
+# nowhere. And `get_config()` returns the seven constructor arguments under their
+# own names, added to `super().get_config()`, so that
+# `Decoder.from_config(decoder.get_config())` rebuilds the same decoder.
+#
+# Attribute names: `pos_embedding`, `dropout` (a `keras.layers.Dropout`),
+# `dec_layers` (a list).
 
 # %% nbgrader="solution" grade_id="Decoder"
 class Decoder(keras.layers.Layer):
@@ -609,11 +781,16 @@ class Decoder(keras.layers.Layer):
         token_ids: integer `(B, T)`, the target so far (start id first), padded with 0.
         context: the encoder's output, `(B, S, d_model)`.
         context_padding_mask: optional bool `(B, S)`, True for real source tokens.
-        training: whether dropout is active (default: inference).
+        training: passed on to `self.dropout` and to every layer. True: dropout
+            after the embedding and inside every layer; False or None
+            (default): no dropout anywhere.
 
     Returns:
         `(B, T, d_model)`. The last layer's cross-attention weights stay in
         `last_attention_scores`, `(B, num_heads, T, S)`.
+
+    `get_config()` returns the seven constructor arguments under their own
+    names (with `super().get_config()`), so that `from_config` rebuilds it.
 
     Example:
 
@@ -668,31 +845,123 @@ class Decoder(keras.layers.Layer):
 
 
 # %% nbgrader="locked" grade_id="check_Decoder"
-# Visible check: shape, the attention weights, the look-ahead and the source padding.
+# Visible check: shape, the attention weights, the source padding, the look-ahead,
+# training mode and the config.
 decoder = Decoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=TARGET.size)
 target_ids = TARGET.encode(["2021-03-03", "2021"], length=6, start=True)  # (2, 6)
+real = target_ids != 0
 context = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
 context_mask = np.array([[True] * 5, [True, True, True, False, False]])
-decoded = checks.check_shape(decoder(target_ids, context, context_padding_mask=context_mask),
-                             (2, 6, 8), "Decoder(num_layers=2, d_model=8, ...) on ids (2, 6)")
+try:
+    decoded = decoder(target_ids, context, context_padding_mask=context_mask, training=False)
+except NotImplementedError:
+    raise
+except Exception as error:
+    raise AssertionError(
+        f"Decoder(num_layers=2, d_model=8, ...) on ids (2, 6) raised {type(error).__name__}: "
+        f"{str(error)[:300]}\nHint: give each layer its masks by keyword (x_padding_mask=..., "
+        "context_padding_mask=...): the third positional argument of DecoderLayer.call is "
+        "x_padding_mask.") from error
+decoded = checks.check_shape(decoded, (2, 6, 8),
+                             "Decoder(num_layers=2, d_model=8, ...) on ids (2, 6)")
 layers = list(getattr(decoder, "dec_layers", []))
 checks.check_true(len(layers) == 2 and all(isinstance(layer, DecoderLayer) for layer in layers)
                   and layers[0] is not layers[1],
-                  "dec_layers: a list of 2 separate DecoderLayers", f"found {len(layers)} item(s)")
+                  "dec_layers: a list of 2 separate DecoderLayers", f"found {len(layers)} item(s)",
+                  hint="[DecoderLayer(...) for _ in range(num_layers)].")
+checks.check_true(decoder.last_attention_scores is not None, "last_attention_scores is set",
+                  "it is still None",
+                  hint="after the loop: self.last_attention_scores = "
+                       "self.dec_layers[-1].last_attention_scores.")
 scores = checks.check_shape(decoder.last_attention_scores, (2, 2, 6, 5),
                             "last_attention_scores (B, num_heads, T, S)",
                             hint="after the loop: self.last_attention_scores = "
                                  "self.dec_layers[-1].last_attention_scores.")
+checks.check_close(decoder(target_ids, context, context_padding_mask=context_mask,
+                           training=False), decoded,
+                   "Decoder, training=False: the same output at every call (no dropout)",
+                   hint="pass training=training to self.dropout: with training=False it "
+                        "must not drop anything.")
+checks.check_close(decoder(target_ids, context, context_padding_mask=context_mask), decoded,
+                   "Decoder, training left out: the output of training=False",
+                   hint="keep training=None as the default of call: None means inference.")
+checks.check_close(scores, checks.to_numpy(decoder.dec_layers[-1].last_attention_scores),
+                   "last_attention_scores: the LAST layer's cross-attention weights",
+                   hint="after the loop: self.last_attention_scores = "
+                        "self.dec_layers[-1].last_attention_scores.")
 checks.check_close(scores[1, :, :, 3:], np.zeros((2, 6, 2)),
                    "no attention to the padded source tokens of sentence 2",
                    hint="pass context_padding_mask to every layer, by keyword.")
 changed = target_ids.copy()
 changed[0, 3:] = TARGET.ids("999")  # new tokens after position 2 of sentence 1
-checks.check_close(checks.to_numpy(decoder(changed, context, context_padding_mask=context_mask))[0, :3],
-                   decoded[0, :3], "Decoder: later tokens never change earlier outputs")
+checks.check_close(checks.to_numpy(decoder(changed, context, context_padding_mask=context_mask,
+                                           training=False))[0, :3],
+                   decoded[0, :3], "Decoder: later tokens never change earlier outputs",
+                   hint="give every layer x_padding_mask=ops.not_equal(token_ids, 0) by "
+                        "keyword; the provided DecoderLayer adds the look-ahead mask itself.")
+# The embedding: with its layer silenced, the decoder returns the provided embedding
+# of the ids, normalised three times (norm1, norm2, norm3).
+quiet = Decoder(num_layers=1, d_model=8, num_heads=2, dff=16, vocab_size=TARGET.size)
+quiet(target_ids, context, training=False)  # builds the weights
+quiet_layer = quiet.dec_layers[0]
+silence([quiet_layer.self_attention, quiet_layer.cross_attention], quiet_layer.ffn)
+embedded = checks.to_numpy(quiet.pos_embedding(target_ids))  # the provided embedding
+checks.check_close(checks.to_numpy(quiet(target_ids, context, training=False))[real],
+                   normalise(normalise(normalise(embedded)))[real], atol=1e-4,
+                   what="Decoder with its layer silenced: the normalised embedding",
+                   hint="embed with x = self.pos_embedding(token_ids): the provided layer "
+                        "scales the token vectors by sqrt(d_model) and adds the sinusoids.")
 
-# %% nbgrader="tests" grade_id="test_Decoder" points=2
-# Hidden tests of `Decoder` run when your notebook is graded.
+# Training mode, with dropout_rate=0.5: the dropout after the embedding and the
+# layers' own dropouts are switched off (rate 0) in turn, to see where each acts.
+lively = Decoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=TARGET.size,
+                 dropout_rate=0.5)
+calm = checks.to_numpy(lively(target_ids, context, training=False))
+
+
+def set_dropout_rates(after_embedding, in_layers):
+    lively.dropout.rate = after_embedding
+    for layer in lively.dec_layers:
+        layer.dropout.rate = layer.ffn.dropout.rate = in_layers
+
+
+set_dropout_rates(0.5, 0.0)
+checks.check_true(not np.allclose(checks.to_numpy(lively(target_ids, context,
+                                                         training=True))[real], calm[real]),
+                  "training=True, only the dropout after the embedding on: the output changes",
+                  "it is the training=False output: nothing was dropped",
+                  hint="apply self.dropout, with training passed on, to the embedded ids.")
+set_dropout_rates(0.0, 0.5)
+checks.check_true(not np.allclose(checks.to_numpy(lively(target_ids, context,
+                                                         training=True))[real], calm[real]),
+                  "training=True, only the layers' own dropout on: the output changes",
+                  "it is the training=False output: the layers did not train",
+                  hint="call each layer with training=training (or without it: Keras passes "
+                       "the outer call's training down), never training=False.")
+set_dropout_rates(0.5, 0.5)
+trained = checks.to_numpy(lively(target_ids, context, training=True))[real]  # (real, 8)
+checks.check_close(np.stack([trained.mean(axis=-1), trained.var(axis=-1)], axis=-1),
+                   np.tile([0.0, 1.0], (len(trained), 1)), atol=1e-3,
+                   what="training=True: each output is the last layer's, normalised "
+                        "(mean 0, variance 1 per token at initialisation)",
+                   hint="dropout goes after the embedding, before the layers; nothing comes "
+                        "after the last layer.")
+
+config = decoder.get_config()
+wrong = {name: config.get(name) for name, value in dict(
+    num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=TARGET.size, max_length=2048,
+    dropout_rate=0.1).items() if config.get(name) != value}
+checks.check_true(not wrong, "get_config() holds the seven constructor arguments",
+                  f"these are missing or wrong: {wrong}",
+                  hint="config.update(num_layers=self.num_layers, d_model=self.d_model, ...) "
+                       "after config = super().get_config().")
+checks.check_true(Decoder.from_config(config).get_config() == config,
+                  "Decoder.from_config(get_config()) rebuilds the same decoder",
+                  "the rebuilt decoder's config differs",
+                  hint="return the arguments under the constructor's own names.")
+
+# %% nbgrader="tests" grade_id="test_Decoder" points=1.5
+# Hidden tests of `Decoder`: structure, weights, outputs and attention weights with and without the source padding mask, the look-ahead, training=False (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Decoder():
     import numpy as np
@@ -756,14 +1025,82 @@ def _hidden_test_Decoder():
                      f"{what}: changing target tokens 3 to 5 changes the outputs at positions "
                      "0 to 2; each layer must get x_padding_mask (the layer adds the "
                      "look-ahead mask)")
-        config = reference.call_method(decoder, "get_config")
-        wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
-        assert_true(not wrong, f"{what}: get_config() gives {wrong} for these arguments; "
-                               "store each constructor argument and add it to the config.")
 
 
 _hidden_test_Decoder()
 del _hidden_test_Decoder
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_Decoder__training" points=0.5
+# Hidden tests of `Decoder`: training mode, dropout after the embedding and inside every layer; none when `training` is left out (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_Decoder__training():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    r = rng("Decoder/training")
+    arguments = {"num_layers": 2, "d_model": 16, "num_heads": 4, "dff": 24, "vocab_size": 9,
+                 "max_length": 40, "dropout_rate": 0.2}
+    what = "Decoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+    decoder = Decoder(**arguments)
+    ids = r.integers(1, 9, size=(2, 5))  # no padding, no context mask: only dropout here
+    context = r.normal(size=(2, 4, 16)).astype("float32")
+    decoder(ids, context, training=False)  # builds the weights
+    shapes = [reference.to_numpy(w).shape for w in reference.call_method(decoder, "get_weights")]
+    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
+                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
+    reference.call_method(decoder, "set_weights", weights)
+    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", decoder,
+                           "decoder")
+    calm = as_array(decoder(ids, context, training=False), what)
+    left_out = as_array(decoder(ids, context), what)
+    assert_true(left_out.shape == calm.shape and np.allclose(left_out, calm, rtol=1e-5,
+                                                             atol=1e-6),
+                f"{what}: called without `training`, the output differs from "
+                "training=False; a left-out training (None) means inference, no dropout.")
+    # Every keras.layers.Dropout drops a fixed pattern here instead of a random one.
+    trained = as_array(construct(reference.TRAINING_SOURCE, "call_in_training_mode", decoder,
+                                 [ids, context], {}), f"{what}, training=True")
+    dropout = reference.fixed_dropout(arguments["dropout_rate"])
+    expected, _ = reference.decoder_forward(parameters, ids, context, dropout=dropout)
+    if trained.shape == expected.shape and not np.allclose(trained, expected, rtol=1e-3,
+                                                           atol=1e-4):
+        for at, message in [
+                ((), "training=True changed nothing: dropout must act when training"),
+                (("layers",), "no dropout after the embedding: apply self.dropout(x, "
+                              "training=training) to the embedded ids"),
+                (("embedding",), "the layers did not train: call each one with "
+                                 "training=training (or let Keras pass it down), never "
+                                 "training=False")]:
+            other, _ = reference.decoder_forward(parameters, ids, context, dropout=dropout,
+                                                 at=at)
+            assert_true(not np.allclose(trained, other, rtol=1e-3, atol=1e-4),
+                        f"{what}, training=True: {message}.")
+    assert_close(trained, expected,
+                 f"{what}, training=True: outputs with dropout after the embedding and "
+                 "inside every layer (a fixed dropout pattern replaces the random one)")
+
+
+_hidden_test_Decoder__training()
+del _hidden_test_Decoder__training
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_Decoder__config" points=0.5
+# Hidden tests of `Decoder`: get_config() / from_config() (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_Decoder__config():
+    from autograder.references import lab5 as reference
+
+    arguments = {"num_layers": 3, "d_model": 12, "num_heads": 2, "dff": 20, "vocab_size": 8,
+                 "max_length": 50, "dropout_rate": 0.15}
+    what = "Decoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+    reference.check_config(Decoder, arguments, what)
+
+
+_hidden_test_Decoder__config()
+del _hidden_test_Decoder__config
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -780,8 +1117,15 @@ del _hidden_test_Decoder
 #   \operatorname{Encoder}(\text{context}),\; \text{context} \ne 0\big)\Big).$$
 #
 # The context's padding mask is the Transformer's job: only it sees both the
-# source ids and the decoder. Keep the attribute names `encoder`, `decoder` and
-# `final_layer`.
+# source ids and the decoder. `training` reaches both parts: pass it on by
+# keyword, or leave it out and Keras hands it down; never fix it to `True` or
+# `False` (`model.fit` calls the model with `training=True`, `predict` and the
+# decoding functions with `training=False`). `get_config()` returns the eight
+# constructor arguments under their own names, added to `super().get_config()`,
+# so that `Transformer.from_config(model.get_config())` rebuilds the same model
+# (a `keras.Model` without its own `get_config` cannot give one).
+#
+# Keep the attribute names `encoder`, `decoder` and `final_layer`.
 
 # %% nbgrader="solution" grade_id="Transformer"
 class Transformer(keras.Model):
@@ -800,11 +1144,15 @@ class Transformer(keras.Model):
 
     Call arguments:
         inputs: the pair `(context_ids (B, S), target_ids (B, T))`.
-        training: whether dropout is active (default: inference).
+        training: handed on to the encoder and the decoder. True: dropout
+            acts in both; False or None (default): nowhere.
 
     Returns:
         Logits `(B, T, target_vocab_size)`: at each target position, a score for
         every possible next token.
+
+    `get_config()` returns the eight constructor arguments under their own
+    names (with `super().get_config()`), so that `from_config` rebuilds it.
 
     Example:
 
@@ -858,12 +1206,24 @@ class Transformer(keras.Model):
 
 
 # %% nbgrader="locked" grade_id="check_Transformer"
-# Visible check: the lecture's toy model (d_model 6, an output layer of 11).
+# Visible check: the lecture's toy model (d_model 6, an output layer of 11). It runs
+# your Encoder and Decoder (make their checks pass first), but checks only what the
+# Transformer does with them: what it gives each part, and what it returns.
 toy_model = Transformer(num_layers=1, d_model=6, num_heads=2, dff=12,
                         input_vocab_size=TOY.size, target_vocab_size=TOY.size)
 question_ids = TOY.encode(["how are you"])  # [[5, 8, 9]]
 decoder_input = TOY.encode(["i am"], start=True)  # [[1, 6, 3]]: <SOS> i am
-logits = checks.check_shape(toy_model((question_ids, decoder_input)), (1, 3, 11),
+try:
+    logits = toy_model((question_ids, decoder_input), training=False)
+except NotImplementedError:
+    raise
+except Exception as error:
+    raise AssertionError(
+        f"Transformer on 'how are you' and '<SOS> i am' raised {type(error).__name__}: "
+        f"{str(error)[:300]}\nHint: call unpacks inputs = (context_ids, target_ids), encodes "
+        "context_ids and gives the decoder target_ids and the encoder's output (B, S, "
+        "d_model) as its context.") from error
+logits = checks.check_shape(logits, (1, 3, 11),
                             "Transformer: logits for 'how are you' and '<SOS> i am'",
                             hint="call unpacks inputs = (context_ids, target_ids).")
 checks.check_true(isinstance(toy_model, keras.Model), "Transformer is a keras.Model")
@@ -876,13 +1236,82 @@ checks.check_true(toy_model.count_params() == parts[0].count_params()
                   + parts[1].count_params() + 6 * 11 + 11,
                   "weights: encoder + decoder + final_layer (6 x 11 + 11)",
                   f"found {toy_model.count_params()}")
-padded_question = np.pad(question_ids, ((0, 0), (0, 3)))
-checks.check_close(toy_model((padded_question, decoder_input)), logits,
-                   "Transformer: padding the question changes no logit",
-                   hint="give the decoder context_padding_mask=ops.not_equal(context_ids, 0).")
 
-# %% nbgrader="tests" grade_id="test_Transformer" points=2
-# Hidden tests of `Transformer` run when your notebook is graded.
+
+def record_calls(part):
+    """Make `part` (a layer) note the arguments of each of its calls, by name."""
+    calls, original = [], part.call
+    signature = inspect.signature(original)
+
+    def recording_call(*args, **kwargs):
+        output = original(*args, **kwargs)
+        calls.append({**signature.bind(*args, **kwargs).arguments, "output": output})
+        return output
+
+    part.call = recording_call
+    return calls
+
+
+wired = Transformer(num_layers=1, d_model=6, num_heads=2, dff=12, input_vocab_size=TOY.size,
+                    target_vocab_size=TOY.size, dropout_rate=0.5)
+encoder_calls, decoder_calls = record_calls(wired.encoder), record_calls(wired.decoder)
+padded_question = np.pad(question_ids, ((0, 0), (0, 2)))  # [[5, 8, 9, 0, 0]]
+logits = checks.to_numpy(wired((padded_question, decoder_input), training=False))
+encoded, decoded = encoder_calls[-1], decoder_calls[-1]
+checks.check_close(encoded["token_ids"], padded_question, "the encoder reads the context ids",
+                   hint="inputs is the pair (context_ids, target_ids): encode context_ids.")
+checks.check_close(decoded["token_ids"], decoder_input, "the decoder reads the target ids",
+                   hint="inputs is the pair (context_ids, target_ids): decode target_ids.")
+checks.check_close(decoded["context"], checks.to_numpy(encoded["output"]),
+                   "the decoder's context is the encoder's output",
+                   hint="self.decoder(target_ids, self.encoder(context_ids), ...).")
+given_mask = decoded.get("context_padding_mask")
+checks.check_close(np.zeros(0) if given_mask is None else checks.to_numpy(given_mask).astype(float),
+                   padded_question != 0,
+                   "the decoder gets context_padding_mask = context_ids != 0 ([[1 1 1 0 0]])",
+                   hint="give the decoder context_padding_mask=ops.not_equal(context_ids, 0), "
+                        "by keyword: True for the real source tokens.")
+checks.check_close(logits, checks.to_numpy(wired.final_layer(decoded["output"])),
+                   "logits = final_layer(the decoder's output)",
+                   hint="return self.final_layer(decoder output) as it is: no softmax.")
+checks.check_true(not np.allclose(logits.sum(axis=-1), 1.0, atol=1e-3),
+                  "logits, not probabilities (no softmax)",
+                  "every row of the output sums to 1",
+                  hint="final_layer = keras.layers.Dense(target_vocab_size), no activation: "
+                       "masked_loss and the decoding functions take logits.")
+for training, wanted in [(True, True), (False, False), (None, False)]:
+    if training is None:
+        wired((padded_question, decoder_input))  # training left out: inference
+    else:
+        wired((padded_question, decoder_input), training=training)
+    got = {"encoder": bool(encoder_calls[-1].get("training")),
+           "decoder": bool(decoder_calls[-1].get("training"))}
+    called = "without training" if training is None else f"with training={training}"
+    checks.check_true(got == {"encoder": wanted, "decoder": wanted},
+                      f"Transformer called {called}: the encoder and the decoder run with "
+                      f"training={wanted}", f"they got {got}",
+                      hint="pass training=training to both (or leave it out: Keras hands it "
+                           "down); never a fixed True or False.")
+
+try:
+    config = toy_model.get_config()
+except NotImplementedError:  # what keras.Model says when a model has no get_config
+    config = {}
+wrong = {name: config.get(name) for name, value in dict(
+    num_layers=1, d_model=6, num_heads=2, dff=12, input_vocab_size=TOY.size,
+    target_vocab_size=TOY.size, max_length=2048, dropout_rate=0.1).items()
+    if config.get(name) != value}
+checks.check_true(not wrong, "get_config() holds the eight constructor arguments",
+                  f"these are missing or wrong: {wrong}",
+                  hint="config.update(num_layers=self.num_layers, d_model=self.d_model, ...) "
+                       "after config = super().get_config().")
+checks.check_true(Transformer.from_config(config).get_config() == config,
+                  "Transformer.from_config(get_config()) rebuilds the same model",
+                  "the rebuilt model's config differs",
+                  hint="return the arguments under the constructor's own names.")
+
+# %% nbgrader="tests" grade_id="test_Transformer" points=1.5
+# Hidden tests of `Transformer`: a keras.Model, its weights, logits with a padded context, training=False (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Transformer():
     import numpy as np
@@ -891,7 +1320,7 @@ def _hidden_test_Transformer():
 
     construct = reference.constructor(globals())
     r = rng("Transformer")
-    arguments = dict(num_layers=1, d_model=16, num_heads=2, dff=24)
+    arguments = {"num_layers": 1, "d_model": 16, "num_heads": 2, "dff": 24}
     arguments.update(input_vocab_size=13, target_vocab_size=9, max_length=40, dropout_rate=0.1)
     what = "Transformer(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
     model = Transformer(**arguments)
@@ -932,6 +1361,81 @@ def _hidden_test_Transformer():
 
 _hidden_test_Transformer()
 del _hidden_test_Transformer
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_Transformer__training" points=0.5
+# Hidden tests of `Transformer`: training mode, dropout in the encoder and in the decoder; none when `training` is left out (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_Transformer__training():
+    import numpy as np
+    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    r = rng("Transformer/training")
+    arguments = {"num_layers": 1, "d_model": 16, "num_heads": 2, "dff": 24,
+                 "input_vocab_size": 13, "target_vocab_size": 9, "max_length": 40,
+                 "dropout_rate": 0.2}
+    what = "Transformer(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+    model = Transformer(**arguments)
+    context_ids = r.integers(1, 13, size=(2, 6))  # no padding: only dropout is tested here
+    target_ids = r.integers(1, 9, size=(2, 5))
+    model((context_ids, target_ids), training=False)  # builds the weights
+    shapes = [reference.to_numpy(w).shape for w in reference.call_method(model, "get_weights")]
+    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
+                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
+    reference.call_method(model, "set_weights", weights)
+    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", model,
+                           "transformer")
+    calm = as_array(model((context_ids, target_ids), training=False), what)
+    left_out = as_array(model((context_ids, target_ids)), what)
+    assert_true(left_out.shape == calm.shape and np.allclose(left_out, calm, rtol=1e-5,
+                                                             atol=1e-6),
+                f"{what}: called without `training`, the logits differ from training=False; "
+                "a left-out training (None) means inference, no dropout.")
+    # Every keras.layers.Dropout drops a fixed pattern here instead of a random one.
+    trained = as_array(construct(reference.TRAINING_SOURCE, "call_in_training_mode", model,
+                                 [(context_ids, target_ids)], {}), f"{what}, training=True")
+    dropout = reference.fixed_dropout(arguments["dropout_rate"])
+    expected = reference.transformer_forward(parameters, context_ids, target_ids,
+                                             dropout=dropout)
+    if trained.shape == expected.shape and not np.allclose(trained, expected, rtol=1e-3,
+                                                           atol=1e-4):
+        for parts, message in [
+                ((), "training=True changed nothing: pass training on to the encoder and "
+                     "the decoder"),
+                (("decoder",), "the encoder did not train: pass it training=training (or "
+                               "leave training out), never training=False"),
+                (("encoder",), "the decoder did not train: pass it training=training (or "
+                               "leave training out), never training=False")]:
+            other = reference.transformer_forward(parameters, context_ids, target_ids,
+                                                  dropout=dropout, parts=parts)
+            assert_true(not np.allclose(trained, other, rtol=1e-3, atol=1e-4),
+                        f"{what}, training=True: {message}.")
+    assert_close(trained, expected,
+                 f"{what}, training=True: logits with dropout in the encoder and the decoder "
+                 "(a fixed dropout pattern replaces the random one)")
+
+
+_hidden_test_Transformer__training()
+del _hidden_test_Transformer__training
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_Transformer__config" points=0.5
+# Hidden tests of `Transformer`: get_config() / from_config() (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_Transformer__config():
+    from autograder.references import lab5 as reference
+
+    arguments = {"num_layers": 2, "d_model": 12, "num_heads": 3, "dff": 20,
+                 "input_vocab_size": 10, "target_vocab_size": 7, "max_length": 50,
+                 "dropout_rate": 0.15}
+    what = "Transformer(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
+    reference.check_config(Transformer, arguments, what)
+
+
+_hidden_test_Transformer__config()
+del _hidden_test_Transformer__config
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1015,7 +1519,17 @@ checks.check_close(masked_loss(y_true, y_pred), np.log(4.0),
                         "and divide by the number of real tokens.")
 y_pred[0, 0] = [0.0, 0.0, 0.0, np.log(7.0)]  # the right id gets probability 7 / 10
 checks.check_close(masked_loss(y_true, y_pred), -np.log(0.7), "masked_loss: probability 0.7",
-                   hint="use from_logits=True: y_pred holds logits, not probabilities.")
+                   hint="y_pred holds logits: give them as they are to the cross-entropy, "
+                        "with from_logits=True (no softmax of your own).")
+# Two sentences of 1 and 3 real tokens: the average is over the 4 real tokens of the
+# batch, (-log 0.7 + 3 log 4) / 4 = 1.1289, not over the sentences (0.8715).
+y_true = np.array([[3, 0, 0], [1, 2, 3]])
+y_pred = np.zeros((2, 3, 4), "float32")  # uniform: log(4) per token
+y_pred[0, 0] = [0.0, 0.0, 0.0, np.log(7.0)]
+_ = checks.check_close(masked_loss(y_true, y_pred), (-np.log(0.7) + 3 * np.log(4.0)) / 4,
+                       "masked_loss: two sentences, 1 and 3 real tokens",
+                       hint="sum the losses of all the real tokens of the batch and divide by "
+                            "their number; do not average sentence by sentence.")
 
 # %% nbgrader="tests" grade_id="test_masked_loss" points=2
 # Hidden tests of `masked_loss` run when your notebook is graded.
@@ -1085,11 +1599,25 @@ def masked_accuracy(y_true, y_pred):
 
 
 # %% nbgrader="locked" grade_id="check_masked_accuracy"
-# Visible check: two real tokens, one right; the padded positions would match.
+# Visible check: no padding first (3 of 4 right), then two real tokens, one right,
+# where the padded positions would match.
+y_true = np.array([[1, 2, 3, 1]])
+y_pred = np.eye(4, dtype="float32")[[[1, 2, 3, 0]]]  # argmax: 1, 2, 3, 0
+checks.check_close(masked_accuracy(y_true, y_pred), 0.75, "masked_accuracy: 3 of 4 tokens",
+                   hint="compare y_true with the argmax over the LAST axis (the vocabulary): "
+                        "ops.argmax(y_pred, axis=-1).")
 y_true = np.array([[1, 2, 0, 0]])
 y_pred = np.eye(4, dtype="float32")[[[1, 3, 0, 0]]]  # argmax: 1, 3, 0, 0
 checks.check_close(masked_accuracy(y_true, y_pred), 0.5, "masked_accuracy: 1 of 2 real tokens",
                    hint="count only the positions where y_true != 0, and divide by their number.")
+# Two sentences: 1 of 1 right, then 1 of 4 right: 2 of the 5 real tokens (0.4), not the
+# average of the sentences' accuracies (0.625).
+y_true = np.array([[1, 0, 0, 0], [1, 2, 3, 1]])
+y_pred = np.eye(4, dtype="float32")[[[1, 0, 0, 0], [1, 3, 1, 2]]]
+_ = checks.check_close(masked_accuracy(y_true, y_pred), 0.4,
+                       "masked_accuracy: two sentences, 2 of 5 real tokens right",
+                       hint="count the hits over the whole batch and divide by the number of real "
+                            "tokens; do not average sentence by sentence.")
 
 # %% nbgrader="tests" grade_id="test_masked_accuracy" points=1
 # Hidden tests of `masked_accuracy` run when your notebook is graded.
@@ -1196,7 +1724,8 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 TRAINING = dict(epochs=5, batch_size=128, warmup_steps=600)
-steps = np.arange(1, TRAINING["epochs"] * math.ceil(len(train_pairs) / TRAINING["batch_size"]))
+steps_per_epoch = math.ceil(len(train_pairs) / TRAINING["batch_size"])  # the last batch is short
+steps = np.arange(1, TRAINING["epochs"] * steps_per_epoch + 1)
 schedule = WarmupSchedule(HYPERPARAMETERS["d_model"], TRAINING["warmup_steps"])
 plt.figure(figsize=(6, 2.5))
 plt.plot(steps, checks.to_numpy(schedule(steps - 1)))
@@ -1209,17 +1738,20 @@ plt.show()
 # %% [markdown]
 # **The date translator.** Two encoder and two decoder layers, `d_model` 64, 4
 # heads, 173 006 weights: tiny by today's standards, enough for dates. Five
-# epochs of 187 steps (batches of 128 pairs), with the warm-up over the first 600.
+# epochs of 188 steps (the 23 939 training pairs make 187 batches of 128 and one of
+# 3), 940 steps in all, with the warm-up over the first 600.
 # With `TRAIN = True` the cell below trains it with your `Transformer`,
 # `masked_loss` and `masked_accuracy` (Keras's progress bar shows each epoch);
 # otherwise it loads the weights that come with `labkit` into your model, which
 # works when your attribute names are those of sections 3 to 5.
 #
 # Measured with this lab's code (`benchmarks/lab5_training.py` in the course
-# repository) on an otherwise idle 2-core CPU, TensorFlow backend: training takes
-# 156 s (5 epochs; the first includes about 30 s of XLA compilation), and greedy
-# decoding then translates 98.8% of the 3074 held-out test dates exactly right
-# (every character of the ISO date). Six epochs reach 99.8% in about 3 minutes.
+# repository) on an otherwise idle machine with 2 cores of an AMD EPYC CPU (Linux,
+# Keras 3.15 on the TensorFlow backend): training takes 156 s (5 epochs; the first
+# includes about 30 s of XLA compilation), and greedy decoding then translates 98.8%
+# of the 3074 held-out test dates exactly right (every character of the ISO date).
+# Six epochs reach 99.8% in about 3 minutes on the same machine; other machines
+# take more or less time.
 
 # %% nbgrader="locked" grade_id="train_or_load" grading="skip"
 if TRAIN:
@@ -1341,13 +1873,45 @@ def trim_padding(ids):
 
 
 contexts = np.array([[3, 3, 0], [4, 0, 0]])
-checks.check_close(trim_padding(greedy_decode(SpellingModel(), contexts, max_length=10,
-                                              start_id=1, end_id=2)),
-                   [[3, 4, 5, 2], [3, 4, 5, 2]], "greedy_decode: spells 3, 4, 5, end",
-                   hint="append the argmax of the LAST position's logits; return the ids "
-                        "after the start id; stop a row at end_id.")
+spelled = checks.to_numpy(greedy_decode(SpellingModel(), contexts, max_length=10, start_id=1,
+                                        end_id=2))
+checks.check_true(spelled.ndim == 2 and len(spelled) == 2,
+                  "greedy_decode: one row of ids per context", f"the shape is {spelled.shape}",
+                  hint="return an array (B, L): row b holds the ids written for context b.")
+checks.check_true(not np.all(spelled[:, 0] == 1), "greedy_decode: the rows start after the "
+                  "start id", f"every row starts with the start id 1: {spelled[:, :3].tolist()}",
+                  hint="return the ids written after the start id, e.g. tokens[:, 1:].")
+checks.check_close(trim_padding(spelled)[:, :3], [[3, 4, 5], [3, 4, 5]],
+                   "greedy_decode: spells 3, 4, 5",
+                   hint="at each step append the argmax of the LAST position's logits, "
+                        "logits[:, -1, :].")
+checks.check_close(trim_padding(spelled), [[3, 4, 5, 2], [3, 4, 5, 2]],
+                   "greedy_decode: then the end id 2, and nothing after it",
+                   hint="stop when every row has written end_id; a row keeps its end_id.")
 checks.check_close(greedy_decode(SpellingModel(), contexts, max_length=2, start_id=1, end_id=2),
-                   [[3, 4], [3, 4]], "greedy_decode: max_length=2 stops after two ids")
+                   [[3, 4], [3, 4]], "greedy_decode: max_length=2 stops after two ids",
+                   hint="write at most max_length ids, even when no row has written end_id.")
+
+
+class CountingModel:
+    """Writes 3 as long as fewer ids than the context's real tokens were written, then end."""
+
+    def __call__(self, inputs, training=False):
+        context_ids, target_ids = (checks.to_numpy(part) for part in inputs)
+        logits = np.full(target_ids.shape + (7,), -5.0, dtype="float32")
+        for (b, t), _ in np.ndenumerate(target_ids):
+            logits[b, t, 3 if t < np.count_nonzero(context_ids[b]) else 2] = 5.0
+        return ops.convert_to_tensor(logits)
+
+
+ragged = checks.to_numpy(greedy_decode(CountingModel(), contexts, max_length=10, start_id=1,
+                                       end_id=2))  # contexts of 2 and 1 real tokens
+checks.check_close(trim_padding(ragged[0]), [3, 3, 2],
+                   "greedy_decode: row 1 writes 3, 3, end, though row 2 ends first",
+                   hint="go on until EVERY row has written end_id (or max_length ids).")
+_ = checks.check_close(trim_padding(ragged[1]), [3, 2],
+                       "greedy_decode: row 2 writes 3, end, then only 0 (padding)",
+                       hint="once a row has written end_id, put 0 in it at every later step.")
 
 # %% nbgrader="tests" grade_id="test_greedy_decode" points=2
 # Hidden tests of `greedy_decode` run when your notebook is graded.
@@ -1521,12 +2085,15 @@ def sample_with_temperature(logits, temperature, seed=None):
 # %% nbgrader="locked" grade_id="check_sample_with_temperature"
 # Visible check: limits, shape, the seed, and the frequencies of 4000 draws.
 logits = np.array([[2.0, 1.0, 0.0, -1.0]] * 4000, dtype="float32")
+first = checks.check_shape(sample_with_temperature(logits, 1.0, seed=42), (4000,),
+                           "sample_with_temperature(logits (4000, 4), 1.0): one id per row",
+                           hint="keras.random.categorical returns (B, 1): take its column.")
 checks.check_close(sample_with_temperature(logits[:3], 0.0), [0, 0, 0],
-                   "temperature 0: the argmax")
+                   "temperature 0: the argmax",
+                   hint="when temperature is 0, return the argmax of the logits (logits / 0 "
+                        "is not defined).")
 checks.check_close(sample_with_temperature(logits[:3], 1e-4, seed=1), [0, 0, 0],
                    "temperature 1e-4: the argmax", hint="divide the logits by T (not multiply).")
-first = checks.check_shape(sample_with_temperature(logits, 1.0, seed=42), (4000,),
-                           "sample_with_temperature(logits (4000, 4), 1.0): one id per row")
 checks.check_close(sample_with_temperature(logits, 1.0, seed=42), first,
                    "the same seed gives the same draw", hint="pass seed=seed on.")
 for temperature in (0.5, 2.0):
@@ -1600,12 +2167,13 @@ example = "Sunday, June 7, 1987"
 first_logits = checks.to_numpy(date_model(
     (SOURCE.encode([example], length=datasets.SOURCE_LENGTH), np.array([[TARGET.start_id]])),
     training=False))[0, -1] / 3.0  # a softer version of the model's first-digit logits
-digits = [TARGET.tokens[i] for i in range(TARGET.size)]
-figure, axes = plt.subplots(1, 3, figsize=(14, 2.8))
+tokens = [TARGET.tokens[i] for i in range(TARGET.size)]
+figure, axes = plt.subplots(3, 1, figsize=(9, 7.5), sharex=True)  # one row per temperature
 for ax, temperature in zip(axes, (0.5, 1.0, 2.0)):
     probabilities = np.exp(first_logits / temperature - np.max(first_logits / temperature))
-    plots.bars(probabilities / probabilities.sum(), digits, f"T = {temperature}", ax=ax,
+    plots.bars(probabilities / probabilities.sum(), tokens, f"T = {temperature}", ax=ax,
                ylabel="p_i(T)")
+    ax.tick_params(axis="x", labelbottom=True)
 plt.suptitle(f"first token of {example!r}: softmax(z / T) for logits z / 3")
 plt.tight_layout()
 plt.show()
@@ -1635,16 +2203,31 @@ for temperature in (0.5, 1.0, 3.0, 10.0):
 #
 # Greedy decoding commits to the best token at each step, and a good first token
 # can lead to a poor sentence. Beam search keeps the `beam_width` best partial
-# sentences (beams). At each step it extends every beam with every token, scores
-# each candidate by its **total** log-probability,
+# sentences (beams). At each step it extends every unfinished beam with every
+# token, scores each candidate by its **total** log-probability,
 #
 # $$\text{score}(y_1, \ldots, y_t) = \sum_{s=1}^{t} \log p(y_s \mid y_{<s}, x),$$
 #
-# and keeps the `beam_width` best candidates. A beam that writes `end_id` is
-# finished: it stays as it is (its score can only fall if it went on). Stop when
-# no unfinished beam can beat the best finished one, or after `max_length`
-# tokens, and return the best sentence. With `beam_width=1` this is exactly
-# greedy decoding.
+# where $\log p$ is the `log_softmax` of the model's logits at the last position (a
+# model returns logits, not log-probabilities), and keeps the `beam_width` best
+# candidates. The rules, each of them graded:
+#
+# - **No length normalisation.** The score is the plain sum above, never divided
+#   by the length: a short sentence beats a longer one whenever its total is
+#   higher, even if the longer one has the higher average per token.
+# - **Finished beams are kept.** A beam that writes `end_id` is finished: it is
+#   never extended again and keeps its score (it could only fall if it went on).
+#   Keep it until the end: in a list of finished sentences, or among the beams,
+#   where it competes for a place like any other.
+# - **When to stop.** The first finished beam does not end the search: go on
+#   while an unfinished beam still scores higher than the best finished one (it
+#   may end higher). Stop when none does, when every beam has finished, or after
+#   `max_length` tokens.
+# - **What to return.** The sentence with the highest total log-probability
+#   among the finished ones and, when `max_length` stopped the search, the
+#   unfinished ones too: a sentence is not preferred for being finished.
+#
+# With `beam_width=1` this is exactly greedy decoding.
 #
 # This function decodes **one** source sentence, `context_ids` `(1, S)`; feed the
 # model all beams at once by repeating the context (`np.repeat`). Return the ids
@@ -1665,6 +2248,13 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     Returns:
         Integer `(L,)`: the ids after start_id of the sequence with the highest
         total log-probability (end_id included when written).
+
+    Candidates are ranked by their total log-probability (the sum of the
+    log_softmax of each step's logits), with no length normalisation. A beam
+    that writes end_id is finished: never extended, kept with its score. The
+    search goes on while an unfinished beam scores higher than the best
+    finished one, at most max_length steps; the best sentence, finished or
+    (at max_length) not, is returned.
     """
     ### BEGIN SOLUTION
     context_ids = np.asarray(ops.convert_to_numpy(context_ids)).reshape(1, -1)  # (1, S)
@@ -1694,19 +2284,21 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
 
 
 # %% nbgrader="locked" grade_id="check_beam_search"
-# Visible check: a hand-made model where greedy decoding misses the best sentence.
-# After the start, "3" has probability 0.55 and "4" 0.45. After "3" every
-# continuation is uncertain (end with 0.4); after "4" the end is almost sure (0.95).
-# Greedy: 3, end = 0.55 * 0.4 = 0.22. Best: 4, end = 0.45 * 0.95 = 0.4275.
-class ForkModel:
-    """Hand-set next-token probabilities over the ids 0..5 (end id 2)."""
+# Visible check: hand-made models (no weights) over the ids 0..5, start id 1, end id 2.
+class HandModel:
+    """Hand-set next-token probabilities.
 
-    table = {(1,): {3: 0.55, 4: 0.45},
-             (1, 3): {2: 0.4, 3: 0.3, 4: 0.3},
-             (1, 4): {2: 0.95, 3: 0.05}}
+    table: {prefix (start id first): {token: probability}}; after an unlisted
+    prefix the end id is certain; unlisted tokens get 1e-6. The logits are the
+    log-probabilities plus offsets[prefix] (0 when unlisted): adding a constant
+    to a position's logits changes no probability, as with a real model's logits.
+    """
+
+    def __init__(self, table, offsets=None):
+        self.table, self.offsets = table, offsets or {}
 
     def __call__(self, inputs, training=False):
-        target_ids = checks.to_numpy(inputs[1])
+        target_ids = checks.to_numpy(inputs[1])  # the context does not matter here
         logits = np.zeros(target_ids.shape + (6,), dtype="float32")
         for b in range(target_ids.shape[0]):
             for t in range(target_ids.shape[1]):
@@ -1714,21 +2306,79 @@ class ForkModel:
                 probabilities = np.full(6, 1e-6)
                 for token, p in self.table.get(prefix, {2: 1.0}).items():
                     probabilities[token] = p
-                logits[b, t] = np.log(probabilities / probabilities.sum())
+                logits[b, t] = (np.log(probabilities / probabilities.sum())
+                                + self.offsets.get(prefix, 0.0))
         return ops.convert_to_tensor(logits)
 
 
-one_context = np.array([[5, 5, 0]])
-checks.check_close(trim_padding(beam_search(ForkModel(), one_context, beam_width=2,
-                                            max_length=5, start_id=1, end_id=2)), [4, 2],
-                   "beam_search(beam_width=2) finds 4, end (0.4275 > 0.22)",
-                   hint="rank the candidates by their TOTAL log-probability.")
-checks.check_close(trim_padding(beam_search(ForkModel(), one_context, beam_width=1,
-                                            max_length=5, start_id=1, end_id=2)), [3, 2],
-                   "beam_search(beam_width=1) is greedy decoding")
+def beam_ids(model, beam_width, max_length=5):
+    """beam_search's answer for one context as a list of ids (an (L,) or (1, L)
+    array, trailing 0s ignored, as the grader reads it)."""
+    try:
+        found = beam_search(model, np.array([[5, 5, 0]]), beam_width=beam_width,
+                            max_length=max_length, start_id=1, end_id=2)
+    except Exception as error:
+        raise AssertionError(
+            f"beam_search(beam_width={beam_width}, max_length={max_length}) raised "
+            f"{type(error).__name__}: {error}\nHint: beams may all finish (write end_id) "
+            "before max_length: keep the finished ones (in the beam or in a list) and "
+            "stop when no unfinished beam is left.") from error
+    ids = [int(token) for token in np.ravel(checks.to_numpy(found, "beam_search's answer"))]
+    while ids and ids[-1] == 0:
+        ids.pop()
+    return ids
 
-# %% nbgrader="tests" grade_id="test_beam_search" points=3
-# Hidden tests of `beam_search` run when your notebook is graded.
+
+# Greedy misses the best sentence: after the start, 3 (0.55) beats 4 (0.45), but after
+# 3 the end has 0.4 and after 4 it has 0.95. 3, end: 0.55 * 0.4 = 0.22; 4, end: 0.4275.
+FORK = {(1,): {3: 0.55, 4: 0.45}, (1, 3): {2: 0.4, 3: 0.3, 4: 0.3}, (1, 4): {2: 0.95, 3: 0.05}}
+found = beam_ids(HandModel(FORK), beam_width=2)
+checks.check_true(2 in found, "beam_search(beam_width=2) returns a finished sentence (end id 2)",
+                  f"got {found}",
+                  hint="a beam that writes end_id is finished: keep it (among the beams or in "
+                       "a list of finished sentences) and return it, end_id included.")
+checks.check_true(found.index(2) == len(found) - 1, "nothing after the end id", f"got {found}",
+                  hint="a finished beam is never extended: stop extending a beam once it has "
+                       "written end_id.")
+checks.check_close(found, [4, 2], "beam_search(beam_width=2): 4, end (0.4275 > 0.22)",
+                   hint="keep the beam_width best candidates at each step (3 and 4 after the "
+                        "first), each scored by its TOTAL log-probability.")
+checks.check_close(beam_ids(HandModel(FORK), beam_width=1), [3, 2],
+                   "beam_search(beam_width=1) is greedy decoding: 3, end",
+                   hint="with beam_width=1 keep only the best candidate at each step.")
+checks.check_close(beam_ids(HandModel(FORK, offsets={(1, 3): 3.0}), beam_width=2), [4, 2],
+                   "the same probabilities, logits after (start, 3) shifted by +3: 4, end",
+                   hint="logits are not log-probabilities: add the log_softmax of each step's "
+                        "logits, not the raw logits.")
+# The search goes on after the first finished beam: 3, end (0.5 * 0.5 = 0.25) ends at
+# step 2, but 4, 4 (0.405) is ahead and ends higher: 4, 4, end (0.3645). With
+# beam_width=3 the third beam (3, 3: 0.15) is below 3, end.
+GOES_ON = {(1,): {3: 0.5, 4: 0.45, 5: 0.05}, (1, 3): {2: 0.5, 3: 0.3, 4: 0.2},
+           (1, 4): {4: 0.9, 2: 0.05, 3: 0.05}, (1, 4, 4): {2: 0.9, 3: 0.1}}
+checks.check_close(beam_ids(HandModel(GOES_ON), beam_width=3), [4, 4, 2],
+                   "beam_search(beam_width=3) goes on after the first finished beam: 4, 4, end",
+                   hint="stop only when no unfinished beam scores higher than the best "
+                        "finished one (compare with the BEST unfinished beam).")
+# The short answer wins: 3, end (0.55 * 0.55 = 0.3025) beats 4, 4, end (0.4 * 0.95 * 0.7
+# = 0.266), though the long one has the higher average per token (log: -0.44 > -0.60),
+# and after two steps 4, 4 (0.38) is still ahead of 3, end: the search goes on.
+SHORT = {(1,): {3: 0.55, 4: 0.4, 5: 0.05}, (1, 3): {2: 0.55, 5: 0.45},
+         (1, 4): {4: 0.95, 2: 0.05}, (1, 4, 4): {2: 0.7, 3: 0.3}}
+checks.check_close(beam_ids(HandModel(SHORT), beam_width=2), [3, 2],
+                   "no length normalisation: 3, end (0.3025) beats 4, 4, end (0.266)",
+                   hint="a sentence's score is the SUM of the LOG-probabilities of all its "
+                        "tokens: not of the probabilities, not the last token's alone, never "
+                        "divided by the length.")
+# At max_length=2 the best sentence is unfinished: 4, 4 (0.7 * 0.9 = 0.63) beats the
+# finished 3, end (0.3 * 0.9 = 0.27).
+LONG = {(1,): {3: 0.3, 4: 0.7}, (1, 3): {2: 0.9, 3: 0.1}, (1, 4): {4: 0.9, 2: 0.1}}
+_ = checks.check_close(beam_ids(HandModel(LONG), beam_width=2, max_length=2), [4, 4],
+                       "beam_search(max_length=2): the unfinished 4, 4 (0.63) beats 3, end (0.27)",
+                       hint="when max_length stops the search, return the best sentence by total "
+                            "log-probability, finished or not.")
+
+# %% nbgrader="tests" grade_id="test_beam_search" points=2.5
+# Hidden tests of `beam_search`: hand-set models whose best sentence is known (ranking by total log-probability, no length normalisation, log_softmax of the logits), other ids, beam_width=1 is greedy (2.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_beam_search():
     import numpy as np
@@ -1753,15 +2403,16 @@ def _hidden_test_beam_search():
         return got, what, fixtures["make_model"](kind, **options)
 
     # Hand-set models whose best sequence is known: greedy decoding misses it; the
-    # last step alone, the average per token or a sum of probabilities ranks
-    # another one first; logits shifted after some prefixes (the same
-    # probabilities) trip a sum of raw logits.
+    # last step alone, the average per token (however the search stops) or a sum
+    # of probabilities ranks another one first; logits shifted after some prefixes
+    # (the same probabilities) trip a sum of raw logits.
     shifted = {prefix: 3.0 for prefix in ("a", "aa", "ab", "ac")}
     for kind, options, start_id, end_id in [
             ("greedy_misses", {}, 1, 2),
             ("greedy_misses", {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3),
             ("total_matters", {}, 1, 2),
             ("short_wins", {}, 1, 2),
+            ("short_wins_late", {}, 1, 2),
             ("greedy_misses", {"offsets": shifted}, 1, 2)]:
         here = fixtures["make_model"](kind, **options)
         tokens = [here.ids[s] for s in ("a", "b", "c", "$")]
@@ -1783,6 +2434,12 @@ def _hidden_test_beam_search():
                     f"{what}: returned the greedy answer (total log-probability {score:.3f}); "
                     f"a better sentence (total log-probability {best_score:.3f}) was within "
                     "reach: keep the beam_width best candidates at each step.")
+            if kind.startswith("short_wins") and len(got) > len(best):
+                raise AssertionError(
+                    f"{what}: returned a longer sentence (total log-probability {score:.3f}) "
+                    f"than the best one ({best_score:.3f}); rank by the TOTAL "
+                    "log-probability, with no length normalisation: a shorter sentence "
+                    "wins whenever its total is higher.")
             raise AssertionError(
                 f"{what}: returned a sentence with total log-probability {score:.3f}, "
                 f"expected the best one ({best_score:.3f}); rank the candidates by their "
@@ -1804,6 +2461,57 @@ def _hidden_test_beam_search():
 
 _hidden_test_beam_search()
 del _hidden_test_beam_search
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_beam_search__finished" points=1
+# Hidden tests of `beam_search`: finished beams (kept, never extended), when the search stops, and the best sentence at max_length, finished or not (1 point).
+### BEGIN HIDDEN TESTS
+def _hidden_test_beam_search__finished():
+    import numpy as np
+    from autograder.testing import rng
+    from autograder.references import lab5 as reference
+
+    construct = reference.constructor(globals())
+    fixtures = reference.decoding_models()
+    r = rng("beam_search/finished")
+    context = np.array([[int(t) for t in r.integers(3, 6, size=3)] + [0]])
+    other_ids = {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1}}
+    kept = ("a beam that writes end_id is finished: keep it with its score (never extend "
+            "it) until the end, and let it compete with the others")
+    goes_on = ("the first finished beam does not end the search: go on while an unfinished "
+               "beam scores higher than the best finished one")
+    for kind, options, beam_width, max_length, rule in [
+            ("kept", {}, 2, 4, kept),
+            ("kept", other_ids, 3, 4, kept),
+            ("goes_on", {}, 3, 4, goes_on),
+            ("goes_on", other_ids, 2, 4, goes_on),
+            ("max_length", {}, 2, 2, "when max_length stops the search, the unfinished beams "
+                                     "compete too: return the best sentence, finished or "
+                                     "not")]:
+        start_id, end_id = options.get("start_id", 1), options.get("end_id", 2)
+        model = construct(reference.DECODING_MODELS_SOURCE, "make_model", kind, **options)
+        here = fixtures["make_model"](kind, **options)
+        what = (f"beam_search(hand-set model, context_ids {context.shape}, "
+                f"beam_width={beam_width}, max_length={max_length}, start_id={start_id}, "
+                f"end_id={end_id})")
+        got = reference.normalize_sequence(
+            beam_search(model, context, beam_width=beam_width, max_length=max_length,
+                        start_id=start_id, end_id=end_id), max_length, what)
+        tokens = [here.ids[symbol] for symbol in ("a", "b", "c", "$")]
+        best, best_score = reference.best_sequence(here, context[0], max_length, start_id,
+                                                   end_id, tokens)
+        if got == best:
+            continue
+        if end_id in got[:-1]:
+            raise AssertionError(f"{what}: the answer goes on after end_id={end_id}; a "
+                                 "finished beam is never extended.")
+        score = reference.sequence_log_probability(here, context[0], got, start_id)
+        raise AssertionError(f"{what}: returned a sentence with total log-probability "
+                             f"{score:.3f}, expected the best one ({best_score:.3f}); {rule}.")
+
+
+_hidden_test_beam_search__finished()
+del _hidden_test_beam_search__finished
 ### END HIDDEN TESTS
 
 # %% [markdown]

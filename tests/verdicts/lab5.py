@@ -11,6 +11,14 @@ attribute name (Keras's `.weights.h5` is stored by the object tree), so every
 Encoder, Decoder and Transformer variant keeps the attribute names the lab asks
 for (`pos_embedding`, `dropout`, `enc_layers` / `dec_layers`, `encoder`,
 `decoder`, `final_layer`) and creates exactly the same weights.
+
+Honest readings (answers written from the notebook's text alone) are among the
+variants: the config kept in a dict, `training` left to Keras (which hands it
+down), finished beams in a list of their own with the beam refilled from the
+unfinished candidates, a beam that shrinks as its beams finish. Mistakes in a
+secondary property (training mode, get_config, what beam search does with
+finished beams) name the tests cells they must fail (`fails`); the others keep
+their points. Every mistake fails its exercise's visible check too.
 """
 
 from tests.verdicts import Mistake
@@ -611,15 +619,177 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     return np.array(best[1:], dtype="int32")
 '''
 
+# --- honest readings: answers written from the notebook's text alone -------------------
+
+# The config kept in a dict from the start; dropout and the layers called without
+# `training` (Keras hands it down); the layers built with keyword arguments only.
+ENCODER_CONFIG_DICT = '''
+class Encoder(keras.layers.Layer):
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, vocab_size=vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        self.settings = {"num_layers": num_layers, "d_model": d_model, "num_heads": num_heads,
+                         "dff": dff, "vocab_size": vocab_size, "max_length": max_length,
+                         "dropout_rate": dropout_rate}
+        for name, value in self.settings.items():
+            setattr(self, name, value)
+        self.pos_embedding = PositionalEmbedding(vocab_size=vocab_size, d_model=d_model,
+                                                 max_length=max_length)
+        self.dropout = keras.layers.Dropout(rate=dropout_rate)
+        self.enc_layers = [EncoderLayer(d_model=d_model, num_heads=num_heads, dff=dff,
+                                        dropout_rate=dropout_rate)
+                           for _ in range(num_layers)]
+
+    def call(self, token_ids, training=None):
+        keep = ops.not_equal(token_ids, 0)
+        vectors = self.dropout(self.pos_embedding(token_ids))
+        for block in self.enc_layers:
+            vectors = block(vectors, padding_mask=keep)
+        return vectors
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self.settings)
+        return config
+'''
+
+DECODER_CONFIG_DICT = '''
+class Decoder(keras.layers.Layer):
+    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
+                 dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, vocab_size=vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        self.last_attention_scores = None
+        self.settings = {"num_layers": num_layers, "d_model": d_model, "num_heads": num_heads,
+                         "dff": dff, "vocab_size": vocab_size, "max_length": max_length,
+                         "dropout_rate": dropout_rate}
+        for name, value in self.settings.items():
+            setattr(self, name, value)
+        self.pos_embedding = PositionalEmbedding(vocab_size=vocab_size, d_model=d_model,
+                                                 max_length=max_length)
+        self.dropout = keras.layers.Dropout(rate=dropout_rate)
+        self.dec_layers = [DecoderLayer(d_model=d_model, num_heads=num_heads, dff=dff,
+                                        dropout_rate=dropout_rate)
+                           for _ in range(num_layers)]
+
+    def call(self, token_ids, context, context_padding_mask=None, training=None):
+        own = ops.not_equal(token_ids, 0)
+        x = self.dropout(self.pos_embedding(token_ids), training=training)
+        for block in self.dec_layers:
+            x = block(x, context=context, x_padding_mask=own,
+                      context_padding_mask=context_padding_mask, training=training)
+        self.last_attention_scores = self.dec_layers[-1].last_attention_scores
+        return x
+
+    def get_config(self):
+        return {**super().get_config(), **self.settings}
+'''
+
+# The config in a dict; the parts called with training by keyword, the mask as a
+# separate name; the logits of the final layer returned as they are.
+TRANSFORMER_CONFIG_DICT = '''
+class Transformer(keras.Model):
+    def __init__(self, num_layers, d_model, num_heads, dff, input_vocab_size,
+                 target_vocab_size, max_length=2048, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        validate_layer_arguments(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                                 dff=dff, input_vocab_size=input_vocab_size,
+                                 target_vocab_size=target_vocab_size, max_length=max_length,
+                                 dropout_rate=dropout_rate)
+        self.settings = dict(num_layers=num_layers, d_model=d_model, num_heads=num_heads,
+                             dff=dff, input_vocab_size=input_vocab_size,
+                             target_vocab_size=target_vocab_size, max_length=max_length,
+                             dropout_rate=dropout_rate)
+        for name, value in self.settings.items():
+            setattr(self, name, value)
+        shared = dict(num_layers=num_layers, d_model=d_model, num_heads=num_heads, dff=dff,
+                      max_length=max_length, dropout_rate=dropout_rate)
+        self.encoder = Encoder(vocab_size=input_vocab_size, **shared)
+        self.decoder = Decoder(vocab_size=target_vocab_size, **shared)
+        self.final_layer = keras.layers.Dense(target_vocab_size)
+
+    def call(self, inputs, training=None):
+        context_ids, target_ids = inputs
+        real_source = ops.not_equal(context_ids, 0)
+        context = self.encoder(context_ids, training=training)
+        decoded = self.decoder(target_ids, context, context_padding_mask=real_source,
+                               training=training)
+        return self.final_layer(decoded)
+
+    def get_config(self):
+        return {**super().get_config(), **self.settings}
+'''
+
+# Finished beams in a list of their own; the beam refilled with the best UNFINISHED
+# candidates; stops when the best finished one beats every open beam.
+BEAM_SEPARATE_REFILL = '''
+def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
+    context_ids = np.asarray(context_ids).reshape(1, -1)
+    beams = [(0.0, [start_id])]
+    finished = []
+    for _ in range(max_length):
+        batch = np.array([tokens for _, tokens in beams], dtype="int32")
+        logits = model((np.repeat(context_ids, len(beams), axis=0), batch), training=False)
+        log_p = np.asarray(ops.convert_to_numpy(ops.log_softmax(
+            ops.convert_to_tensor(logits)[:, -1, :], axis=-1)), dtype="float64")
+        candidates = []
+        for (score, tokens), row in zip(beams, log_p):
+            for token in range(len(row)):
+                candidates.append((score + row[token], tokens + [token]))
+        candidates.sort(key=lambda candidate: -candidate[0])
+        finished += [c for c in candidates[:beam_width] if c[1][-1] == end_id]
+        beams = [c for c in candidates if c[1][-1] != end_id][:beam_width]
+        if finished and max(score for score, _ in finished) >= beams[0][0]:
+            break
+    best = max(finished + beams, key=lambda candidate: candidate[0])
+    return np.array(best[1][1:], dtype="int32")
+'''
+
+# Each finished beam takes one place away for good (the beam shrinks), as in some
+# course notes; one model call per beam.
+BEAM_SHRINKING = '''
+def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
+    context = np.asarray(ops.convert_to_numpy(context_ids)).reshape(1, -1)
+    width = beam_width
+    beams = [([start_id], 0.0)]
+    done = []
+    step = 0
+    while width > 0 and beams and step < max_length:
+        step += 1
+        pool = []
+        for tokens, score in beams:
+            z = np.asarray(ops.convert_to_numpy(model((context, np.array([tokens])),
+                                                      training=False)))[0, -1]
+            z = z.astype("float64")
+            log_p = z - (z.max() + np.log(np.exp(z - z.max()).sum()))
+            pool += [(tokens + [t], score + log_p[t]) for t in range(len(z))]
+        pool.sort(key=lambda item: item[1], reverse=True)
+        beams = []
+        for tokens, score in pool[:width]:
+            if tokens[-1] == end_id:
+                done.append((tokens, score))
+            else:
+                beams.append((tokens, score))
+        width -= sum(1 for tokens, _ in pool[:width] if tokens[-1] == end_id)
+    tokens, _ = max(done + beams, key=lambda item: item[1])
+    return np.array(tokens[1:])
+'''
+
 VARIANTS = {
-    "Encoder": [ENCODER_LOOP, ENCODER_BUILD, ENCODER_MAP],
-    "Decoder": [DECODER_LOOP, DECODER_BUILD, DECODER_INDEX],
-    "Transformer": [TRANSFORMER_INDEXED, TRANSFORMER_SHARED, TRANSFORMER_IMPLICIT],
+    "Encoder": [ENCODER_LOOP, ENCODER_BUILD, ENCODER_MAP, ENCODER_CONFIG_DICT],
+    "Decoder": [DECODER_LOOP, DECODER_BUILD, DECODER_INDEX, DECODER_CONFIG_DICT],
+    "Transformer": [TRANSFORMER_INDEXED, TRANSFORMER_SHARED, TRANSFORMER_IMPLICIT,
+                    TRANSFORMER_CONFIG_DICT],
     "masked_loss": [LOSS_OBJECT, LOSS_ONE_HOT, LOSS_LOGSUMEXP],
     "masked_accuracy": [ACCURACY_WHERE, ACCURACY_KERAS, ACCURACY_MEANS],
     "greedy_decode": [GREEDY_LISTS, GREEDY_OPS, GREEDY_AFTERWARDS],
     "sample_with_temperature": [SAMPLE_LOG_PROBABILITIES, SAMPLE_INVERSE_CDF, SAMPLE_FLOOR],
-    "beam_search": [BEAM_FLAT, BEAM_STAY, BEAM_TOP_K],
+    "beam_search": [BEAM_FLAT, BEAM_STAY, BEAM_TOP_K, BEAM_SEPARATE_REFILL, BEAM_SHRINKING],
 }
 
 _ENCODER_EMBED = '''
@@ -638,6 +808,11 @@ _DECODER_EMBED = '''
 _TRANSFORMER_CALL = '''
         decoded = self.decoder(target_ids, encoded, context_padding_mask=source_mask,
                                training=training)
+'''
+
+_ARGUMENTS_LOOP = '''        for name in ["num_layers", "d_model", "num_heads", "dff", "vocab_size", "max_length",
+                     "dropout_rate"]:
+            config[name] = getattr(self, name)
 '''
 
 MISTAKES = [
@@ -679,6 +854,32 @@ MISTAKES = [
                   "            x = layer(x, padding_mask=mask, training=training)\n        return x\n",
                   "            x = layer(x, padding_mask=mask, training=training)\n"
                   "        return self.final_norm(x)\n")),
+    # training mode and the config (secondary properties: their own tests cells)
+    Mistake("Encoder", "no-embedding-dropout",
+            "never applies self.dropout: no dropout after the embedding while training",
+            _swap(ENCODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
+            fails=("test_Encoder__training",)),
+    Mistake("Encoder", "layers-at-inference",
+            "calls every layer with training=False: the layers never drop while training",
+            _swap(ENCODER_LOOP, "x = layer(x, padding_mask=mask, training=training)",
+                  "x = layer(x, padding_mask=mask, training=False)"),
+            fails=("test_Encoder__training",)),
+    Mistake("Encoder", "dropout-after-stack",
+            "the dropout after the last layer instead of after the embedding",
+            _swap(_swap(ENCODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
+                  "            x = layer(x, padding_mask=mask, training=training)\n        return x\n",
+                  "            x = layer(x, padding_mask=mask, training=training)\n"
+                  "        return self.dropout(x, training=training)\n"),
+            fails=("test_Encoder__training",)),
+    Mistake("Encoder", "training-default-true",
+            "call(self, token_ids, training=True): dropout acts when training is left out",
+            _swap(ENCODER_LOOP, "def call(self, token_ids, training=None):",
+                  "def call(self, token_ids, training=True):"),
+            fails=("test_Encoder__training",)),
+    Mistake("Encoder", "config-stub-empty",
+            "get_config returns super().get_config() only: none of the seven arguments",
+            _swap(ENCODER_LOOP, _ARGUMENTS_LOOP, ""),
+            fails=("test_Encoder__config",)),
     # --- Decoder
     Mistake("Decoder", "no-sqrt-scaling",
             "embeds by hand without the sqrt(d_model) scaling of the token vectors",
@@ -709,6 +910,31 @@ MISTAKES = [
             "never sets last_attention_scores (it stays None)",
             _swap(DECODER_LOOP, "            self.last_attention_scores = layer.last_attention_scores\n",
                   "")),
+    # training mode and the config (secondary properties: their own tests cells)
+    Mistake("Decoder", "no-embedding-dropout",
+            "never applies self.dropout: no dropout after the embedding while training",
+            _swap(DECODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
+            fails=("test_Decoder__training",)),
+    Mistake("Decoder", "layers-at-inference",
+            "calls every layer with training=False: the layers never drop while training",
+            _swap(DECODER_LOOP, "x = layer(x, context, training=training,",
+                  "x = layer(x, context, training=False,"),
+            fails=("test_Decoder__training",)),
+    Mistake("Decoder", "dropout-after-each-layer",
+            "applies self.dropout again after every layer, the last one included",
+            _swap(DECODER_LOOP, "            self.last_attention_scores = layer.last_attention_scores\n",
+                  "            self.last_attention_scores = layer.last_attention_scores\n"
+                  "            x = self.dropout(x, training=training)\n"),
+            fails=("test_Decoder__training",)),
+    Mistake("Decoder", "config-stub-empty",
+            "get_config returns super().get_config() only (the issue's Decoder without get_config)",
+            _swap(DECODER_LOOP, _ARGUMENTS_LOOP, ""),
+            fails=("test_Decoder__config",)),
+    Mistake("Decoder", "config-missing-arguments",
+            "get_config forgets max_length and dropout_rate",
+            _swap(DECODER_LOOP, '"dff", "vocab_size", "max_length",\n                     "dropout_rate"]',
+                  '"dff", "vocab_size"]'),
+            fails=("test_Decoder__config",)),
     # --- Transformer
     Mistake("Transformer", "no-context-mask",
             "the decoder gets no context_padding_mask: it attends to the padded source tokens",
@@ -741,6 +967,21 @@ MISTAKES = [
         decoded = self.decoder(target_ids, encoded, context_padding_mask=source_mask,
                                training=True)
 ''')),
+    # training mode and the config (secondary properties: their own tests cells)
+    Mistake("Transformer", "encoder-at-inference",
+            "calls the encoder with training=False: it never drops while training",
+            _swap(TRANSFORMER_INDEXED, "encoded = self.encoder(context_ids, training=training)",
+                  "encoded = self.encoder(context_ids, training=False)"),
+            fails=("test_Transformer__training",)),
+    Mistake("Transformer", "decoder-at-inference",
+            "calls the decoder with training=False: it never drops while training",
+            _swap(TRANSFORMER_INDEXED, _TRANSFORMER_CALL, _TRANSFORMER_CALL.replace(
+                "training=training)", "training=False)")),
+            fails=("test_Transformer__training",)),
+    Mistake("Transformer", "no-get-config",
+            "no get_config at all: a keras.Model cannot build its config (NotImplementedError)",
+            _swap(TRANSFORMER_INDEXED, _TRANSFORMER_CONFIG, "\n"),
+            fails=("test_Transformer__config",)),
     # --- masked_loss
     Mistake("masked_loss", "mean-over-all-tokens",
             "ops.mean over all B*T positions: padding counts",
@@ -934,4 +1175,27 @@ def sample_with_temperature(logits, temperature, seed=None):
             "ranks by the average log-probability per token instead of the total",
             _swap(BEAM_STAY, "best_score, best_tokens = max(beams, key=lambda beam: beam[0])",
                   "best_score, best_tokens = max(beams, key=lambda beam: beam[0] / (len(beam[1]) - 1))")),
+    Mistake("beam_search", "mean-log-probability",
+            "returns the sentence with the best AVERAGE log-probability per token, though it "
+            "stops by the total as the text says (3/3 before the short-wins-late model)",
+            _swap(BEAM_FLAT, "best = max(candidates, key=lambda pair: pair[0])[1]",
+                  "best = max(candidates, key=lambda pair: pair[0] / (len(pair[1]) - 1))[1]")),
+    Mistake("beam_search", "stop-rule-worst-open",
+            "stops once the best finished beam beats the WORST open beam, not the best one",
+            _swap(BEAM_FLAT, "if finished and max(score for score, _ in finished) >= scores.max():",
+                  "if finished and max(score for score, _ in finished) >= scores.min():")),
+    Mistake("beam_search", "finished-dropped",
+            "a beam that writes end_id is dropped, never kept: only unfinished beams come back",
+            _swap(BEAM_FLAT, "                finished.append((float(total[flat]), sequence))\n",
+                  "                pass\n")),
+    Mistake("beam_search", "finished-preferred",
+            "returns the best finished sentence whenever there is one, even when max_length "
+            "stopped the search and an unfinished beam scores higher",
+            _swap(BEAM_FLAT, "    candidates = finished + [",
+                  "    candidates = finished or ["),
+            fails=("test_beam_search__finished",)),
 ]
+
+#: Mistakes that the visible check of their exercise may let through, with the
+#: reason. None: every mistake above fails its visible check too.
+HIDDEN_ONLY: dict[str, str] = {}
