@@ -590,3 +590,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return ops.matmul(weights, value), weights
 '''),
 ]
+
+#: Mistakes the visible check may let through, with the reason: none; every
+#: mistake above fails the visible check of its exercise too.
+HIDDEN_ONLY: dict[str, str] = {}
