@@ -60,6 +60,14 @@ def _grade_id(cell) -> str:
     return cell.metadata.get("nbgrader", {}).get("grade_id", "") or ""
 
 
+def _check_cells(lab: Lab):
+    """(grade id, source) of each visible check cell."""
+    for cell in _cells(lab):
+        grade_id = _grade_id(cell)
+        if cell.cell_type == "code" and grade_id.startswith("check_"):
+            yield grade_id, cell.source
+
+
 def _exercise_texts(lab: Lab) -> dict[str, str]:
     """{exercise: its markdown since the previous exercise, plus its stub}."""
     texts, pending = {}, []
@@ -113,12 +121,9 @@ def test_every_separately_graded_property_is_stated_in_its_exercise(lab):
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.id)
 def test_visible_checks_call_no_other_exercise(lab):
     wrong = []
-    for cell in _cells(lab):
-        grade_id = _grade_id(cell)
-        if cell.cell_type != "code" or not grade_id.startswith("check_"):
-            continue
+    for grade_id, source in _check_cells(lab):
         own = grade_id.removeprefix("check_")
-        called = {node.func.id for node in ast.walk(ast.parse(cell.source))
+        called = {node.func.id for node in ast.walk(ast.parse(source))
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
         others = called & set(lab.exercises) - {own} - ATTRIBUTION_ONLY.get((lab.id, own), set())
         if others:
@@ -129,11 +134,8 @@ def test_visible_checks_call_no_other_exercise(lab):
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.id)
 def test_visible_checks_do_not_echo_arrays(lab):
     wrong = []
-    for cell in _cells(lab):
-        grade_id = _grade_id(cell)
-        if cell.cell_type != "code" or not grade_id.startswith("check_"):
-            continue
-        body = ast.parse(cell.source).body
+    for grade_id, source in _check_cells(lab):
+        body = ast.parse(source).body
         last = body[-1] if body else None
         if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
             name = ast.unparse(last.value.func)

@@ -1338,26 +1338,10 @@ checks.check_true(not np.allclose(trained, expected, rtol=1e-4, atol=1e-5),
                   "EncoderLayer(dropout_rate=0.5), training=True: dropout changes the output "
                   "(ffn giving 0)", "it gave the inference output",
                   hint="x = norm1(x + self.dropout(attention, training=training)).")
-config = encoder_layer.get_config()
-wanted = {"d_model": 6, "num_heads": 2, "dff": 24, "dropout_rate": 0.5}
-found = {name: config.get(name) for name in wanted} if isinstance(config, dict) else config
-checks.check_true(found == wanted, "EncoderLayer.get_config() has d_model=6, num_heads=2, "
-                  "dff=24, dropout_rate=0.5", f"it has {found}",
-                  hint="get_config adds every constructor argument to super().get_config().")
-clone = EncoderLayer.from_config(config)
-checks.check_true({name: clone.get_config().get(name) for name in wanted} == wanted,
-                  "EncoderLayer.from_config(encoder_layer.get_config()) rebuilds the layer",
-                  "the clone has other arguments")
-try:
-    EncoderLayer(d_model=6, num_heads=4, dff=24)
-    problem = "it raised nothing"
-except ValueError:
-    problem = ""
-except Exception as error:  # noqa: BLE001 - reported below
-    problem = f"it raised {type(error).__name__}"
-checks.check_true(not problem, "EncoderLayer(d_model=6, num_heads=4, dff=24) raises a "
-                  "ValueError (6 is not a multiple of 4)", problem,
-                  hint="keep the given validate_layer_arguments(...) call in __init__.")
+checks.check_config(EncoderLayer, encoder_layer, {"d_model": 6, "num_heads": 2, "dff": 24, "dropout_rate": 0.5})
+checks.check_raises(ValueError, lambda: EncoderLayer(d_model=6, num_heads=4, dff=24),
+                    "EncoderLayer(d_model=6, num_heads=4, dff=24) (6 is not a multiple of 4)",
+                    hint="keep the given validate_layer_arguments(...) call in __init__.")
 
 # %% nbgrader="tests" grade_id="test_EncoderLayer" points=2.75
 # Hidden tests of `EncoderLayer`: sublayers and outputs at inference, without
@@ -1878,26 +1862,10 @@ for kept, silenced in [("self_attention", "cross_attention"),
                       f"{kept} changes the output ({silenced} and ffn giving 0)",
                       "it gave the inference output",
                       hint=f"x = norm(x + self.dropout({kept}(...), training=training)).")
-config = decoder_layer.get_config()
-wanted = {"d_model": 6, "num_heads": 2, "dff": 24, "dropout_rate": 0.5}
-found = {name: config.get(name) for name in wanted} if isinstance(config, dict) else config
-checks.check_true(found == wanted, "DecoderLayer.get_config() has d_model=6, num_heads=2, "
-                  "dff=24, dropout_rate=0.5", f"it has {found}",
-                  hint="get_config adds every constructor argument to super().get_config().")
-clone = DecoderLayer.from_config(config)
-checks.check_true({name: clone.get_config().get(name) for name in wanted} == wanted,
-                  "DecoderLayer.from_config(decoder_layer.get_config()) rebuilds the layer",
-                  "the clone has other arguments")
-try:
-    DecoderLayer(d_model=6, num_heads=4, dff=24)
-    problem = "it raised nothing"
-except ValueError:
-    problem = ""
-except Exception as error:  # noqa: BLE001 - reported below
-    problem = f"it raised {type(error).__name__}"
-checks.check_true(not problem, "DecoderLayer(d_model=6, num_heads=4, dff=24) raises a "
-                  "ValueError (6 is not a multiple of 4)", problem,
-                  hint="keep the given validate_layer_arguments(...) call in __init__.")
+checks.check_config(DecoderLayer, decoder_layer, {"d_model": 6, "num_heads": 2, "dff": 24, "dropout_rate": 0.5})
+checks.check_raises(ValueError, lambda: DecoderLayer(d_model=6, num_heads=4, dff=24),
+                    "DecoderLayer(d_model=6, num_heads=4, dff=24) (6 is not a multiple of 4)",
+                    hint="keep the given validate_layer_arguments(...) call in __init__.")
 
 # %% nbgrader="tests" grade_id="test_DecoderLayer" points=2.75
 # Hidden tests of `DecoderLayer`: sublayers, causality, outputs and cross-attention

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_numpy", "check_close", "check_shape", "check_true", "check_tuple"]
+__all__ = ["to_numpy", "check_close", "check_shape", "check_true", "check_tuple",
+           "check_config", "check_raises"]
 
 _MAX_SHOWN = 24  # arrays up to this many values are printed in full
 
@@ -134,3 +135,31 @@ def check_tuple(result, length: int, what: str, hint: str = "") -> tuple:
                if isinstance(result, (tuple, list)) else type(result).__name__)
         _fail(f"{what}: returned {got}, expected a tuple of {length} items.", hint)
     return tuple(result)
+
+
+def check_config(layer_class, layer, expected: dict, hint: str = "") -> None:
+    """Check that ``layer.get_config()`` holds ``expected`` (argument -> value)
+    and that ``layer_class.from_config`` rebuilds a layer with the same."""
+    name = layer_class.__name__
+    config = layer.get_config()
+    found = {key: config.get(key) for key in expected} if isinstance(config, dict) else config
+    settings = ", ".join(f"{key}={value!r}" for key, value in expected.items())
+    check_true(found == expected, f"{name}.get_config() has {settings}", f"it has {found}",
+               hint=hint or "get_config adds every constructor argument to "
+                            "super().get_config().")
+    clone = layer_class.from_config(config)
+    check_true({key: clone.get_config().get(key) for key in expected} == expected,
+               f"{name}.from_config(layer.get_config()) rebuilds the layer",
+               "the clone has other arguments")
+
+
+def check_raises(error_type, make, what: str, hint: str = "") -> None:
+    """Check that ``make()`` raises ``error_type`` (e.g. ValueError for a bad argument)."""
+    try:
+        make()
+        problem = "it raised nothing"
+    except error_type:
+        problem = ""
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        problem = f"it raised {type(error).__name__}: {error}"
+    check_true(not problem, f"{what} raises a {error_type.__name__}", problem, hint=hint)
