@@ -14,27 +14,43 @@ import pytest
 
 from autograder.sandbox import bubblewrap_works
 from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
-from tests.hostile.cases import PLANTED, cases, write_batch
+from tests.hostile.cases import PLANTED, all_cases, labs, write_batch
+from tests.verdicts import test_cell_points
 
 SECRET = "s3cr3t-token-of-the-grader"
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    batch = tmp_path_factory.mktemp("hostile")
-    out = tmp_path_factory.mktemp("hostile_out")
+def _max_score(lab: str) -> float:
+    return sum(sum(cells.values()) for cells in test_cell_points(lab).values())
+
+
+def _grade(tmp_path_factory, lab: str) -> dict:
+    batch = tmp_path_factory.mktemp(f"hostile_{lab}")
+    out = tmp_path_factory.mktemp(f"hostile_{lab}_out")
     secret_paths = [str(out), str(out / "nbgrader" / "gradebook.db"), str(ROOT / "solutions"),
                     str(ROOT / "autograder" / "references"), str(batch)]
-    write_batch(batch, secret_paths)
-    result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet",
-                     "--seed", "hostile", "--cell-timeout", "15", "--notebook-timeout", "75",
+    write_batch(batch, secret_paths, lab)
+    result = run_cli("grade", lab, str(batch), "--out", str(out), "--quiet",
+                     "--cell-timeout", "15", "--notebook-timeout", "75" if lab == "lab1" else "300",
                      env={"AUTOGRADER_TEST_SECRET": SECRET}, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
-    grades = {row["student_id"]: row for row in csv.DictReader(open(out / "grades.csv"))}
-    return {"out": out, "grades": grades}
+    with open(out / "grades.csv", encoding="utf-8", newline="") as handle:
+        grades = {row["student_id"]: row for row in csv.DictReader(handle)}
+    return {"out": out, "grades": grades, "stdout": result.stdout, "stderr": result.stderr}
 
 
-def _verdict(case, row) -> tuple[bool, str]:
+@pytest.fixture(scope="module")
+def graded_labs(tmp_path_factory):
+    """One run of the real CLI per lab that has cases."""
+    return {lab: _grade(tmp_path_factory, lab) for lab in labs()}
+
+
+@pytest.fixture(scope="module")
+def graded(graded_labs):
+    return graded_labs["lab1"]
+
+
+def _verdict(case, row, out: Path) -> tuple[bool, str]:
     score, status = float(row["score"]), row["status"]
     got = f"{score:g}, {status[:60]}"
     ok = True
@@ -47,21 +63,28 @@ def _verdict(case, row) -> tuple[bool, str]:
     else:
         ok &= status == case.status
     ok &= all(word in status for word in case.contains)
-    ok &= float(row["max_score"]) == 10
+    ok &= float(row["max_score"]) == _max_score(case.lab)
+    if case.check is not None:
+        problem = case.check(out, row)
+        if problem:
+            ok, got = False, f"{got}; {problem}"
     return ok, got
 
 
-@pytest.mark.parametrize("case", cases(), ids=lambda case: case.name)
-def test_hostile_case(graded, case):
-    row = graded["grades"].get(case.student_id)
+@pytest.mark.parametrize("case", all_cases(), ids=lambda case: case.name)
+def test_hostile_case(graded_labs, case):
+    run = graded_labs[case.lab]
+    row = run["grades"].get(case.student_id)
     assert row is not None, f"{case.name}: no row in grades.csv (a student was lost)"
-    ok, got = _verdict(case, row)
+    ok, got = _verdict(case, row, run["out"])
     HOSTILE_TABLE.append((case.name, case.group, case.expected(), got, "ok" if ok else "FAIL"))
     assert ok, f"{case.name} ({case.what}): expected {case.expected()}, got {got}"
 
 
-def test_every_case_has_exactly_one_row(graded):
-    assert sorted(graded["grades"]) == sorted(case.student_id for case in cases())
+@pytest.mark.parametrize("lab", labs())
+def test_every_case_has_exactly_one_row(graded_labs, lab):
+    assert sorted(graded_labs[lab]["grades"]) == \
+        sorted(case.student_id for case in all_cases() if case.lab == lab)
 
 
 def test_the_sandbox_hid_every_secret(graded):

@@ -51,9 +51,19 @@ class Case:
     contains: list[str] = field(default_factory=list)   # words the status must hold
     filename: str = ""                   # path inside the batch (default: NAME.ipynb)
     needs_sandbox: bool = False
+    #: The lab it is graded as (one CLI run per lab; lab1 unless said).
+    lab: str = "lab1"
+    #: The gradebook's student id when it is not the file's (odd names).
+    student: str = ""
+    #: More to require, beyond score and status: called with the run's OUT
+    #: folder and the student's row of grades.csv; returns what is wrong, or
+    #: "" when all is well.
+    check: Callable[[Path, dict], str] | None = None
 
     @property
     def student_id(self) -> str:
+        if self.student:
+            return self.student
         return self.path.split("/")[0] if "/" in self.path else self.path.rsplit(".", 1)[0]
 
     @property
@@ -74,6 +84,19 @@ def notebook(answers: dict[str, str] | None = None):
         if grade_id in merged:
             cell.source = merged[grade_id].strip("\n")
     return nb
+
+
+def lab_notebook(lab_id: str, answers: dict[str, str] | None = None):
+    """``lab_id``'s student notebook with the solutions, some answers replaced."""
+    from tests.verdicts import solution_notebook, _fill
+
+    return _fill(solution_notebook(lab_id), answers or {})
+
+
+def feedback_of(out: Path, student: str) -> str:
+    """The text of ``student``'s feedback page in the run's OUT folder ("" if none)."""
+    pages = list((out / "feedback").glob(f"{student}*.html"))
+    return "\n".join(page.read_text(encoding="utf-8", errors="replace") for page in pages)
 
 
 def with_cell(code: str, before: str = "dot_scores", answers=None):
@@ -421,10 +444,22 @@ def dot_scores(query, keys):
     ]
 
 
-def write_batch(folder: Path, secret_paths: list[str]) -> list[Case]:
-    """Write every case's file into ``folder``; returns the cases."""
+def all_cases() -> list[Case]:
+    """The cases above and those of the security mends (issue 18), by theme."""
+    from tests.hostile import answers, batch, machine, trust
+
+    return cases() + answers.cases() + trust.cases() + machine.cases() + batch.cases()
+
+
+def labs() -> list[str]:
+    """The labs the cases are graded as, lab1 first."""
+    return sorted({case.lab for case in all_cases()})
+
+
+def write_batch(folder: Path, secret_paths: list[str], lab: str = "lab1") -> list[Case]:
+    """Write the file of every case of ``lab`` into ``folder``; returns the cases."""
     written = []
-    for case in cases():
+    for case in (c for c in all_cases() if c.lab == lab):
         content = case.build()
         path = folder / case.path
         path.parent.mkdir(parents=True, exist_ok=True)
