@@ -352,7 +352,9 @@ class ForkServer:
         env = dict(self.key[1], HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),
                    MPLCONFIGDIR=str(Path(self.home) / ".matplotlib"))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "autograder.forkserver", *preload],
+            # Run as a script, by its path: the same code as this grader's,
+            # whatever the working folder or the installed copy of the kit.
+            [sys.executable, str(Path(__file__).resolve()), *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd=self.home, start_new_session=True)
         line = self._read_line(300)
@@ -444,5 +446,5 @@ atexit.register(ForkServer.discard)
 
 
 if __name__ == "__main__":
-    del sys.path[0]         # its working folder, which a fresh kernel's sys.path lacks
+    del sys.path[0]         # the script's folder, which a fresh kernel's sys.path lacks
     serve(sys.argv[1:])
