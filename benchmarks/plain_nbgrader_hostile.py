@@ -11,6 +11,10 @@ secrets case could read), and what this kit gives (graded here with the
 hostile suite's settings, or read from a kit run's OUT folder if given).
 
     .venv/bin/python benchmarks/plain_nbgrader_hostile.py [KIT_OUT_DIR]
+
+Cases of every lab are graded, one lab at a time (KIT_OUT_DIR then holds
+one OUT folder per lab, named after it); HOSTILE_ONLY=name,name... keeps
+only those cases, as in the hostile suite.
 """
 
 from __future__ import annotations
@@ -30,18 +34,29 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.labs import LABS  # noqa: E402
 import plain_nbgrader as plain  # noqa: E402
-from tests.hostile.cases import PLANTED, write_batch  # noqa: E402
+from tests.hostile.cases import PLANTED, labs, write_batch  # noqa: E402
+from tests.verdicts import test_cell_points  # noqa: E402
 
 
 def main(kit_out: Path | None) -> None:
-    lab = LABS["lab1"]
+    print("| case | what | honest score | plain nbgrader 0.9.6 | this kit |")
+    print("| --- | --- | --- | --- | --- |")
+    for lab_id in labs():
+        grade_lab(LABS[lab_id], kit_out / lab_id if kit_out else None)
+
+
+def _points(lab) -> float:
+    return sum(sum(cells.values()) for cells in test_cell_points(lab.id).values())
+
+
+def grade_lab(lab, kit_out: Path | None) -> None:
     work = Path(tempfile.mkdtemp(prefix="plain-nbgrader-"))
     skeleton = plain.make_course(lab, work / "skeleton")
     batch = work / "batch"
     batch.mkdir()
     written = write_batch(batch, [str(skeleton), str(skeleton / "gradebook.db"),
                                   str(skeleton / "source"), str(ROOT / "solutions"),
-                                  str(ROOT / "autograder" / "references")])
+                                  str(ROOT / "autograder" / "references")], lab.id)
     # One course folder per case, so that one case cannot abort or spoil
     # another's grading (a plain batch run stops at the first such case:
     # see `batch_status` below).
@@ -53,18 +68,21 @@ def main(kit_out: Path | None) -> None:
     if kit_out is None:
         kit_out = work / "kit"
         subprocess.run([sys.executable, "-m", "autograder", "grade", lab.id, str(batch),
-                        "--out", str(kit_out), "--quiet", "--seed", "hostile",
-                        "--cell-timeout", "15", "--notebook-timeout", "75"],
+                        "--out", str(kit_out), "--quiet",
+                        "--cell-timeout", "15",
+                        "--notebook-timeout", "75" if lab.id == "lab1" else "300"],
                        cwd=ROOT, check=True, capture_output=True)
-    kit = {row["student_id"]: row for row in csv.DictReader(open(kit_out / "grades.csv"))}
-    print("| case | what | honest score | plain nbgrader 0.9.6 | this kit |")
-    print("| --- | --- | --- | --- | --- |")
+    with open(kit_out / "grades.csv", encoding="utf-8", newline="") as handle:
+        kit = {row["student_id"]: row for row in csv.DictReader(handle)}
+    total = _points(lab)
     for case in written:
         got = kit.get(case.student_id)
-        kit_text = f"{float(got['score']):g}/10, {got['status'][:60]}" if got else "no row"
+        kit_text = (f"{float(got['score']):g}/{total:g}, {got['status'][:60]}" if got
+                    else "no row")
         print(f"| {case.name} | {case.what} | {case.expected()} | {plain_scores[case.student_id]} "
               f"| {kit_text} |")
-    print(f"\nThe same {len(written)} files in one plain `nbgrader autograde` run: {batch_status}")
+    print(f"\n{lab.id}: the same {len(written)} files in one plain `nbgrader autograde` run: "
+          f"{batch_status}\n")
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -145,7 +163,8 @@ def _plain_scores(course: Path, lab, students: list[str]) -> dict[str, str]:
         if found is None:
             scores[student] = "no grade (skipped or aborted)"
         else:
-            scores[student] = f"{found[0]:g}/10" + (", needs manual grade" if found[1] else "")
+            scores[student] = f"{found[0]:g}/{_points(lab):g}" + (
+                ", needs manual grade" if found[1] else "")
     return scores
 
 
