@@ -151,5 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        from autograder.reports import clean_text
+
+        print(f"error: {clean_text(error)}", file=sys.stderr)
         return 2

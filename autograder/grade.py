@@ -16,7 +16,18 @@ The steps, for `python -m autograder grade LAB SUBMISSIONS --out OUT`:
    OUT/feedback/<student>.html and OUT/report.html.
 
 A student whose notebook cannot be graded still gets a row, with the reason
-in `status`.
+in `status`: every step of one submission (reading, normalizing, checking
+metadata, grading, recording) runs inside the error handling that turns a
+failure into that row, so no notebook stops the batch or its resumption.
+
+The hidden tests' inputs come from a seed. Unless the instructor gives one
+(--seed, which shards need, so that they agree), every run draws a fresh
+secret seed that is written nowhere: not in run.json, not in results/, so a
+later run into the same OUT (a resumption, --regrade) draws another, and
+inputs leaked from one run's feedback do not answer the next. A resumption
+keeps the finished results without needing their seed. An instructor's seed
+is recorded only as a slow keyed hash (`seed_check`), which `merge`
+compares across shards.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import nbformat
 from autograder import course, names, reports
 from autograder.labs import KIT_ROOT, Lab, get_lab
 from autograder.normalize import normalize
+from autograder.reports import clean_text
 from autograder.release import skipped_when_grading
 from autograder.results import GRADED, ExerciseResult, SubmissionResult
 
@@ -62,12 +74,25 @@ def _exercise_of(grade_id: str) -> str:
     return grade_id.removeprefix("test_").split("__")[0]
 
 
-ANSI_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: PBKDF2 rounds of seed_check: a guessed seed costs this many hashes.
+SEED_CHECK_ROUNDS = 200_000
+
+
+def seed_check(seed: str, lab_id: str) -> str:
+    """What OUT keeps of an instructor's --seed: a slow keyed hash, never the seed.
+
+    Shards graded with one seed have equal checks, which is all `merge`
+    needs; the seed itself (the hidden inputs) cannot be read back from
+    OUT, short of guessing it (so give a long random one).
+    """
+    return hashlib.pbkdf2_hmac("sha256", seed.encode("utf-8", "surrogatepass"),
+                               f"labkit seed check {lab_id}".encode(),
+                               SEED_CHECK_ROUNDS).hex()
 
 
 def _friendly(ename: str, evalue: str) -> str:
-    """The failure message a student reads (terminal colour codes removed)."""
-    ename, evalue = ANSI_ESCAPES.sub("", ename), ANSI_ESCAPES.sub("", evalue)
+    """The failure message a student reads (terminal control sequences removed)."""
+    ename, evalue = clean_text(ename), clean_text(evalue)
     if "raised NotImplementedError" in evalue:
         name = evalue.split("`")[1] if "`" in evalue else "this exercise"
         return f"Not answered yet: `{name}` still raises NotImplementedError."
@@ -88,8 +113,11 @@ def _other_lab(notebook, lab: Lab) -> str | None:
     """The id of another lab whose answer cells this notebook has, if it has none of ``lab``'s."""
     from autograder.labs import LABS
 
-    ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-           for cell in notebook.cells}
+    ids = set()
+    for cell in notebook.cells:
+        nbgrader = cell.get("metadata", {}).get("nbgrader")
+        if isinstance(nbgrader, dict) and isinstance(nbgrader.get("grade_id"), str):
+            ids.add(nbgrader["grade_id"])
     if ids & set(lab.exercises):
         return None
     for other in LABS.values():
@@ -124,6 +152,12 @@ def _read_notebook(data: bytes) -> tuple[nbformat.NotebookNode | None, str]:
         return None, f"invalid notebook (not readable as .ipynb JSON: {first_line})"
     if not isinstance(notebook.get("cells"), list):
         return None, "invalid notebook: it has no list of cells"
+    for index, cell in enumerate(notebook.cells):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str) \
+                or not isinstance(cell.get("source", ""), (str, list)):
+            return None, (f"invalid notebook: cell {index + 1} is not a notebook cell (no "
+                          f"cell_type and source); open the .ipynb in Jupyter, save it and "
+                          f"resubmit")
     return notebook, ""
 
 
@@ -165,20 +199,27 @@ class Worker:
             self.last_timings["total"] = round(time.monotonic() - started, 3)
 
     def _grade_one(self, submission: names.Submission) -> SubmissionResult:
+        """Every step of one submission, any failure becoming its row."""
         notes = [submission.note] if submission.note else []
-        if submission.problem or submission.data is None:
-            return _failed(submission.student_id, self.lab, self.points,
-                           submission.problem or "no file", submission.source_name, notes)
-        notebook, problem = _read_notebook(submission.data)
-        if notebook is None:
-            return _failed(submission.student_id, self.lab, self.points, problem,
-                           submission.source_name, notes)
-        other = _other_lab(notebook, self.lab)
-        if other:
-            return _failed(submission.student_id, self.lab, self.points,
-                           f"wrong notebook: this is {other}'s notebook, not {self.lab.id}'s; "
-                           f"submit {self.lab.notebook}.ipynb", submission.source_name, notes)
         try:
+            if submission.problem:
+                return _failed(submission.student_id, self.lab, self.points,
+                               submission.problem, submission.source_name, notes)
+            data, problem = submission.read()
+            if data is None:
+                return _failed(submission.student_id, self.lab, self.points, problem,
+                               submission.source_name, notes)
+            notebook, problem = _read_notebook(data)
+            del data
+            if notebook is None:
+                return _failed(submission.student_id, self.lab, self.points, problem,
+                               submission.source_name, notes)
+            other = _other_lab(notebook, self.lab)
+            if other:
+                return _failed(submission.student_id, self.lab, self.points,
+                               f"wrong notebook: this is {other}'s notebook, not "
+                               f"{self.lab.id}'s; submit {self.lab.notebook}.ipynb",
+                               submission.source_name, notes)
             return self._autograde(submission, notebook, notes)
         except Exception as error:  # noqa: BLE001 - never lose a student to a grader bug
             return _failed(submission.student_id, self.lab, self.points,
@@ -338,7 +379,10 @@ def _result_from_json(saved: dict) -> SubmissionResult:
 
 
 def _digest(submission: names.Submission) -> str:
-    return hashlib.sha256(submission.data or submission.problem.encode()).hexdigest()
+    """What the result saved for ``submission`` was graded from (read now, not kept)."""
+    data, problem = submission.read()
+    return hashlib.sha256(data if data is not None else
+                          (submission.problem or problem).encode()).hexdigest()
 
 
 class Grader:
@@ -362,7 +406,9 @@ class Grader:
         self.out_dir = Path(out_dir).resolve()
         self.root = Path(course_dir).resolve() if course_dir else self.out_dir / "nbgrader"
         self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}"
-        self.seed = seed or self._previous_seed() or secrets.token_hex(8)
+        # The instructor's seed, or a fresh secret one (module docstring).
+        self.seed = seed or secrets.token_hex(16)
+        self.seed_check = seed_check(seed, self.lab.id) if seed else None
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
         self.jobs = max(1, int(jobs))
@@ -373,21 +419,15 @@ class Grader:
         self.skip_cells = [] if run_demos else skipped_when_grading(self.lab)
         self.hidden: list[Path] = [self.root, self.out_dir, KIT_ROOT]
 
-    def _previous_seed(self) -> str | None:
-        """The seed of an earlier run into the same folder (to resume it)."""
-        try:
-            run = json.loads((self.out_dir / "run.json").read_text())
-        except (OSError, ValueError):
-            return None
-        return run.get("seed") if run.get("lab") == self.lab.id else None
-
     def prepare(self, students: list[str] | None = None, total: int | None = None) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "results").mkdir(exist_ok=True)
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = _lab_points(self.api, self.lab)
-        run = {"lab": self.lab.id, "seed": self.seed, "db_url": _redact(self.db_url),
+        run = {"lab": self.lab.id, "db_url": _redact(self.db_url),
                "course_dir": str(self.root)}
+        if self.seed_check:
+            run["seed_check"] = self.seed_check
         if self.shard:
             run["shard"] = list(self.shard)
             run["class_size"] = total
@@ -399,26 +439,30 @@ class Grader:
     def _cache_path(self, student_id: str) -> Path:
         return self.out_dir / "results" / f"{student_id}.json"
 
-    def _cached(self, submission: names.Submission) -> SubmissionResult | None:
+    def _cached(self, student_id: str, sha256: str) -> SubmissionResult | None:
+        """The finished result of this very file, if an earlier run into OUT saved one.
+
+        Whatever seed it was graded with is kept, except that a run with an
+        instructor's --seed regrades results of any other seed (shards must
+        agree).
+        """
         if self.regrade:
             return None
         try:
-            saved = json.loads(self._cache_path(submission.student_id).read_text())
-        except (OSError, ValueError):
+            saved = json.loads(self._cache_path(student_id).read_text())
+            if saved.get("sha256") != sha256:
+                return None
+            if self.seed_check and saved.get("seed_check") != self.seed_check:
+                return None
+            return _result_from_json(saved["result"])
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        if saved.get("sha256") != _digest(submission) or saved.get("seed") != self.seed:
-            return None
-        return _result_from_json(saved["result"])
-
-    def _save(self, submission: names.Submission, result: SubmissionResult,
-              grades: dict[str, float], timings: dict[str, float] | None = None) -> None:
-        self._save_result(_digest(submission), result, grades, timings)
 
     def _save_result(self, sha256: str, result: SubmissionResult,
                      grades: dict[str, float], timings: dict[str, float] | None = None) -> None:
         path = self._cache_path(result.student_id)
         path.with_suffix(".tmp").write_text(json.dumps(
-            {"sha256": sha256, "seed": self.seed, "result": asdict(result),
+            {"sha256": sha256, "seed_check": self.seed_check, "result": asdict(result),
              "grades": grades, "timings": timings or {}}))
         path.with_suffix(".tmp").replace(path)
 
@@ -436,8 +480,10 @@ class Grader:
         self.prepare([s.student_id for s in submissions], total)
         results: dict[str, SubmissionResult] = {}
         pending = []
+        # Each file is read here once for its digest (one at a time, not kept).
+        digests = {s.student_id: _digest(s) for s in submissions}
         for submission in submissions:
-            cached = self._cached(submission)
+            cached = self._cached(submission.student_id, digests[submission.student_id])
             if cached is not None:
                 results[submission.student_id] = cached
             else:
@@ -450,14 +496,18 @@ class Grader:
             "cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
             "kernels": self.kernels, "skip_cells": self.skip_cells,
         }
-        by_id = {submission.student_id: submission for submission in pending}
         for result, grades, worker_root, timings in self._run(pending, settings):
-            submission = by_id[result.student_id]
-            self._record(result, grades, Path(worker_root))
-            self._save(submission, result, grades, timings)
+            try:
+                self._record(result, grades, Path(worker_root))
+            except Exception as error:  # noqa: BLE001 - the row stays, with the reason
+                result = _failed(result.student_id, self.lab, self.points,
+                                 f"grader error: recording the grades failed "
+                                 f"({type(error).__name__}: {error})"[:300],
+                                 result.source_name, result.notes)
+            self._save_result(digests[result.student_id], result, grades, timings)
             results[result.student_id] = result
             if bar is not None:
-                bar.set_postfix_str(result.student_id[:20])
+                bar.set_postfix_str(clean_text(result.student_id, keep_lines=False)[:20])
                 bar.update(1)
         if bar is not None:
             bar.close()
@@ -561,8 +611,8 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
     if parsed_shard and not seed:
         raise ValueError(
             f"--shard {shard} needs --seed: every shard of a class must grade with the "
-            f"same hidden inputs. Pick any word and give it to every shard, e.g. "
-            f"--seed {secrets.token_hex(4)}."
+            f"same hidden inputs. Pick a long random word and give it to every shard, e.g. "
+            f"--seed {secrets.token_hex(16)} (OUT keeps only a slow hash of it)."
         )
     grader = Grader(lab_id, out_dir, db_url=db_url, course_dir=course_dir, seed=seed,
                     cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
@@ -635,8 +685,13 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path, db_url: str | None
                     f"different notebooks: the shards did not grade the same class folder. "
                     f"Grade every shard from one copy of the submissions.")
             entries[student_id], origin[student_id] = entry, folder
-    seeds = {run.get("seed") for _, run in runs}
-    if len(seeds) > 1:
+    checks = {run.get("seed_check") for _, run in runs} | \
+        {entry.get("seed_check") for entry in entries.values()}
+    if None in checks:
+        raise ValueError(
+            "a shard was graded without --seed (a secret seed of its own, so hidden inputs "
+            "of their own): grade every shard with the same --seed, then merge.")
+    if len(checks) > 1:
         raise ValueError(
             "the shards were graded with different seeds (different hidden inputs): "
             "grade every shard with the same --seed, then merge.")
@@ -663,7 +718,8 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path, db_url: str | None
     # --course-dir (then where run.json says, if this machine sees it).
     roots = {folder: folder / "nbgrader" if (folder / "nbgrader").is_dir()
              else Path(run.get("course_dir", folder / "nbgrader")) for folder, run in runs}
-    grader = Grader(lab.id, out_dir, db_url=db_url, course_dir=course_dir, seed=seeds.pop())
+    grader = Grader(lab.id, out_dir, db_url=db_url, course_dir=course_dir)
+    grader.seed_check = checks.pop()
     if grader.out_dir in {folder.resolve() for folder, _ in runs}:
         raise ValueError(f"--out {out_dir} is one of the shards: merge into a new folder.")
     grader.prepare(sorted(entries))

@@ -5,8 +5,19 @@
 something (a ``.py``, an empty file, another lab's notebook all give a
 Submission whose ``problem`` says why it cannot be graded), never two.
 
-Nothing is extracted to disk: a zip is read member by member in memory, so a
-member named ``../../x.ipynb`` or ``/etc/x.ipynb`` is only a name here.
+Nothing is extracted to disk: a zip is read member by member, so a member
+named ``../../x.ipynb`` or ``/etc/x.ipynb`` is only a name here. Nothing is
+kept in memory either: a Submission says where its file is, and its content
+is read (at most MAX_FILE_BYTES) each time it is asked for, so that a batch
+holds at most one file in memory per process, however many students and
+however compressed the zip. A zip whose members would unpack to more than
+MAX_ARCHIVE_BYTES, or that has more than MAX_ARCHIVE_MEMBERS members, is
+refused as a whole (it is not a class download; a zip bomb is).
+
+File names are bytes-safe: a name that is not UTF-8 (an archive made on
+another system, unzipped here) is shown with U+FFFD for each byte that is
+not, its student id is made from what is left (``ren\\xe9e.ipynb`` ->
+``rene``), and it is still read through its real name.
 
 Student id rules (``lab_id="lab1"``, ``notebook_stem="lab1_attention"``);
 paths are relative to the folder or zip given:
@@ -15,7 +26,7 @@ paths are relative to the folder or zip given:
    ``alice.ipynb`` -> ``alice``; ``s1234567.ipynb`` -> ``s1234567``.
    Browser/Colab duplicate markers are removed first, so that
    ``alice (1).ipynb`` and ``alice.ipynb`` are the same student ``alice``
-   (the newest file is graded). The content is not checked here: a top-level
+   (which one is graded: see the end). The content is not checked here: a top-level
    ``lab2_multihead_attention.ipynb`` is the student ``lab2_multihead_attention``
    (with a note that the name looks like a lab notebook, not a student id).
 2. Canvas bulk download (top folder):
@@ -62,17 +73,25 @@ Noise is ignored: ``__MACOSX/``, ``.ipynb_checkpoints/`` and any other path
 part starting with ``.``, ``__pycache__/``, ``submission_metadata.yml``,
 ``Thumbs.db``, ``desktop.ini`` and Office lock files (``~$...``).
 
-When a student has several files, the one graded is, in order: a file without
-a problem before one with a problem; a notebook named like the lab notebook
-(exact or a "Copy of"/"(1)" duplicate) before another notebook; the newest
-(file or zip mtime); the fewest duplicate markers; the first by name. The
-others are listed in ``note`` (remarks for the instructor), never in
-``problem`` (reasons that stop grading).
+When a student has several files, the one graded is chosen by content
+first, then by name: a file without a problem before one with a problem; the
+notebook with the most of this lab's exercises answered (an answer cell, or
+a cell defining the exercise, that no longer raises NotImplementedError);
+a notebook named like the lab notebook (exact or a "Copy of"/"(1)"
+duplicate) before another notebook; the newest (file or zip mtime); the
+fewest duplicate markers; the first by name. So a newer ``alice (1).ipynb``
+that is the blank notebook, or another lab's, does not replace alice's
+work. Grading every file and keeping the best is not done: it would reward
+uploading many guesses (and cost a grading per file). Which file was graded
+and why is said in ``note`` (remarks for the instructor, in the student's
+row of grades.csv), never in ``problem`` (reasons that stop grading).
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+import json
 import os
 import re
 import stat
@@ -83,6 +102,8 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = [
+    "MAX_ARCHIVE_BYTES",
+    "MAX_ARCHIVE_MEMBERS",
     "MAX_FILE_BYTES",
     "Submission",
     "collect_submissions",
@@ -92,6 +113,11 @@ __all__ = [
 
 #: Files larger than this are not read (zip-bomb and runaway-output guard).
 MAX_FILE_BYTES = 50 * 1024 * 1024
+#: A zip whose readable members would unpack to more than this is refused.
+MAX_ARCHIVE_BYTES = 2 * 1024 * 1024 * 1024
+#: A zip with more members than this is refused (a class download of 3,000
+#: students, each with a few files, stays well below).
+MAX_ARCHIVE_MEMBERS = 20_000
 
 _NOISE_PARTS = {"__macosx", "__pycache__"}
 _NOISE_FILES = {"submission_metadata.yml", "thumbs.db", "desktop.ini"}
@@ -128,20 +154,39 @@ class Submission:
     Attributes:
         student_id: sanitized, unique id (see the module docstring).
         source_name: the file's path relative to the folder or zip given,
-            with ``/`` separators, as found there.
-        data: the file content; None only when it could not be read (too
-            large, unreadable zip member, not a regular file).
+            with ``/`` separators, as found there (U+FFFD for bytes of the
+            name that are not UTF-8).
+        origin: where the content is read from: ``("file", path)`` or
+            ``("zip", zip_path, member_index)``; None when it is not read
+            (too large, not a regular file). Plain values, so that a
+            Submission travels to a worker process without its content.
         problem: "" when the file can be graded, else why not ("empty file",
             "not a notebook: .py uploaded; expected a .ipynb", ...).
-        note: remarks for the instructor that do not stop grading (other
-            files of this student that were not graded, late submission...).
+        note: remarks for the instructor that do not stop grading (which
+            file was graded and why, late submission...).
     """
 
     student_id: str
     source_name: str
-    data: bytes | None
+    origin: tuple | None
     problem: str = ""
     note: str = ""
+
+    def read(self) -> tuple[bytes | None, str]:
+        """The content (read now, never kept), or None and why it cannot be read."""
+        if self.origin is None:
+            return None, self.problem or "not read"
+        try:
+            return _read_origin(self.origin), ""
+        except _TooLarge:
+            return None, _too_large_problem()
+        except Exception as error:  # noqa: BLE001 - becomes the student's status
+            return None, f"could not read the file: {type(error).__name__}: {error}"
+
+    @property
+    def data(self) -> bytes | None:
+        """The content, or None when it cannot be read (see ``read``)."""
+        return self.read()[0]
 
 
 @dataclass
@@ -154,21 +199,19 @@ class _Entry:
     mtime: float
     reader: Callable[[], bytes] | None
     problem: str = ""
-    _data: bytes | None = field(default=None, repr=False)
-    _read: bool = field(default=False, repr=False)
+    origin: tuple | None = None
 
     def data(self) -> bytes | None:
-        """The content, read once; sets ``problem`` when it cannot be read."""
-        if not self._read:
-            self._read = True
-            if self.reader is not None and not self.problem:
-                try:
-                    self._data = self.reader()
-                except _TooLarge:
-                    self.problem = _too_large_problem()
-                except Exception as error:  # noqa: BLE001 - becomes a problem
-                    self.problem = f"could not read the file: {type(error).__name__}: {error}"
-        return self._data
+        """The content, read now and not kept; sets ``problem`` when it cannot be read."""
+        if self.reader is None or self.problem:
+            return None
+        try:
+            return self.reader()
+        except _TooLarge:
+            self.problem = _too_large_problem()
+        except Exception as error:  # noqa: BLE001 - becomes a problem
+            self.problem = f"could not read the file: {type(error).__name__}: {error}"
+        return None
 
     def is_empty(self) -> bool:
         if self.problem:
@@ -199,6 +242,8 @@ class _Group:
     fallback: str
     candidates: list[_Candidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: this lab's exercises, to rank several notebooks by their answers
+    exercises: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------
@@ -218,8 +263,8 @@ def collect_submissions(path, lab_id: str, notebook_stem: str) -> list[Submissio
         Submissions sorted by student id (empty when nothing was found).
 
     Raises:
-        ValueError: ``path`` does not exist, is neither a folder nor a zip, or
-            is a broken zip.
+        ValueError: ``path`` does not exist, is neither a folder nor a zip, is
+            a broken zip, or a zip past MAX_ARCHIVE_MEMBERS or MAX_ARCHIVE_BYTES.
     """
     path = Path(path)
     if not path.exists():
@@ -229,7 +274,7 @@ def collect_submissions(path, lab_id: str, notebook_stem: str) -> list[Submissio
             "check the path."
         )
     if path.is_dir():
-        return _collect(_folder_entries(path), lab_id, notebook_stem)
+        return _collect(_folder_entries(path.resolve()), lab_id, notebook_stem)
     if path.is_file() and (path.suffix.lower() == ".zip" or zipfile.is_zipfile(path)):
         try:
             archive = zipfile.ZipFile(path)
@@ -240,7 +285,8 @@ def collect_submissions(path, lab_id: str, notebook_stem: str) -> list[Submissio
                 "download it again, or unzip it yourself and pass the folder."
             ) from None
         with archive:
-            return _collect(_zip_entries(archive), lab_id, notebook_stem)
+            _check_archive(archive, path)
+            return _collect(_zip_entries(archive, path.resolve()), lab_id, notebook_stem)
     raise ValueError(
         f"Cannot read submissions from {str(path)!r}: it is neither a folder nor a "
         "zip file. Expected a folder of notebooks or a .zip of them; to grade a "
@@ -331,6 +377,69 @@ def _read_limited(open_file) -> bytes:
     return data
 
 
+def _open_regular(path: str):
+    """``path`` opened for reading if it is still a regular file (not a link, FIFO...)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{_display(path)!r} is no longer a regular file")
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+@functools.lru_cache(maxsize=1)
+def _archive(path: str, mtime_ns: int, size: int) -> zipfile.ZipFile:
+    """The zip at ``path``, opened once per process (a class has one)."""
+    return zipfile.ZipFile(path)
+
+
+def _read_origin(origin: tuple) -> bytes:
+    """The content at a Submission's ``origin``, at most MAX_FILE_BYTES."""
+    if origin[0] == "file":
+        return _read_limited(lambda: _open_regular(origin[1]))
+    _, zip_path, index = origin
+    info = os.stat(zip_path)
+    archive = _archive(zip_path, info.st_mtime_ns, info.st_size)
+    return _read_limited(lambda: archive.open(archive.infolist()[index]))
+
+
+def _check_archive(archive: zipfile.ZipFile, path: Path) -> None:
+    """Refuse a zip with too many members, or whose members unpack to too much.
+
+    Only what would be read counts: members within MAX_FILE_BYTES (larger
+    ones are refused one by one, in their student's row). The sizes are
+    the headers' and hold: the zip module never unpacks more than a
+    member's header says.
+    """
+    members = [info for info in archive.infolist() if not info.is_dir()]
+    if len(members) > MAX_ARCHIVE_MEMBERS:
+        raise ValueError(
+            f"Cannot read submissions from {_display(str(path))!r}: it has {len(members):,} "
+            f"files, more than the {MAX_ARCHIVE_MEMBERS:,} a class download has (a zip bomb?). "
+            "Check the zip; if it is right, unzip it yourself and pass the folder."
+        )
+    total = sum(info.file_size for info in members if info.file_size <= MAX_FILE_BYTES)
+    if total > MAX_ARCHIVE_BYTES:
+        raise ValueError(
+            f"Cannot read submissions from {_display(str(path))!r}: its files would unpack to "
+            f"{total / 1024 ** 3:.1f} GiB from a {path.stat().st_size / 1024 ** 2:.1f} MiB zip, "
+            f"more than the limit of {MAX_ARCHIVE_BYTES / 1024 ** 3:.0f} GiB (a zip bomb?). "
+            "Check the zip; if it is right, unzip it yourself and pass the folder "
+            "(each file is then read on its own, up to "
+            f"{MAX_FILE_BYTES // (1024 * 1024)} MB)."
+        )
+
+
+def _display(name: str) -> str:
+    """``name`` as text: U+FFFD for each byte of a file name that is not UTF-8."""
+    try:
+        return os.fsencode(name).decode("utf-8", errors="replace")
+    except UnicodeError:
+        return re.sub(r"[\ud800-\udfff]", "\ufffd", name)
+
+
 class _TooLarge(Exception):
     pass
 
@@ -355,7 +464,7 @@ def _folder_entries(root: Path) -> list[_Entry]:
         subdirs.sort()
         for name in sorted(files):
             full = Path(directory) / name
-            source = full.relative_to(root).as_posix()
+            source = _display(full.relative_to(root).as_posix())
             try:
                 info = os.lstat(full)
             except OSError as error:
@@ -366,7 +475,7 @@ def _folder_entries(root: Path) -> list[_Entry]:
         for name in list(subdirs):  # a symlinked folder is a file-like entry
             full = Path(directory) / name
             if full.is_symlink():
-                source = full.relative_to(root).as_posix()
+                source = _display(full.relative_to(root).as_posix())
                 entries.append(_Entry(source, _clean_parts(source), 0, 0.0, None,
                                       "symbolic link; not followed"))
     return entries
@@ -381,8 +490,9 @@ def _folder_entry(full: Path, source: str, info: os.stat_result) -> _Entry:
     if info.st_size > MAX_FILE_BYTES:
         return _Entry(source, parts, info.st_size, info.st_mtime, None,
                       _too_large_problem(info.st_size))
+    origin = ("file", str(full))
     return _Entry(source, parts, info.st_size, info.st_mtime,
-                  _entry_reader(lambda: open(full, "rb")))
+                  _entry_reader(lambda: _open_regular(str(full))), origin=origin)
 
 
 def _zip_name(info: zipfile.ZipInfo) -> str:
@@ -403,9 +513,10 @@ def _zip_mtime(info: zipfile.ZipInfo) -> float:
         return 0.0
 
 
-def _zip_entries(archive: zipfile.ZipFile) -> list[_Entry]:
+def _zip_entries(archive: zipfile.ZipFile, path: Path | None = None) -> list[_Entry]:
+    """The members of ``archive`` (the zip at ``path``, where Submissions read them)."""
     entries = []
-    for info in archive.infolist():
+    for index, info in enumerate(archive.infolist()):
         if info.is_dir():
             continue
         source = _zip_name(info)
@@ -416,7 +527,8 @@ def _zip_entries(archive: zipfile.ZipFile) -> list[_Entry]:
                                   _too_large_problem(info.file_size)))
             continue
         reader = _entry_reader(lambda info=info: archive.open(info))
-        entries.append(_Entry(source, parts, info.file_size, mtime, reader))
+        origin = ("zip", str(path), index) if path is not None else None
+        entries.append(_Entry(source, parts, info.file_size, mtime, reader, origin=origin))
     return entries
 
 
@@ -515,12 +627,20 @@ def _classify(entry: _Entry, name: str, lab_id: str, notebook_stem: str,
 
 
 def _collect(entries: list[_Entry], lab_id: str, notebook_stem: str) -> list[Submission]:
+    from autograder.labs import LABS
+
     metadata = _gradescope_metadata(entries)
     files = [e for e in entries if not _is_noise(e.parts)]
     depth = _wrapper_depth(files, notebook_stem)
     groups: dict[tuple, _Group] = {}
     for entry in sorted(files, key=lambda e: e.source_name):
         _assign(entry, entry.parts[depth:], groups, metadata, lab_id, notebook_stem)
+    exercises = LABS[lab_id].exercises if lab_id in LABS else ()
+    for group in groups.values():
+        group.exercises = exercises
+        if any("\ufffd" in c.entry.source_name for c in group.candidates):
+            group.notes.append("a file name has bytes that are not UTF-8 (shown as \ufffd); "
+                               "the id is made from the rest of the name")
     submissions = [_choose(group) for group in groups.values()]
     _make_unique(submissions, list(groups.values()))
     return sorted(submissions, key=lambda s: s.student_id)
@@ -635,35 +755,79 @@ def _problem_of(candidate: _Candidate) -> str:
     return candidate.problem
 
 
+def _answered(data: bytes | None, exercises: tuple[str, ...]) -> int:
+    """How many of ``exercises`` the notebook ``data`` answers; -1 if it is no notebook.
+
+    An exercise is answered by a code cell that is its answer cell (by
+    nbgrader's grade_id) or defines it (``def softmax``), and no longer
+    raises NotImplementedError as the blank notebook does. Only the
+    structure is read: a damaged notebook counts what can be seen.
+    """
+    try:
+        cells = json.loads(data)["cells"]
+    except Exception:  # noqa: BLE001 - anything unreadable is not a notebook
+        return -1
+    if not isinstance(cells, list):
+        return -1
+    found = set()
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(map(str, source)) if isinstance(source, list) else str(source)
+        if "NotImplementedError" in source:
+            continue
+        metadata = cell.get("metadata")
+        nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        grade_id = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
+        for exercise in exercises:
+            if grade_id == exercise or re.search(
+                    rf"^(?:def|class)\s+{re.escape(exercise)}\b", source, re.MULTILINE):
+                found.add(exercise)
+    return len(found)
+
+
 def _choose(group: _Group) -> Submission:
-    """The submission graded for one student, and notes on the others."""
+    """The submission graded for one student, and notes on the others.
+
+    Several notebooks without a problem are read (one at a time, none
+    kept) to count their answers; a single file is not read here.
+    """
     problems = {id(c): _problem_of(c) for c in group.candidates}
+    readable = [c for c in group.candidates if not problems[id(c)] and c.kind < 2]
+    answers = {id(c): _answered(c.entry.data(), group.exercises) if len(readable) > 1 else 0
+               for c in readable}
 
     def rank(c: _Candidate):
-        return (bool(problems[id(c)]), c.kind, -c.entry.mtime, c.markers, c.entry.source_name)
+        return (bool(problems[id(c)]), -answers.get(id(c), -1), c.kind, -c.entry.mtime,
+                c.markers, c.entry.source_name)
 
     ordered = sorted(group.candidates, key=rank)
     best = ordered[0]
-    data = best.entry.data()
     problem = best.entry.problem or problems[id(best)]
     notes = list(group.notes)
     if best.note:
         notes.append(best.note)
     if len(ordered) > 1:
-        notes.append(_choice_note(best, ordered[1:], problems))
+        notes.append(_choice_note(best, ordered[1:], problems, answers, len(group.exercises)))
     return Submission(
         student_id="",  # set by _make_unique
         source_name=best.entry.source_name,
-        data=data,
+        origin=None if best.entry.problem else best.entry.origin,
         problem=problem,
         note="; ".join(notes),
     )
 
 
-def _choice_note(best: _Candidate, others: list[_Candidate], problems: dict) -> str:
+def _choice_note(best: _Candidate, others: list[_Candidate], problems: dict,
+                 answers: dict, exercises: int) -> str:
     runner = others[0]
+    mine, theirs = answers.get(id(best), -1), answers.get(id(runner), -1)
     if problems[id(runner)] and not problems[id(best)]:
         why = "the only one without a problem"
+    elif id(runner) in answers and mine != theirs:
+        why = (f"the most exercises answered: {mine} of {exercises}, against "
+               f"{max(theirs, 0)} in {runner.entry.source_name!r}")
     elif runner.kind != best.kind:
         why = "named like the lab notebook" if best.kind == 0 else "a notebook"
     elif runner.entry.mtime != best.entry.mtime:

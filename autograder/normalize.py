@@ -15,7 +15,11 @@ notebook, which is the instructor's, is the authority on structure:
 * a missing test, check or setup cell is put back where the release has it
   (after the cell that precedes it there);
 * a missing answer becomes the release's stub (scores 0 for that exercise);
-* unknown grade_ids lose their nbgrader metadata.
+* unknown grade_ids lose their nbgrader metadata;
+* metadata that is not what nbformat's schema leaves open to anything
+  (a cell's ``metadata`` or ``metadata.nbgrader`` that is a string, a list
+  or a number; a grade_id that is not a string) is dropped first, so the
+  cell is then treated like one whose metadata is gone.
 
 Each repair is reported, for the instructor's notes.
 """
@@ -32,6 +36,35 @@ def _grade_id(cell) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
+def _repair_metadata(cells) -> list[str]:
+    """Drop a cell's metadata, or its nbgrader part, where it has the wrong type.
+
+    nbformat accepts any JSON in ``metadata.nbgrader``; nbgrader and the
+    steps below expect a dict with a string grade_id. Returns what was dropped.
+    """
+    notes = []
+    for index, cell in enumerate(cells):
+        if "metadata" not in cell:
+            cell["metadata"] = nbformat.NotebookNode()
+        if not isinstance(cell.get("metadata"), dict):
+            notes.append(f"cell {index + 1}: its metadata was a "
+                         f"{type(cell.get('metadata')).__name__}, not a dict: dropped")
+            cell["metadata"] = nbformat.NotebookNode()
+        nbgrader = cell.metadata.get("nbgrader")
+        if nbgrader is None:
+            continue
+        if not isinstance(nbgrader, dict):
+            notes.append(f"cell {index + 1}: its nbgrader metadata was a "
+                         f"{type(nbgrader).__name__}, not a dict: dropped")
+            del cell.metadata["nbgrader"]
+        elif "grade_id" in nbgrader and not isinstance(nbgrader["grade_id"], str):
+            notes.append(f"cell {index + 1}: its grade_id was a "
+                         f"{type(nbgrader['grade_id']).__name__}, not a string: dropped "
+                         f"its nbgrader metadata")
+            del cell.metadata["nbgrader"]
+    return notes
+
+
 def _defines(source: str) -> set[str]:
     try:
         tree = ast.parse(source)
@@ -46,11 +79,11 @@ def normalize(submission, release) -> tuple[nbformat.NotebookNode, list[str]]:
 
     Returns the repaired notebook and a list of what was repaired.
     """
-    notes: list[str] = []
+    cells = [copy.deepcopy(cell) for cell in submission.cells]
+    notes: list[str] = _repair_metadata(cells)
     release_cells = {_grade_id(cell): cell for cell in release.cells if _grade_id(cell)}
     answer_ids = [gid for gid, cell in release_cells.items()
                   if cell.metadata["nbgrader"].get("solution")]
-    cells = [copy.deepcopy(cell) for cell in submission.cells]
 
     # 1. Unknown ids lose their metadata; duplicates are resolved.
     last_answer = {}

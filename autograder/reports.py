@@ -3,8 +3,10 @@
 ``write_reports(results, out_dir, lab_title, hints)`` writes, from the
 records in results.py only:
 
-- ``grades.csv``: ``student_id,lab,score,max_score,status``, one row per
-  submission, sorted by student id;
+- ``grades.csv``: ``student_id,lab,score,max_score,status,file,notes``, one
+  row per submission, sorted by student id; ``file`` is the file graded and
+  ``notes`` the instructor's notes (which of several files was graded and
+  why, repairs, late...), joined by `` | ``;
 - ``exercises.csv``: ``student_id,lab,exercise,score,max_score,message``, one
   row per graded exercise;
 - ``feedback/<student_id>.html``: one page per student (title, total, status,
@@ -19,6 +21,13 @@ fetched) and every value in it is HTML-escaped. Scores are written like
 ``7`` or ``7.5`` (at most two decimals). CSV text fields that a spreadsheet
 would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or CR)
 are prefixed with ``'``.
+
+Everything written or printed passes through :func:`clean_text` (the CSV
+cells, every value of a page, the terminal table): file names, statuses and
+exception messages come from students, and a terminal control sequence in
+them (``ESC[8m`` hides what follows, an OSC sets the window title,
+``ESC[?1049h`` switches the screen) would act on the instructor's terminal
+when the file is shown there.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from pathlib import Path
 from autograder.results import GRADED, ExerciseResult, SubmissionResult
 
 __all__ = [
+    "clean_text",
     "GRADES_COLUMNS",
     "EXERCISES_COLUMNS",
     "format_score",
@@ -43,7 +53,7 @@ __all__ = [
     "write_gradebook_table",
 ]
 
-GRADES_COLUMNS = ["student_id", "lab", "score", "max_score", "status"]
+GRADES_COLUMNS = ["student_id", "lab", "score", "max_score", "status", "file", "notes"]
 EXERCISES_COLUMNS = ["student_id", "lab", "exercise", "score", "max_score", "message"]
 
 #: Failure messages shown per exercise in report.html.
@@ -69,6 +79,37 @@ td.num { text-align: right; white-space: nowrap; }
 # Small helpers
 # --------------------------------------------------------------------------
 
+# ECMA-48 sequences, 7-bit (ESC ...) and 8-bit (C1) forms: CSI with its
+# parameters; OSC, DCS, SOS, PM and APC up to their terminator (BEL or ST),
+# or to the end of the text when unterminated (as a terminal would swallow
+# it); any other two-or-three-character escape.
+_CONTROL_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+# What is left of C0 and C1 (newline and tab kept where ``keep_lines``), and
+# the bidirectional overrides that make a file name read as another.
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def clean_text(value, keep_lines: bool = True) -> str:
+    r"""``value`` as text that is safe to print or write: no control sequence.
+
+    Terminal control sequences and other control characters are removed
+    (newline and tab stay when ``keep_lines``, else they become spaces); a
+    surrogate (a file name byte that is not UTF-8) becomes U+FFFD, so that
+    any text can be written as UTF-8.
+
+    >>> clean_text("a\x1b[8mb\x1b]0;title\x07c\r\n")
+    'abc\n'
+    """
+    text = "" if value is None else str(value)
+    text = _CONTROL_CHARACTER.sub("", _CONTROL_SEQUENCE.sub("", text))
+    text = _SURROGATE.sub("\ufffd", text)
+    return text if keep_lines else re.sub(r"[\n\t]", " ", text)
+
 
 def format_score(value) -> str:
     """A score as ``7`` or ``7.5`` (two decimals at most); "" when missing."""
@@ -86,15 +127,15 @@ def format_score(value) -> str:
 
 def _csv_text(value) -> str:
     """Text for a CSV cell that a spreadsheet will not run as a formula."""
-    text = "" if value is None else str(value)
+    text = clean_text(value)
     if text and text[0] in "=+-@\t\r":
         return "'" + text
     return text
 
 
 def _e(value) -> str:
-    """HTML-escaped text (quotes included)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """HTML-escaped text (quotes included), control sequences removed."""
+    return html.escape(clean_text(value), quote=True)
 
 
 def _safe_filename(student_id: str) -> str:
@@ -136,7 +177,8 @@ def write_grades_csv(results: list[SubmissionResult], path: Path) -> Path:
         writer.writerow(GRADES_COLUMNS)
         for r in _sorted(results):
             writer.writerow([_csv_text(r.student_id), _csv_text(r.lab), format_score(r.score),
-                             format_score(r.max_score), _csv_text(r.status)])
+                             format_score(r.max_score), _csv_text(r.status),
+                             _csv_text(r.source_name), _csv_text(" | ".join(r.notes))])
     return path
 
 
@@ -452,10 +494,11 @@ def write_gradebook_table(results: list[SubmissionResult]) -> str:
     """A plain-text table of student, score/max and status, for the terminal."""
     rows = [("student_id", "score", "status")]
     for r in _sorted(results):
-        status = re.sub(r"\s+", " ", r.status or "").strip()
+        status = re.sub(r"\s+", " ", clean_text(r.status, keep_lines=False)).strip()
         if len(status) > STATUS_WIDTH:
             status = status[: STATUS_WIDTH - 3] + "..."
-        rows.append((r.student_id, f"{format_score(r.score)}/{format_score(r.max_score)}", status))
+        rows.append((clean_text(r.student_id, keep_lines=False),
+                     f"{format_score(r.score)}/{format_score(r.max_score)}", status))
     w0 = max(len(row[0]) for row in rows)
     w1 = max(len(row[1]) for row in rows)
     lines = [f"{a:<{w0}}  {b:>{w1}}  {c}".rstrip() for a, b, c in rows]

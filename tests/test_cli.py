@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import csv
+import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 
 import nbformat
 
@@ -30,7 +34,7 @@ def test_an_empty_folder_grades_nothing_and_succeeds(tmp_path):
                      "--quiet")
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "o" / "grades.csv").read_text().splitlines() == [
-        "student_id,lab,score,max_score,status"]
+        "student_id,lab,score,max_score,status,file,notes"]
 
 
 def test_db_url_puts_the_gradebook_where_asked_and_limits_stop_a_loop(tmp_path):
@@ -230,3 +234,125 @@ def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
     assert found[False][0] == found[True][0] == {"alice": "16", "bob": "13"}
     assert found[False][1:] == ({7.0}, sorted(demos))
     assert found[True][1:] == ({0.0}, [])
+
+
+# ---------------------------------------------------------------- issue 18
+
+#: A cell after dot_scores' hidden tests: prints a digest of every input
+#: dot_scores was called with (the visible check's and the hidden tests').
+RECORD_INPUTS = '''
+import hashlib
+print("INPUTS", hashlib.sha256(repr(SEEN).encode()).hexdigest())
+'''
+RECORDING_DOT = '''
+SEEN = []
+def dot_scores(query, keys):
+    SEEN.append(repr(keys))
+    return np.einsum("...nd,...d->...n", np.asarray(keys), np.asarray(query))
+'''
+
+
+def _inputs_seen(out) -> str:
+    notebook = nbformat.read(out / "nbgrader" / "autograded" / "spy" / "lab1" /
+                             "lab1_attention.ipynb", as_version=4)
+    printed = [output.get("text", "") for cell in notebook.cells
+               for output in cell.get("outputs", []) if "INPUTS" in output.get("text", "")]
+    assert printed, "the recording cell printed nothing"
+    return printed[0].split()[1]
+
+
+def test_every_run_draws_a_secret_seed_and_none_is_kept_in_out(tmp_path):
+    """Resumed or regraded, a run into the same OUT uses new hidden inputs
+    (inputs leaked by one run answer nothing in the next) unless the
+    instructor gives --seed; OUT never holds the seed."""
+    from tests.hostile.cases import notebook
+
+    batch = tmp_path / "in"
+    batch.mkdir()
+    spy = notebook({"dot_scores": RECORDING_DOT})
+    index = next(i for i, c in enumerate(spy.cells)
+                 if c.metadata.get("nbgrader", {}).get("grade_id") == "bilinear_scores")
+    spy.cells.insert(index, nbformat.v4.new_code_cell(RECORD_INPUTS))
+    nbformat.write(spy, batch / "spy.ipynb")
+    out = tmp_path / "out"
+
+    def grade(*options) -> str:
+        result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet",
+                         "--jobs", "1", *options)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert float(next(csv.DictReader(open(out / "grades.csv")))["score"]) == 10
+        return _inputs_seen(out)
+
+    first = grade()
+    (out / "results" / "spy.json").unlink()        # an interrupted run, resumed
+    resumed = grade()
+    regraded = grade("--regrade")
+    assert len({first, resumed, regraded}) == 3
+    seed = "instructors-own-seed-7f3a9c"
+    assert grade("--seed", seed, "--regrade") == grade("--seed", seed, "--regrade")
+    holding = [str(path.relative_to(out)) for path in out.rglob("*")
+               if path.is_file() and seed.encode() in path.read_bytes()]
+    assert not holding, f"the seed is kept in {holding}"
+    assert "seed" not in json.loads((out / "run.json").read_text()) \
+        and "seed_check" in json.loads((out / "run.json").read_text())
+
+
+def test_one_notebook_never_stops_a_serial_batch_nor_its_resumption(tmp_path):
+    """--jobs 1: a cell whose metadata.nbgrader is a string, a file name that
+    is not UTF-8 and one with terminal escapes, beside a classmate. Every
+    student gets a row, report.html is complete, a rerun resumes, and the
+    printed table holds no control byte."""
+    from tests.hostile.cases import notebook
+
+    batch = tmp_path / "in"
+    (batch / "mallory").mkdir(parents=True)
+    broken = notebook()
+    for cell in broken.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "softmax":
+            cell.metadata["nbgrader"] = "softmax"
+    nbformat.write(broken, batch / "aaa.ipynb")
+    nbformat.write(notebook(), batch / "bob.ipynb")
+    nbformat.write(notebook(), batch / os.fsdecode(b"ren\xe9e.ipynb"))
+    nbformat.write(notebook(), batch / "mallory" / "lab2\x1b[8m\x1b]0;title\x07.ipynb")
+    out = tmp_path / "out"
+    for attempt in ("first", "resumed"):
+        result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--jobs", "1",
+                         "--quiet")
+        assert result.returncode == 0, (attempt, result.stderr[-2000:])
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout, result.stdout
+        rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv",
+                                                                 encoding="utf-8"))}
+        assert {s: (r["score"], r["status"][:20]) for s, r in rows.items()} == {
+            "aaa": ("10", "graded"), "bob": ("10", "graded"), "rene": ("10", "graded"),
+            "mallory": ("0", "this looks like lab2")}, attempt
+        assert "nbgrader metadata was a str" in rows["aaa"]["notes"]
+        report = (out / "report.html").read_text(encoding="utf-8")
+        assert report.rstrip().endswith("</html>") and "not UTF-8 (shown as \ufffd)" in report
+
+
+def test_a_zip_bomb_does_not_fill_the_graders_memory(tmp_path):
+    """12 members of 50 MB of spaces (0.6 MB zipped): each student's file is
+    read when graded and not kept, so the grader's peak stays far below the
+    600 MB the members unpack to (2.1 GB for the 2 MB bomb of issue 18
+    before the mend; 0.24 GB after)."""
+    import zipfile
+
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        for index in range(12):
+            with archive.open(f"s{index:02d}.ipynb", "w") as member:
+                for _ in range(50):
+                    member.write(b" " * (1 << 20))
+    measure = ("import resource, subprocess, sys\n"
+               "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+               "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+               "print(done.stderr[-2000:])")
+    result = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "autograder",
+                             "grade", "lab1", str(bomb), "--out", str(tmp_path / "out"),
+                             "--jobs", "1", "--quiet"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    status, peak_kib = map(int, result.stdout.split()[:2])
+    assert status == 0, result.stdout
+    assert peak_kib < 450 * 1024, f"peak {peak_kib / 1024:.0f} MiB"
+    rows = list(csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8")))
+    assert len(rows) == 12 and all(r["status"].startswith("empty file") for r in rows)

@@ -470,3 +470,72 @@ def test_single_notebook_path_error(tmp_path):
     message = str(error.value)
     assert "neither a folder nor a zip" in message
     assert "put it in a folder" in message
+
+
+# ---------------------------------------------------------------- issue 18
+
+
+def test_a_zip_bomb_is_refused_as_a_whole_and_nothing_is_kept_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(names, "MAX_ARCHIVE_BYTES", 1000)
+    bomb = make_zip(tmp_path / "bomb.zip", {f"s{i}.ipynb": b" " * 600 for i in range(2)})
+    with pytest.raises(ValueError) as error:
+        collect_submissions(bomb, LAB, STEM)
+    assert "bomb.zip" in str(error.value) and "unpack to" in str(error.value)
+    monkeypatch.setattr(names, "MAX_ARCHIVE_BYTES", 2000)
+    monkeypatch.setattr(names, "MAX_ARCHIVE_MEMBERS", 1)
+    with pytest.raises(ValueError, match="more than the 1 a class download has"):
+        collect_submissions(bomb, LAB, STEM)
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_a_submission_says_where_its_file_is_and_reads_it_when_asked(tmp_path, as_zip):
+    import pickle
+
+    files = {"alice.ipynb": NOTEBOOK + b" " * 100_000}
+    path = make_zip(tmp_path / "s.zip", files) if as_zip else make_folder(tmp_path / "s", files)
+    alice = collect(path)["alice"]
+    assert len(pickle.dumps(alice)) < 1000      # what travels to a worker: no content
+    assert alice.data == files["alice.ipynb"]
+
+
+def test_a_name_that_is_not_utf8_is_shown_replaced_and_read_through_its_bytes(tmp_path):
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    (folder / os.fsdecode(b"ren\xe9e.ipynb")).write_bytes(NOTEBOOK)
+    (folder / os.fsdecode(b"\xff\xfe.ipynb")).write_bytes(NOTEBOOK)
+    found = collect(folder)
+    assert sorted(found) == ["rene", "student"]
+    assert found["rene"].source_name == "ren\ufffde.ipynb"
+    assert found["rene"].data == NOTEBOOK and "not UTF-8" in found["rene"].note
+    assert found["rene"].source_name.encode("utf-8")      # writable as it is
+
+
+def _lab1(answered: int) -> bytes:
+    """A lab1 notebook with the first ``answered`` exercises answered."""
+    from autograder.labs import LABS
+
+    cells = []
+    for index, exercise in enumerate(LABS["lab1"].exercises):
+        body = "    return 1" if index < answered else "    raise NotImplementedError()"
+        cells.append({"cell_type": "code", "source": f"def {exercise}(x):\n{body}",
+                      "metadata": {"nbgrader": {"grade_id": exercise, "solution": True}},
+                      "outputs": [], "execution_count": None})
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                       "nbformat_minor": 5}).encode()
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_a_newer_copy_with_fewer_answers_does_not_replace_the_work(tmp_path, as_zip):
+    files = {"alice.ipynb": _lab1(6), "alice (1).ipynb": _lab1(0),
+             "bob.ipynb": _lab1(2), "bob (1).ipynb": _lab1(5)}
+    if as_zip:
+        path = make_zip(tmp_path / "s.zip", files, dates={
+            "alice.ipynb": (2024, 1, 1, 10, 0, 0), "bob.ipynb": (2024, 1, 1, 10, 0, 0)})
+    else:
+        path = make_folder(tmp_path / "s", files, mtimes={"alice.ipynb": 1e9, "bob.ipynb": 1e9})
+    found = collect(path)
+    assert found["alice"].source_name == "alice.ipynb"
+    assert "graded 'alice.ipynb' (the most exercises answered: 6 of 6, against 0 in " \
+           "'alice (1).ipynb')" in found["alice"].note
+    assert found["bob"].source_name == "bob (1).ipynb"
+    assert "5 of 6, against 2 in 'bob.ipynb'" in found["bob"].note

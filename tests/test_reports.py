@@ -8,6 +8,7 @@ import re
 import pytest
 
 from autograder.reports import (
+    clean_text,
     common_failures,
     format_score,
     normalize_message,
@@ -65,13 +66,15 @@ def test_written_paths(tmp_path, results):
 def test_grades_csv(tmp_path, results):
     paths = write_reports(results, tmp_path, "Lab 1")
     assert read_csv(paths["grades.csv"]) == [
-        ["student_id", "lab", "score", "max_score", "status"],
-        ["alice", "lab1", "10", "10", "graded"],
-        ["bob", "lab1", "7", "10", "graded"],
-        ["carol", "lab1", "2.5", "10", "graded"],
-        ["dave", "lab1", "0", "10", "invalid notebook: not JSON " + HOSTILE],
+        ["student_id", "lab", "score", "max_score", "status", "file", "notes"],
+        ["alice", "lab1", "10", "10", "graded", "alice.ipynb", ""],
+        ["bob", "lab1", "7", "10", "graded", "bob.ipynb", SECRET_NOTE],
+        ["carol", "lab1", "2.5", "10", "graded", "carol.ipynb", ""],
+        ["dave", "lab1", "0", "10", "invalid notebook: not JSON " + HOSTILE, "dave.py",
+         "converted from .py"],
     ]
-    assert paths["grades.csv"].read_text().splitlines()[0] == "student_id,lab,score,max_score,status"
+    assert paths["grades.csv"].read_text().splitlines()[0] == \
+        "student_id,lab,score,max_score,status,file,notes"
 
 
 def test_exercises_csv(tmp_path, results):
@@ -224,7 +227,8 @@ def test_common_failures_top_five():
 
 def test_report_with_no_results(tmp_path):
     paths = write_reports([], tmp_path, "Lab 1")
-    assert read_csv(paths["grades.csv"]) == [["student_id", "lab", "score", "max_score", "status"]]
+    assert read_csv(paths["grades.csv"]) == [["student_id", "lab", "score", "max_score",
+                                              "status", "file", "notes"]]
     assert "Submissions</th><td class=\"num\">0<" in paths["report.html"].read_text()
 
 
@@ -243,3 +247,42 @@ def test_gradebook_table(results):
     status = zed.split("  ")[-1].strip()
     assert len(status) == 60 and status.endswith("...")
     assert status.startswith("kernel died: xxx")
+
+
+# ---------------------------------------------------------------- control sequences
+
+#: What a student's file name or exception message may carry to the
+#: instructor's terminal: hide what follows, set the window title (OSC, BEL
+#: and ST terminated), switch to the alternate screen, an 8-bit CSI, a DCS,
+#: a carriage return that overwrites the line, a bidi override.
+ESCAPES = ("\x1b[8m", "\x1b]0;owned\x07", "\x1b]2;t\x1b\\", "\x1b[?1049h", "\x9b31m",
+           "\x1bP+q\x1b\\", "\r", "\u202e")
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_clean_text_removes_each_control_sequence_and_keeps_the_text(escape):
+    assert clean_text(f"lab2{escape}.ipynb") == "lab2.ipynb"
+
+
+def test_clean_text_keeps_lines_where_asked_and_makes_any_text_utf8():
+    assert clean_text("a\n\tb") == "a\n\tb"
+    assert clean_text("a\n\tb", keep_lines=False) == "a  b"
+    assert clean_text("ren\udce9e") == "ren\ufffde"
+    assert clean_text(None) == ""
+
+
+def test_no_control_byte_reaches_the_csvs_the_pages_or_the_terminal_table(tmp_path):
+    dirty = "".join(ESCAPES)
+    results = [SubmissionResult(
+        "mallory", "lab1", 0, 10, status=f"this looks like lab2's notebook (lab2{dirty}.ipynb)",
+        source_name=f"mallory/lab2{dirty}.ipynb\udce9", notes=[f"note{dirty}"],
+        exercises=[ex("dot_scores", 0, 1, f"ValueError: {dirty}gone")])]
+    paths = write_reports(results, tmp_path, f"Lab 1{dirty}")
+    table = write_gradebook_table(results)
+    for name, text in [*((str(k), v.read_text(encoding="utf-8")) for k, v in paths.items()),
+                       ("table", table)]:
+        found = sorted({hex(ord(c)) for c in text
+                        if ord(c) < 32 and c not in "\n\r\t" or 0x7f <= ord(c) < 0xa0
+                        or c == "\u202e"})
+        assert not found, f"{name} holds {found}"
+    assert "lab2.ipynb" in table and "mallory/lab2.ipynb\ufffd" in paths["grades.csv"].read_text()
