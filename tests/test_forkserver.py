@@ -51,6 +51,8 @@ print("PROBE" + json.dumps({
     "shadow": readable("/etc/shadow"), "own_fds": len(os.listdir("/proc/self/fd")) > 0,
     "sizes": {folder: size(folder) for folder in ("/tmp", "/dev/shm", os.getcwd())},
     "cwd_owner": os.stat(".").st_uid, "cwd_mode": oct(os.stat(".").st_mode),
+    "writable": [folder for folder in ("/", "/dev", "/tmp", "/dev/shm", ".")
+                 if os.access(folder, os.W_OK)],
     "hostname": socket.gethostname(),
     "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
     "no_new_privs": status["NoNewPrivs"].strip(), "network": network, "limits": limits,
@@ -122,6 +124,7 @@ def test_a_forked_kernel_finds_what_a_fresh_kernel_finds(tmp_path):
     limits = sandbox.Limits()
     assert forked["sizes"] == {"/tmp": limits.tmp_bytes, "/dev/shm": limits.shm_bytes,
                                forked["cwd"]: limits.scratch_bytes}
+    assert forked["writable"] == ["/tmp", "/dev/shm", "."]
     assert forked["network"] != "open" and len(forked["pids"]) == 2
     assert not forked["solutions_visible"] and forked["autograder_loaded"] == []
 
