@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from autograder import tempdirs
+
+    # The run's folder of temporary folders, made before any worker starts
+    # so that the workers join it; dead runs' folders go first.
+    tempdirs.run_folder()
     try:
         return args.func(args)
     except ValueError as error:

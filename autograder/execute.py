@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +39,7 @@ from traitlets import Integer, List, Unicode
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
+from autograder import tempdirs
 from autograder.sandbox import SandboxKernelManager, bubblewrap_works
 
 TESTS_KERNEL_STARTUP = """
@@ -92,7 +92,7 @@ class TestsKernel:
     def __init__(self, settings: tuple):
         self.settings = settings
         lab_id, seed = settings
-        self.folder = tempfile.mkdtemp(prefix="labkit-tests-")
+        self.folder = tempdirs.make_folder("labkit-tests-")
         env = {key: value for key, value in os.environ.items()
                if not key.startswith("AUTOGRADER_")}
         env.update(

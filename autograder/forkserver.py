@@ -15,7 +15,8 @@ imports them once. For each submission:
    namespaces (user where it has one, mount, network, IPC, UTS, PID) and its
    root, and forks the kernel process inside the sandbox's PID namespace;
 3. that process drops every capability, sets no_new_privs and the resource
-   limits of a fresh kernel, takes the kernel's environment, working folder
+   limits of a fresh kernel, becomes the kernel's user where the grader is
+   root (autograder.sandbox.kernel_user), takes the kernel's environment, working folder
    and fresh random seeds, closes every inherited file descriptor but the
    lifeline, and becomes the ipykernel of the submission.
 
@@ -43,7 +44,6 @@ import select
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -68,8 +68,6 @@ PLACEHOLDER = ["/bin/sh", "-c", 'exec cat "$0" >/dev/null']
 PER_SANDBOX = ("HOME", "IPYTHONDIR", "MPLCONFIGDIR")
 
 SANDBOX_WAIT_S = 60.0
-PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
-CAPABILITY_VERSION_3 = 0x20080522
 
 
 class ForkError(RuntimeError):
@@ -159,14 +157,41 @@ def _join_sandbox(target: int, scratch: str) -> None:
     os.chdir(scratch)
 
 
-def drop_privileges() -> None:
-    """No capabilities now or after any exec, no way back (no_new_privs)."""
-    libc = _libc()
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
-    for capability in range(last + 1):
-        libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)   # EPERM where none to drop
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+def drop_privileges(user: list | None = None) -> None:
+    """No capabilities now or after any exec, no way back (no_new_privs); and
+    given ``user`` ([uid, gid, home]), that user's ids, no supplementary
+    groups, and ``home`` (the scratch folder) its own.
+
+    Self-contained (its imports and constants inside): a fresh kernel runs
+    its source before the kernel starts (autograder.sandbox.BECOME), inside
+    the sandbox, where this module cannot be imported.
+    """
+    import ctypes
+    import os
+
+    no_new_privs, capbset_drop, cap_ambient, ambient_clear_all, set_dumpable = 38, 24, 47, 4, 4
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result: int, what: str) -> None:
+        if result != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, f"{what}: {os.strerror(number)}")
+
+    check(libc.prctl(no_new_privs, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    with open("/proc/sys/kernel/cap_last_cap") as last:
+        for capability in range(int(last.read()) + 1):
+            libc.prctl(capbset_drop, capability, 0, 0, 0)   # EPERM where none to drop
+    if user is not None:
+        uid, gid, home = user
+        os.chmod(home, 0o700)            # first: once chowned it is no longer root's to change
+        os.chown(home, uid, gid)
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+        # A change of user leaves the process undumpable, its /proc/self
+        # root's: a fresh process of that user has its own.
+        check(libc.prctl(set_dumpable, 1, 0, 0, 0), "prctl(SET_DUMPABLE)")
+    libc.prctl(cap_ambient, ambient_clear_all, 0, 0, 0)
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -175,14 +200,19 @@ def drop_privileges() -> None:
         _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
                     ("inheritable", ctypes.c_uint32)]
 
-    _check(libc.capset(ctypes.byref(Header(CAPABILITY_VERSION_3, 0)), (Data * 2)()), "capset")
-    status = dict(line.split(":\t", 1) for line in
-                  Path("/proc/self/status").read_text().splitlines() if ":\t" in line)
-    for field in ("CapEff", "CapPrm", "CapInh", "CapAmb"):
+    check(libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
+    with open("/proc/self/status") as status_file:
+        status = dict(line.split(":\t", 1) for line in status_file.read().splitlines()
+                      if ":\t" in line)
+    for field in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd"):
         if int(status.get(field, "1"), 16):
-            raise ForkError(f"capabilities left after dropping them ({field} {status[field]})")
+            raise PermissionError(f"capabilities left after dropping them ({field} {status[field]})")
     if status.get("NoNewPrivs", "0").strip() != "1":
-        raise ForkError("no_new_privs is not set")
+        raise PermissionError("no_new_privs is not set")
+    if user is not None and (os.getresuid() != (uid,) * 3 or os.getresgid() != (gid,) * 3
+                             or os.getgroups()):
+        raise PermissionError(f"not user {uid} alone (uids {os.getresuid()}, gids "
+                              f"{os.getresgid()}, groups {os.getgroups()})")
 
 
 def _set_limits(limits: dict) -> None:
@@ -239,7 +269,8 @@ def _become_kernel(request: dict, report: int) -> None:
             os.dup2(null, fd)
         _close_inherited({lifeline, report})
         _set_limits(request["limits"])
-        drop_privileges()
+        user = request.get("user")
+        drop_privileges(None if user is None else [*user, request["scratch"]])
         _fresh_process_state(request["env"])
         # Only the kernel holds the lifeline: a process the notebook forks
         # must not keep the sandbox alive after the kernel has died.
@@ -348,7 +379,9 @@ class ForkServer:
 
     def __init__(self, env: dict, preload: list[str]):
         self.key = self.key_for(env, preload)
-        self.home = tempfile.mkdtemp(prefix="labkit-forkserver-")
+        from autograder import tempdirs
+
+        self.home = tempdirs.make_folder("labkit-forkserver-")
         env = dict(self.key[1], HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),
                    MPLCONFIGDIR=str(Path(self.home) / ".matplotlib"))
         self.process = subprocess.Popen(

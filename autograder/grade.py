@@ -40,7 +40,6 @@ import re
 import secrets
 import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
@@ -48,7 +47,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import course, names, reports
+from autograder import course, names, reports, tempdirs
 from autograder.labs import KIT_ROOT, Lab, get_lab
 from autograder.normalize import normalize
 from autograder.reports import clean_text
@@ -237,7 +236,7 @@ class Worker:
         notes = list(notes) + repairs
         nbformat.write(notebook, target)
         (target.parent / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-        work = Path(tempfile.mkdtemp(prefix="lk-"))
+        work = Path(tempdirs.make_folder("lk-"))
         record_path = work / "record.json"
         try:
             config = self._config(work, record_path)

@@ -26,7 +26,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from autograder import course
+from autograder import course, tempdirs
 from autograder.labs import Lab, labkit_requirement
 
 PLACEHOLDER = "{{LABKIT_REQUIREMENT}}"
@@ -149,7 +149,7 @@ def write_notebook(notebook, path: Path) -> None:
 
 def student_notebook(lab: Lab, work_dir: Path | None = None) -> nbformat.NotebookNode:
     """Generate the student notebook of ``lab`` through nbgrader generate_assignment."""
-    with tempfile.TemporaryDirectory(prefix="labkit-release-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="labkit-release-", dir=tempdirs.run_folder()) as scratch:
         root = Path(work_dir or scratch) / "course"
         api = course.prepare_course(root, lab, f"sqlite:///{Path(scratch) / 'release.db'}")
         del api

@@ -7,23 +7,31 @@ this machine: not the course folder, the gradebook, solutions/, the
 references, the submissions of other students or the output folder. It has
 no network (`--unshare-net`), a private /tmp, a scratch working directory,
 a minimal environment (no grader secrets such as a database URL), no
-capabilities even when the grader runs as root, and resource limits
-(address space, file size, processes) set with setrlimit.
+capabilities, and resource limits (address space, file size, processes)
+set with setrlimit. Everything it can write is a tmpfs of a fixed size
+(/tmp, /dev/shm, the scratch folder) but for its ipc folder.
 It talks to the grader over ZeroMQ ipc sockets in a folder bound into the
 sandbox, since loopback TCP is gone with the network.
 
+It never runs as root: where the grader is root (a container, a CI runner)
+the kernel runs as a user of its own (`kernel_user`), one uid for each
+grading process, with no supplementary groups; where the grader is an
+ordinary user, the kernel is that user.
+
 Where bubblewrap is missing or cannot run (macOS, some containers), the
-kernel runs with the same environment, working directory and limits but
-without the file-system and network isolation; the grader says so in its
-log and in every student's notes.
+kernel runs with the same environment, working directory, user and limits
+but without the file-system and network isolation; the grader says so in
+its log and in every student's notes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -56,6 +64,23 @@ SANDBOXED_KERNEL_ARGS = ["--IPKernelApp.parent_handle=0"]
 #: Environment variables passed through from the grader (nothing else is).
 PASSTHROUGH_ENV = ("LANG", "LC_ALL", "KERAS_BACKEND", "CUDA_VISIBLE_DEVICES",
                    "XLA_PYTHON_CLIENT_PREALLOCATE", "TZ") + THREAD_ENV
+#: The users (uid, and gid of the same number) of student kernels where the
+#: grader is root, one for each grading process (kernel_user). They lie above
+#: every range that accounts, systemd's dynamic users and container id
+#: ranges take (systemd ends the last at 1879048191): no file of this machine
+#: belongs to them, and RLIMIT_NPROC, counted per user, counts the processes
+#: of one kernel.
+KERNEL_UIDS = range(2_000_000_000, 2_000_001_000)
+#: The capabilities bubblewrap leaves the wrapper of a fresh kernel where the
+#: grader is root: enough to hand the scratch folder over, change user and
+#: empty the bounding set (forkserver.drop_privileges), then none.
+BECOME_CAPS = ("CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
+#: The wrapper (``python -I -S -c BECOME UID GID HOME COMMAND...``): the same
+#: drop_privileges as a forked kernel's, then the kernel.
+BECOME = (inspect.getsource(forkserver.drop_privileges)
+          + "\nimport os, sys\n"
+          "drop_privileges([int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]])\n"
+          "os.execv(sys.argv[4], sys.argv[4:])\n")
 
 
 @dataclass
@@ -65,10 +90,16 @@ class Limits:
     memory_bytes: int = 6 * 1024**3
     file_size_bytes: int = 256 * 1024**2
     #: Processes and threads the kernel may start beyond those its user
-    #: already runs (RLIMIT_NPROC counts every one of the user's, grader and
-    #: other kernels included).
+    #: already runs (RLIMIT_NPROC counts every one of the user's: where the
+    #: grader is root, those of this kernel's own user, kernel_user; else
+    #: the grader's and the other kernels' too).
     processes: int = 4096
     open_files: int = 4096
+    #: Sizes of the sandbox's tmpfs mounts: the file systems it can write
+    #: (but for its ipc folder), held in the machine's memory.
+    tmp_bytes: int = 256 * 1024**2
+    scratch_bytes: int = 512 * 1024**2
+    shm_bytes: int = 64 * 1024**2
 
 
 @dataclass
@@ -107,6 +138,55 @@ def bubblewrap_works() -> bool:
     return result.returncode == 0
 
 
+@dataclass(frozen=True)
+class KernelUser:
+    """The user a student kernel runs as (where the grader is root)."""
+
+    uid: int
+    gid: int
+
+
+#: The socket that holds this process's claim on its kernel user.
+_claim: socket.socket | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def kernel_user() -> KernelUser | None:
+    """The user of this grading process's student kernels: None where the
+    grader is an ordinary user (the kernel is that user, unprivileged
+    already); where it is root, a uid of KERNEL_UIDS that no other grading
+    process of this machine holds.
+
+    Run as root, a kernel would own /etc/shadow and every file of root's
+    (bubblewrap's --cap-drop only takes its capabilities), and RLIMIT_NPROC
+    would not hold. The claim is an abstract Unix socket named after the
+    uid, bound while this process lives: the kernel of one process (each
+    grading worker runs one student kernel at a time) is alone with its uid.
+    """
+    global _claim
+    if os.geteuid() != 0:
+        return None
+    for uid in KERNEL_UIDS:
+        claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            claim.bind(f"\0labkit-kernel-user-{uid}")
+        except OSError:
+            claim.close()
+            continue
+        _claim = claim
+        return KernelUser(uid, uid)
+    raise RuntimeError(f"every kernel user ({KERNEL_UIDS.start} to {KERNEL_UIDS.stop - 1}) is "
+                       "taken by another grading process of this machine; wait for some to end")
+
+
+def become_prefix(user: KernelUser | None, home: Path) -> list[str]:
+    """The wrapper in front of a fresh kernel that makes it ``user`` (owner
+    of ``home``), or nothing where it runs as the grader's user."""
+    if user is None:
+        return []
+    return [sys.executable, "-I", "-S", "-c", BECOME, str(user.uid), str(user.gid), str(home)]
+
+
 def _python_paths() -> list[Path]:
     """The interpreter's installation, the venv, and editable student helpers."""
     paths = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent}
@@ -119,8 +199,16 @@ def _python_paths() -> list[Path]:
     return sorted(paths)
 
 
-def bwrap_prefix(spec: SandboxSpec) -> list[str]:
-    """The bubblewrap command line that wraps the kernel command."""
+def bwrap_prefix(spec: SandboxSpec, keep_caps: tuple[str, ...] = ()) -> list[str]:
+    """The bubblewrap command line that wraps the kernel command (where the
+    grader is root, with no capabilities but ``keep_caps``).
+
+    What the sandbox can write is sized: /tmp, /dev/shm and the scratch
+    folder are tmpfs mounts of spec.limits' sizes (a tmpfs is sized to half
+    the machine's memory unless told, and its files are held in memory
+    outside the kernel's own memory cap), and the root and /dev, tmpfs
+    mounts that bubblewrap makes, are made read-only once set up.
+    """
     # A private /tmp first: the binds below may lie inside /tmp (a checkout
     # or a virtual environment there) and must stay visible on top of it.
     # Its own PID namespace: the notebook sees and can signal only its own
@@ -128,9 +216,10 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     # kernels, which run as the same user), and whatever it leaves running
     # (a daemon in a new session) dies with the kernel. (ipykernel must not
     # poll its parent there: see SANDBOXED_KERNEL_ARGS.)
+    limits = spec.limits
     args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
             "--unshare-pid", "--unshare-uts", "--hostname", "grader",
-            "--tmpfs", "/tmp"]
+            "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     if os.geteuid() == 0:
         # Run by root (a container, a CI runner), bubblewrap keeps nearly
         # every capability for the sandboxed process: with CAP_SYS_ADMIN a
@@ -138,24 +227,44 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
         # and plant code that the grader's own processes then run. Without
         # capabilities it is an ordinary process that cannot remount.
         args += ["--cap-drop", "ALL"]
+        for capability in keep_caps:
+            args += ["--cap-add", capability]
     for path in SYSTEM_PATHS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    for path in _python_paths() + [Path(p) for p in spec.readable]:
-        if path.exists():
-            args += ["--ro-bind", str(path), str(path)]
-    args += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc"]
+    bound = [path for path in _python_paths() + [Path(p) for p in spec.readable]
+             if path.exists()]
+    # The folders on the way to what is bound in: made by bubblewrap, run by
+    # root, readable by root alone, which would shut out the kernel's user.
+    for folder in _on_the_way(bound + [spec.scratch, spec.ipc_dir]):
+        args += ["--perms", "0755", "--dir", str(folder)]
+    for path in bound:
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc",
+             "--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     for device in gpu_devices():
         args += ["--dev-bind", str(device), str(device)]
     for path in spec.hidden:
         if any(_inside(path, Path(p)) for p in _python_paths() + list(spec.readable)):
-            args += ["--tmpfs", str(path)]
-    args += ["--bind", str(spec.scratch), str(spec.scratch),
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    args += ["--perms", "0700", "--size", str(limits.scratch_bytes),
+             "--tmpfs", str(spec.scratch),
              "--bind", str(spec.ipc_dir), str(spec.ipc_dir),
+             "--remount-ro", "/dev", "--remount-ro", "/",
              "--chdir", str(spec.scratch), "--"]
     return args
+
+
+def _on_the_way(paths: list[Path]) -> list[Path]:
+    """The folders above ``paths`` that the sandbox's own root holds (not
+    those inside a system folder bound in), parents first."""
+    mounted = [Path(p) for p in SYSTEM_PATHS + ("/dev", "/proc", "/sys")]
+    folders = {parent for path in paths for parent in Path(path).parents
+               if parent != Path("/") and parent != Path("/tmp")
+               and not any(parent == top or top in parent.parents for top in mounted)}
+    return sorted(folders, key=lambda folder: (len(folder.parts), str(folder)))
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -171,7 +280,7 @@ def gpu_devices() -> list[Path]:
     return sorted(Path("/dev").glob("nvidia*"))
 
 
-def rlimit_prefix(limits: Limits, gpu: bool | None = None) -> list[str]:
+def rlimit_prefix(limits: Limits, gpu: bool | None = None, uid: int | None = None) -> list[str]:
     """`prlimit` in front of the kernel command (util-linux), where it exists.
 
     Memory is capped by address space (RLIMIT_AS) on a CPU machine. Where
@@ -181,7 +290,7 @@ def rlimit_prefix(limits: Limits, gpu: bool | None = None) -> list[str]:
     more at start-up, and fails to initialise under any RLIMIT_AS that
     would still stop a runaway notebook.
     """
-    return prlimit_arguments(rlimits(limits, gpu))
+    return prlimit_arguments(rlimits(limits, gpu, uid))
 
 
 def prlimit_arguments(values: dict[str, int]) -> list[str]:
@@ -194,22 +303,23 @@ def prlimit_arguments(values: dict[str, int]) -> list[str]:
                         for name, value in values.items()]
 
 
-def rlimits(limits: Limits, gpu: bool | None = None) -> dict[str, int]:
-    """The resource limits of a student kernel, by `resource` module name
-    (see rlimit_prefix for the choice of memory limit)."""
+def rlimits(limits: Limits, gpu: bool | None = None, uid: int | None = None) -> dict[str, int]:
+    """The resource limits of a student kernel of user ``uid`` (default:
+    this process's), by `resource` module name (see rlimit_prefix for the
+    choice of memory limit)."""
     if gpu is None:
         gpu = bool(gpu_devices())
     return {"RLIMIT_DATA" if gpu else "RLIMIT_AS": limits.memory_bytes,
             "RLIMIT_FSIZE": limits.file_size_bytes,
-            "RLIMIT_NPROC": limits.processes + user_task_count(),
+            "RLIMIT_NPROC": limits.processes + user_task_count(uid),
             "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
 
 
-def user_task_count() -> int:
-    """Processes and threads this user runs now: what RLIMIT_NPROC counts.
-    (Root, the user in many containers, runs everything of the machine, and
-    its sandboxed kernels have no capability to exceed the limit.)"""
-    uid, count = os.getuid(), 0
+def user_task_count(uid: int | None = None) -> int:
+    """Processes and threads user ``uid`` (default: this process's) runs
+    now: what RLIMIT_NPROC counts."""
+    uid = os.getuid() if uid is None else uid
+    count = 0
     if not os.path.isdir("/proc"):
         return 0
     for entry in os.listdir("/proc"):
@@ -352,14 +462,17 @@ class SandboxKernelManager(AsyncKernelManager):
         command = super().format_kernel_cmd(extra_arguments)
         spec = self._spec()
         self._fork_argv = None
+        user = kernel_user()
         # One scan of /proc (the task count in RLIMIT_NPROC) serves both the
         # prlimit prefix and the forked kernel's own limits.
-        values = rlimits(spec.limits)
+        values = rlimits(spec.limits, uid=None if user is None else user.uid)
         limited = prlimit_arguments(values)
+        become = become_prefix(user, spec.scratch)
         if not bubblewrap_works():
-            return limited + command
-        sandboxed = bwrap_prefix(spec)
-        self._fresh_command = limited + sandboxed + command + SANDBOXED_KERNEL_ARGS
+            return limited + become + command
+        keep = BECOME_CAPS if user is not None else ()
+        self._fresh_command = (limited + bwrap_prefix(spec, keep) + become + command
+                               + SANDBOXED_KERNEL_ARGS)
         if not self._can_fork(command):
             return self._fresh_command
         # bubblewrap sets the sandbox up around a placeholder; the kernel is
@@ -369,6 +482,8 @@ class SandboxKernelManager(AsyncKernelManager):
         # process it sees would otherwise end its own sandbox.
         self._fork_argv = command[3:] + SANDBOXED_KERNEL_ARGS
         self._fork_limits = values
+        self._fork_user = None if user is None else [user.uid, user.gid]
+        sandboxed = bwrap_prefix(spec)
         assert sandboxed[-1] == "--"
         return (limited + sandboxed[:-1] + ["--as-pid-1", "--"]
                 + forkserver.PLACEHOLDER + [str(self._lifeline())])
@@ -384,8 +499,26 @@ class SandboxKernelManager(AsyncKernelManager):
                 and os.path.realpath(command[0]) == os.path.realpath(sys.executable)
                 and forkserver.preload_for(os.environ.get("KERAS_BACKEND")) is not None)
 
+    def _hand_over(self) -> None:
+        """Make what the kernel must write its user's: the ipc folder (its
+        sockets), the exchange folder (the tests' answers) and the
+        connection file (which jupyter_client wrote, readable by its owner
+        only). The scratch folder is handed over inside the sandbox."""
+        user = kernel_user()
+        if user is None:
+            return
+        ipc = Path(self.ipc_dir)
+        (ipc / "exchange").mkdir(exist_ok=True)
+        for path in (ipc, ipc / "exchange", Path(self.connection_file)):
+            os.chown(path, user.uid, user.gid)
+        # Others may pass through (not list): the placeholder of a forked
+        # kernel, root without capabilities, opens the lifeline in it.
+        ipc.chmod(0o711)
+        (ipc / "exchange").chmod(0o700)
+
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         self.forked = False
+        self._hand_over()
         if self._fork_argv is None:
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         lifeline = self._lifeline()
@@ -404,7 +537,7 @@ class SandboxKernelManager(AsyncKernelManager):
                 "bwrap_pid": self.provisioner.pid, "lifeline": str(lifeline),
                 "scratch": str(self.scratch), "env": env, "argv": self._fork_argv,
                 "launcher": ipykernel_launcher.__file__,
-                "limits": self._fork_limits,
+                "limits": self._fork_limits, "user": self._fork_user,
             })
             self.forked = True
         except forkserver.ForkError as error:

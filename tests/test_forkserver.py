@@ -1,7 +1,8 @@
 """Student kernels forked into their sandbox (autograder/forkserver.py).
 
 A forked kernel must be indistinguishable, from inside, from a fresh one:
-the same files, environment, limits, processes and (no) capabilities; it
+the same files, environment, user, limits, writable file systems and their
+sizes, processes and (no) capabilities; it
 must get its own random seeds; the grader must still learn when it dies; and
 when forking fails, grading goes on with a fresh kernel.
 """
@@ -35,9 +36,24 @@ except OSError as error:
 limits = {name: resource.getrlimit(getattr(resource, name)) for name in
           ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_NOFILE",
            "RLIMIT_CORE")}
+def readable(path):
+    try:
+        open(path).close()
+        return True
+    except OSError as error:
+        return type(error).__name__
+def size(folder):
+    stat = os.statvfs(folder)
+    return stat.f_blocks * stat.f_frsize
 print("PROBE" + json.dumps({
     "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "argv0": sys.argv[0],
-    "uid": os.getuid(), "hostname": socket.gethostname(),
+    "uids": os.getresuid(), "gids": os.getresgid(), "groups": os.getgroups(),
+    "shadow": readable("/etc/shadow"), "own_fds": len(os.listdir("/proc/self/fd")) > 0,
+    "sizes": {folder: size(folder) for folder in ("/tmp", "/dev/shm", os.getcwd())},
+    "cwd_owner": os.stat(".").st_uid, "cwd_mode": oct(os.stat(".").st_mode),
+    "writable": [folder for folder in ("/", "/dev", "/tmp", "/dev/shm", ".")
+                 if os.access(folder, os.W_OK)],
+    "hostname": socket.gethostname(),
     "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
     "no_new_privs": status["NoNewPrivs"].strip(), "network": network, "limits": limits,
     "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
@@ -86,11 +102,7 @@ def test_a_forked_kernel_finds_what_a_fresh_kernel_finds(tmp_path):
     fresh, fresh_forked = _probe(tmp_path, "same", fork=False)
     forked, was_forked = _probe(tmp_path, "same", fork=True)
     assert was_forked and not fresh_forked
-    # The one difference: a forked kernel has also emptied its capability
-    # bounding set (bubblewrap's --cap-drop ALL leaves it).
-    assert forked["caps"][3] == "0000000000000000"
-    forked["caps"][3] = fresh["caps"][3]
-    # RLIMIT_NPROC counts from what the user runs at the kernel's start.
+    # RLIMIT_NPROC counts from what the kernel's user runs at its start.
     for probe in (fresh, forked):
         soft, hard = probe["limits"].pop("RLIMIT_NPROC")
         assert soft == hard >= sandbox.Limits().processes
@@ -99,8 +111,20 @@ def test_a_forked_kernel_finds_what_a_fresh_kernel_finds(tmp_path):
     # And what both find is the sandbox: no capabilities, no network, only
     # its own processes (the namespace's init and the kernel), no kit, no
     # trace of the fork server's grader-side modules.
-    effective = forked["caps"][:3] + forked["caps"][4:]
-    assert set(effective) == {"0000000000000000"} and forked["no_new_privs"] == "1"
+    assert set(forked["caps"]) == {"0000000000000000"} and forked["no_new_privs"] == "1"
+    # Never root: where the grader is root, a user of its own with no
+    # supplementary groups, who cannot read root's files.
+    user = sandbox.kernel_user()
+    uid = os.getuid() if user is None else user.uid
+    assert forked["uids"] == [uid] * 3 and forked["cwd_owner"] == uid
+    if user is not None:
+        assert uid != 0 and forked["gids"] == [user.gid] * 3 and forked["groups"] == []
+        assert forked["shadow"] == "PermissionError"
+    # What it can write is sized (the scratch folder is its working folder).
+    limits = sandbox.Limits()
+    assert forked["sizes"] == {"/tmp": limits.tmp_bytes, "/dev/shm": limits.shm_bytes,
+                               forked["cwd"]: limits.scratch_bytes}
+    assert forked["writable"] == ["/tmp", "/dev/shm", "."]
     assert forked["network"] != "open" and len(forked["pids"]) == 2
     assert not forked["solutions_visible"] and forked["autograder_loaded"] == []
 

@@ -233,3 +233,20 @@ def test_the_sandboxed_kernel_is_waited_for_by_the_prompt_client(tmp_path):
     finally:
         socket.close(0)
         client.context.term()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the grader is an ordinary user: its kernels are it")
+def test_each_grading_process_of_a_root_grader_has_a_kernel_user_of_its_own():
+    code = ("from autograder import sandbox; import sys\n"
+            "print(sandbox.kernel_user().uid, flush=True); sys.stdin.read()")
+    own = sandbox.kernel_user().uid
+    holders = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        uids = [int(holder.stdout.readline()) for holder in holders]
+    finally:
+        for holder in holders:
+            holder.stdin.close()
+            holder.wait(timeout=30)
+    assert len(set(uids + [own])) == 3
+    assert all(uid in sandbox.KERNEL_UIDS and uid != 0 for uid in uids)
