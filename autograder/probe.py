@@ -255,6 +255,7 @@ _NUMBER_RUN = re.compile(rf"(?:{_NUMBER}[\s,;:|()\[\]]+){{5,}}{_NUMBER}")
 _HEX_RUN = re.compile(r"\b[0-9a-fA-F]{16,}\b|[0-9a-fA-F]{32,}")
 _LONG_WORD = re.compile(r"\S{60,}")
 _ENCODED = re.compile(r"[A-Za-z0-9+/=]{12,}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def redact(text: str, shipped=(), limit: int = MAX_MESSAGE_CHARS) -> str:
@@ -263,8 +264,9 @@ def redact(text: str, shipped=(), limit: int = MAX_MESSAGE_CHARS) -> str:
     A student's code sees the hidden tests' inputs and the grader's compiled
     stand-ins; its exception message is the one thing of it that reaches the
     feedback page. So the message keeps its words, names and shapes but not
-    data: every number written with a decimal point or exponent, every run of
-    six or more numbers, hexadecimal and other long unbroken runs become "…";
+    data: control characters become "?"; every number written with a decimal
+    point or exponent, every run of six or more numbers, hexadecimal and
+    other long unbroken runs become "…";
     any piece of what the grader shipped in the request (``shipped``: the
     encoded code, its string constants) becomes "[grader's code]"; and the
     whole is cut at ``limit`` characters.
@@ -275,6 +277,7 @@ def redact(text: str, shipped=(), limit: int = MAX_MESSAGE_CHARS) -> str:
     if shipped:
         text = _ENCODED.sub(lambda found: "[grader's code]" if any(
             found.group(0) in blob for blob in shipped) else found.group(0), text)
+    text = _CONTROL.sub("?", text)
     text = _FLOAT.sub("…", text)
     text = _HEX_RUN.sub("…", text)
     text = _LONG_WORD.sub("…", text)

@@ -117,38 +117,52 @@ def _strings(code, found):
 
 def _loot():
     found = []
-    for pattern in ("/tmp/*/ipc/exchange/*", "/tmp/**/exchange/*.json", "/**/exchange/*.request.json"):
-        for path in glob.glob(pattern, recursive=True)[:50]:
-            try:
-                found.append(open(path, encoding="utf-8", errors="replace").read())
-            except OSError:
-                pass
-    frame = sys._getframe(1)
-    while frame is not None:
-        for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
-            if isinstance(value, dict) and ("stand_ins" in value or "source" in value):
-                found.append(json.dumps(value, default=repr))
-        frame = frame.f_back
-    for name in ("FeedForward", "causal_mask", "padding_mask", "combine_masks", "masked_softmax"):
-        target = globals().get(name)
+    names = ("FeedForward", "causal_mask", "padding_mask", "combine_masks", "masked_softmax")
+    for name in names:
         try:
-            found.append(inspect.getsource(target))
+            found.append(inspect.getsource(globals().get(name)))
         except Exception:
             pass
+    requests = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, dict) and "stand_ins" in value:
+                requests.append(value)
+        frame = frame.f_back
+    for pattern in ("/tmp/*/ipc/exchange/*.request.json", "/tmp/*/*/ipc/exchange/*.request.json"):
+        for path in glob.glob(pattern)[:20]:
+            try:
+                requests.append(json.load(open(path, encoding="utf-8")))
+            except (OSError, ValueError):
+                pass
+    for request in requests:
+        for shipped in list(request.get("stand_ins", {}).values()) + [request.get("source"),
+                                                                      request.get("code")]:
+            if not isinstance(shipped, str):
+                continue
+            found.append(shipped)                   # as it was sent
+            try:
+                import base64, marshal
+                found.append(repr(_strings(marshal.loads(base64.b64decode(shipped)), [])))
+            except Exception:
+                pass
+    for name in names:
+        target = globals().get(name)
         for item in [target] + list(vars(target).values() if isinstance(target, type) else []):
-            code = getattr(item, "__code__", None)
-            if code is not None:
-                found.append(repr(_strings(code, [])) + repr(code.co_names))
             if getattr(item, "__doc__", None):
                 found.append(item.__doc__)
+            code = getattr(item, "__code__", None)
+            if code is not None:
+                found.append(repr(_strings(code, [])))
     return "\\n".join(found)
 
 
 class EncoderLayer(_Honest):
-    def call(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs):         # past Keras's wrapping of messages
         if any(frame.filename == "<autograder>" for frame in inspect.stack(0)):
             raise RuntimeError(_loot())
-        return super().call(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
 '''
 
 
@@ -198,16 +212,19 @@ def dot_scores(query, keys):
 # -- 8. an output flood --------------------------------------------------------------
 
 #: Correct, but the first call by the grader starts a thread that prints
-#: 1 MB a time, 1,200 times (1.2 GB nobody reads), and waits for it.
+#: 1 MB a time, 1,200 times or for 3 s (what the grader must not hold), and waits
+#: for it.
 FLOOD = '''
-import sys, threading
+import sys, threading, time
 
 _flood = []
 
 
 def _print_flood():
-    chunk = "x" * 2**20
+    chunk, end = "x" * 2**20, time.monotonic() + 3
     for _ in range(1200):
+        if time.monotonic() > end:          # within the tests' time limit
+            break
         print(chunk)
 
 
@@ -233,7 +250,7 @@ def cases() -> list[Case]:
              lambda: notebook({"dot_scores": TEXT_DOT, "bilinear_scores": BYTES_BILINEAR}), 8,
              check=_says_numbers_expected),
         Case("text_embedding", "forgery", "lab3's PositionalEmbedding returns its output as text",
-             lambda: _text_layer("lab3", "PositionalEmbedding"), at_most=7, lab="lab3"),
+             lambda: _text_layer("lab3", "PositionalEmbedding"), at_most=7.5, lab="lab3"),
         Case("text_encoder", "forgery", "lab5's Encoder returns its output as text",
              lambda: _text_layer("lab5", "Encoder"), at_most=16, lab="lab5"),
         Case("leaks_inputs_repr", "secrecy", "dot_scores prints and raises repr() of the "
@@ -244,7 +261,7 @@ def cases() -> list[Case]:
              check=_no_inputs_shown),
         Case("steals_stand_ins", "secrecy", "lab4's EncoderLayer raises with the exchange "
              "files, the callers' frames and the stand-ins' code",
-             lambda: _steal_notebook(), at_most=7.25, lab="lab4", check=_no_reference_line),
+             lambda: _steal_notebook(), at_most=13.25, lab="lab4", check=_no_reference_line),
         Case("compressed_answer", "machine", "dot_scores returns 3.2 GB of zeros, "
              "savez_compressed to 5 MB", lambda: notebook({"dot_scores": COMPRESSED_DOT}), 9),
         Case("output_flood", "machine", "a thread prints 1.2 GB during the hidden tests",
