@@ -5,7 +5,9 @@ namespace of its own, the first time the test kernel sends a request; its
 `handle` is then kept in the kernel's builtins for the requests that follow
 (autograder.probe.GLUE_CALL). It imports nothing from the kit. It reads a request (JSON and
 an .npz of arrays, allow_pickle=False) from the exchange folder, runs the
-call on the student's object, and writes the answer the same way.
+call on the student's object, and writes the answer the same way. The
+grader's stand-ins and fixtures arrive as compiled code objects (marshal,
+base64), which run only under the same Python as the test kernel's.
 
 Whatever it returns is only data (numbers, strings, arrays, references to
 objects that stay in the student's kernel): the comparison with references

@@ -10,7 +10,11 @@ remote objects, so `layer = MultiHeadAttention(2, 4); layer(x, x)` works.
 
 While an exercise is tested, the other exercises it may call are replaced in
 the student's kernel by correct stand-ins (autograder.references.<lab>), so
-that a mistake costs points in one exercise only.
+that a mistake costs points in one exercise only. Stand-ins and grader
+fixtures are compiled here and sent as code objects (ship_code), never as
+source; what comes back is checked before it is read (read_arrays: numbers
+only, sizes by the .npy headers) and the student's exception messages are
+redacted before they reach a feedback page (redact).
 """
 
 from __future__ import annotations
@@ -242,7 +246,7 @@ def _describe_failure(label: str, answer: dict, shipped=()) -> str:
         if stripped.startswith("File ") and "<autograder>" not in stripped \
                 and "<stand-in" not in stripped:
             where = stripped
-    kind = str(answer.get("type"))[:60]
+    kind = redact(str(answer.get("type")), shipped, limit=60)
     message = f"`{label}` raised {kind}: {redact(str(answer.get('message')), shipped)}"
     if where and "ipykernel" in where or "tmp/ipykernel" in where:
         message += f" ({redact(where.split(', ', 1)[-1], shipped)})"

@@ -257,3 +257,11 @@ def test_compressed_answers_are_refused_by_their_headers(tmp_path, monkeypatch):
 def test_the_test_kernels_client_does_not_subscribe_to_output(kernel):
     # Nothing reads the student's output there; a subscription would queue it.
     assert kernel.client._iopub_channel is None
+
+
+def test_code_compiled_by_another_python_is_refused_clearly(kernel, monkeypatch):
+    monkeypatch.setattr(probe, "MAGIC", "00000000")
+    namespace: dict = {}
+    kernel.bind(namespace, ["pair"])
+    with pytest.raises(StudentCodeError, match="GraderError: .*different Python versions"):
+        namespace["pair"](np.ones(1))
