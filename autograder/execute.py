@@ -46,8 +46,9 @@ from autograder.sandbox import SandboxKernelManager, bubblewrap_works
 
 #: The test kernel's memory cap, as data segment (RLIMIT_DATA: private
 #: writable memory, what arrays take; an address-space cap would also count
-#: what TensorFlow and CUDA reserve without using). The kernel needs about
-#: 0.35 GiB with a lab's references and Keras loaded; answers are capped at
+#: what TensorFlow and CUDA reserve without using). Measured with lab2's
+#: references running Keras: 0.5 GiB of data segment, 2.2 GiB of address
+#: space (more on a GPU machine). Answers are capped at
 #: autograder.probe.MAX_ANSWER_BYTES by their headers before they are read,
 #: and a test converts one to float64 and compares it, a few copies at most.
 TESTS_KERNEL_MEMORY_BYTES = 3 * 1024**3
