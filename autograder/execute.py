@@ -30,6 +30,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import zmq
 from jupyter_client import KernelManager
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -40,10 +41,25 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
 from autograder import tempdirs
+from autograder.probe import hide_data
 from autograder.sandbox import SandboxKernelManager, bubblewrap_works
 
-TESTS_KERNEL_STARTUP = """
-import os, sys, warnings
+#: The test kernel's memory cap, as data segment (RLIMIT_DATA: private
+#: writable memory, what arrays take; an address-space cap would also count
+#: what TensorFlow and CUDA reserve without using). Measured with lab2's
+#: references running Keras: 0.5 GiB of data segment, 2.2 GiB of address
+#: space (more on a GPU machine). Answers are capped at
+#: autograder.probe.MAX_ANSWER_BYTES by their headers before they are read,
+#: and a test converts one to float64 and compares it, a few copies at most.
+TESTS_KERNEL_MEMORY_BYTES = 3 * 1024**3
+
+TESTS_KERNEL_STARTUP = f"""
+import os, resource, sys, warnings
+_, _hard = resource.getrlimit(resource.RLIMIT_DATA)
+_cap = {TESTS_KERNEL_MEMORY_BYTES}
+_cap = _cap if _hard == resource.RLIM_INFINITY else min(_cap, _hard)
+resource.setrlimit(resource.RLIMIT_DATA, (_cap, _cap))
+del _hard, _cap
 warnings.filterwarnings("ignore")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy
@@ -317,6 +333,9 @@ class IsolatedExecute(Execute):
         self._record["stopped"] = reason
 
     def _fail(self, cell, ename: str, evalue: str, traceback=None) -> None:
+        # What the student's page shows: no run of numbers that could be the
+        # hidden inputs returned by the student's code and quoted by a test.
+        evalue = hide_data(evalue, 2000)
         cell.outputs = [_error_output(ename, evalue, traceback)]
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         self._record["tests"][grade_id] = {"passed": False, "ename": ename, "evalue": evalue}
@@ -368,8 +387,9 @@ class IsolatedExecute(Execute):
                 return "timeout", {"ename": "CellTimeoutError",
                                    "evalue": f"the tests took longer than {timeout:.0f} s",
                                    "traceback": []}
+            self._drop_student_output()
             try:
-                reply = kc.get_shell_msg(timeout=min(remaining, 1.0))
+                reply = kc.get_shell_msg(timeout=min(remaining, 0.2))
             except Exception:  # noqa: BLE001 - queue.Empty
                 if not self._tests_km.is_alive():
                     self._tests_dirty = True
@@ -383,6 +403,24 @@ class IsolatedExecute(Execute):
             if content["status"] == "ok":
                 return "ok", None
             return "error", content
+
+    def _drop_student_output(self) -> None:
+        """Drop what the student's kernel has published while the tests run.
+
+        Nothing reads it (the test cells' outputs are the grader's record),
+        yet this process's subscription to the student's iopub queues every
+        message until the next student cell: a thread printing during the
+        tests held its whole flood here. Read through a plain (blocking
+        API) socket on nbclient's asyncio one, without waiting.
+        """
+        if self.kc is None or self.kc.iopub_channel.socket is None:
+            return
+        socket = zmq.Socket.shadow(self.kc.iopub_channel.socket.underlying)
+        while True:
+            try:
+                socket.recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
 
     def _drain_iopub(self) -> None:
         """Drop what the test kernel has published so far (nothing reads it;

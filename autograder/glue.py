@@ -5,15 +5,20 @@ namespace of its own, the first time the test kernel sends a request; its
 `handle` is then kept in the kernel's builtins for the requests that follow
 (autograder.probe.GLUE_CALL). It imports nothing from the kit. It reads a request (JSON and
 an .npz of arrays, allow_pickle=False) from the exchange folder, runs the
-call on the student's object, and writes the answer the same way.
+call on the student's object, and writes the answer the same way. The
+grader's stand-ins and fixtures arrive as compiled code objects (marshal,
+base64), which run only under the same Python as the test kernel's.
 
 Whatever it returns is only data (numbers, strings, arrays, references to
 objects that stay in the student's kernel): the comparison with references
 happens in the test kernel, which the student's code never touches.
 """
 
+import base64
 import builtins
+import importlib.util
 import json
+import marshal
 import traceback
 
 import numpy
@@ -141,14 +146,24 @@ def _describe(target):
 _STAND_INS = {}
 
 
-def _stand_in(name, source):
-    """The grader's correct version of ``name``, compiled once per kernel."""
-    key = (name, source)
+def _code(blob):
+    """A code object compiled by the test kernel (autograder.probe.ship_code):
+    the grader's stand-ins and fixtures never come here as source."""
+    return marshal.loads(base64.b64decode(blob))
+
+
+def _stand_in(name, blob):
+    """The grader's correct version of ``name``, loaded once per kernel."""
+    key = (name, blob)
     if key not in _STAND_INS:
         namespace = {}
-        exec(compile(source, f"<stand-in {name}>", "exec"), namespace)
+        exec(_code(blob), namespace)
         _STAND_INS[key] = namespace[name]
     return _STAND_INS[key]
+
+
+class GraderError(Exception):
+    """The grader itself is misconfigured (not the student's code)."""
 
 
 def handle(request_path, user_ns):
@@ -168,14 +183,19 @@ def handle(request_path, user_ns):
     patched = {}
     failed_at = None
     try:
-        for name, source in request.get("stand_ins", {}).items():
+        if request.get("magic") != importlib.util.MAGIC_NUMBER.hex():
+            raise GraderError(
+                "the grader's test kernel and this notebook's kernel run different "
+                "Python versions, so the grader's compiled code cannot run here; the "
+                "instructor must start both with the same Python.")
+        for name, blob in request.get("stand_ins", {}).items():
             patched[name] = user_ns.get(name, _MISSING)
-            user_ns[name] = _stand_in(name, source)
+            user_ns[name] = _stand_in(name, blob)
         operation = request["op"]
         target = None if operation == "construct" else _resolve(request["target"], user_ns)
         if operation == "construct":
             namespace = {}
-            exec(compile(request["source"], "<grader fixture>", "exec"), namespace)
+            exec(_code(request["code"]), namespace)
             args = _decode(request["args"], arrays_in)
             kwargs = _decode(request["kwargs"], arrays_in)
             result = namespace[request["attr"]](*args, **kwargs)

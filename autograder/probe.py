@@ -10,26 +10,47 @@ remote objects, so `layer = MultiHeadAttention(2, 4); layer(x, x)` works.
 
 While an exercise is tested, the other exercises it may call are replaced in
 the student's kernel by correct stand-ins (autograder.references.<lab>), so
-that a mistake costs points in one exercise only.
+that a mistake costs points in one exercise only. Stand-ins and grader
+fixtures are compiled here and sent as code objects (ship_code), never as
+source; what comes back is checked before it is read (read_arrays: numbers
+only, sizes by the .npy headers) and the student's exception messages are
+redacted before they reach a feedback page (redact).
 """
 
 from __future__ import annotations
 
+import ast
+import base64
+import functools
 import hashlib
+import importlib.util
 import itertools
 import json
+import marshal
+import math
+import re
 import secrets
 import time
+import types
+import zipfile
 from pathlib import Path
 
 import numpy as np
 from jupyter_client import BlockingKernelClient
 
 from autograder import policy
+from autograder.testing import not_numeric
 
 #: Answers larger than this are refused unread (a student's kernel could
-#: otherwise exhaust the test kernel's memory).
+#: otherwise exhaust the test kernel's memory): the arrays of one answer once
+#: loaded, by their .npy headers, before any is inflated.
 MAX_ANSWER_BYTES = 256 * 2**20
+#: The JSON part of an answer (values other than arrays: numbers, strings,
+#: references): small for every exercise, and a JSON parser needs several
+#: times its size in memory.
+MAX_ANSWER_JSON_BYTES = 8 * 2**20
+#: What a student's exception may show on their feedback page, at most.
+MAX_MESSAGE_CHARS = 300
 
 GLUE_SOURCE = (Path(__file__).with_name("glue.py")).read_text(encoding="utf-8")
 #: Where the student's kernel keeps the compiled glue between requests (in
@@ -72,7 +93,10 @@ class StudentKernel:
         self._nonce = secrets.token_hex(4)
         self.client = BlockingKernelClient()
         self.client.load_connection_file(connection_file)
-        self.client.start_channels()
+        # No iopub (nor stdin): nothing here reads what the student's kernel
+        # prints, and a subscribed client queues every message in memory (a
+        # thread printing during the tests grew this kernel by the flood).
+        self.client.start_channels(iopub=False, stdin=False)
 
     def close(self) -> None:
         """Stop talking to this student's kernel (the test kernel goes on to
@@ -81,7 +105,8 @@ class StudentKernel:
 
     # -- binding names -------------------------------------------------------
     def stand_ins_for(self, name: str) -> dict[str, str]:
-        """Sources of the correct stand-ins for what exercise ``name`` may call."""
+        """The correct stand-ins for what exercise ``name`` may call, compiled
+        (see ship_code)."""
         if not self.lab_id:
             return {}
         import importlib
@@ -92,7 +117,8 @@ class StudentKernel:
             return {}
         names = getattr(reference, "STAND_INS", {}).get(name, [])
         sources = getattr(reference, "STAND_IN_SOURCES", {})
-        return {dependency: sources[dependency] for dependency in names}
+        return {dependency: ship_code(sources[dependency], f"<stand-in {dependency}>")
+                for dependency in names}
 
     def bind(self, namespace: dict, names) -> None:
         """Bind each of ``names`` in ``namespace`` to the student's object."""
@@ -110,10 +136,10 @@ class StudentKernel:
         student's decoding functions.
         """
         return self.request("construct", {}, name, {}, attr=name, args=args,
-                            kwargs=kwargs, source=source)
+                            kwargs=kwargs, code=ship_code(source, "<grader fixture>"))
 
     def request(self, op: str, target: dict, label: str, stand_ins: dict,
-                attr: str | None = None, args=(), kwargs=None, source: str | None = None):
+                attr: str | None = None, args=(), kwargs=None, code: str | None = None):
         arrays: dict[str, np.ndarray] = {}
         number = next(self._counter)
         stem = self.exchange / f"{self._nonce}-{number}"
@@ -124,7 +150,8 @@ class StudentKernel:
             "args": _encode(list(args), arrays),
             "kwargs": _encode(dict(kwargs or {}), arrays),
             "stand_ins": stand_ins,
-            "source": source,
+            "code": code,
+            "magic": MAGIC,
             "answer": str(stem) + ".answer.json",
             "arrays": None,
         }
@@ -133,32 +160,36 @@ class StudentKernel:
             payload["arrays"] = str(stem) + ".args.npz"
         request_path = str(stem) + ".request.json"
         Path(request_path).write_text(json.dumps(payload), encoding="utf-8")
-        code = GLUE_CALL % (GLUE_KEY, GLUE_SOURCE, request_path)
-        reply = self._execute(code, label)
+        expression = GLUE_CALL % (GLUE_KEY, GLUE_SOURCE, request_path)
+        reply = self._execute(expression, label)
         answer_path = Path(payload["answer"])
+        shipped = [blob for blob in [code, *stand_ins.values()] if blob]
         if not answer_path.exists():
             content = reply.get("content", {})
             content = content.get("user_expressions", {}).get("call", content)
-            raise StudentCodeError(
+            raise StudentCodeError(redact(
                 f"`{label}` could not be run in your notebook's kernel "
-                f"({content.get('ename', 'no answer')}: {content.get('evalue', '')})."
-            )
-        for path in (answer_path, Path(str(answer_path) + ".npz")):
-            if path.exists() and path.stat().st_size > MAX_ANSWER_BYTES:
-                raise StudentCodeError(
-                    f"`{label}` returned {path.stat().st_size // 2**20} MiB of data; "
-                    f"the tests expect small arrays."
-                )
-        answer = json.loads(answer_path.read_text(encoding="utf-8"))
+                f"({content.get('ename', 'no answer')}: {content.get('evalue', '')}).",
+                shipped))
+        if answer_path.stat().st_size > MAX_ANSWER_JSON_BYTES:
+            raise StudentCodeError(
+                f"`{label}` returned {answer_path.stat().st_size // 2**20} MiB of values "
+                f"other than arrays; the tests expect small results (arrays, numbers).")
+        try:
+            answer = json.loads(answer_path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError):
+            raise StudentCodeError(f"`{label}`'s answer could not be read.") from None
+        if not isinstance(answer, dict):
+            raise StudentCodeError(f"`{label}`'s answer could not be read.")
         if not answer.get("ok"):
             if op == "many" and isinstance(answer.get("index"), int) \
                     and 0 <= answer["index"] < len(args):
                 label = f"{label}.{args[answer['index']][0]}"
-            raise StudentCodeError(_describe_failure(label, answer))
+            raise StudentCodeError(_describe_failure(label, answer, shipped))
         arrays_out = {}
         if answer.get("arrays"):
-            with np.load(answer["arrays"], allow_pickle=False) as loaded:
-                arrays_out = {key: loaded[key] for key in loaded.files}
+            # Where the glue writes them, whatever the answer says.
+            arrays_out = read_arrays(Path(str(answer_path) + ".npz"), label)
         return _decode(answer["value"], arrays_out, self, label, stand_ins)
 
     def _execute(self, code: str, label: str) -> dict:
@@ -205,18 +236,156 @@ class StudentKernel:
                 break
 
 
-def _describe_failure(label: str, answer: dict) -> str:
-    """The student's exception, with the last line of their code that ran."""
+def _describe_failure(label: str, answer: dict, shipped=()) -> str:
+    """The student's exception, with the last line of their code that ran,
+    redacted (see redact): it goes to their feedback page."""
     where = ""
-    for line in answer.get("traceback", "").splitlines():
+    traceback = answer.get("traceback", "")
+    for line in (traceback if isinstance(traceback, str) else "").splitlines():
         stripped = line.strip()
         if stripped.startswith("File ") and "<autograder>" not in stripped \
                 and "<stand-in" not in stripped:
             where = stripped
-    message = f"`{label}` raised {answer.get('type')}: {answer.get('message')}"
+    kind = redact(str(answer.get("type")), shipped, limit=60)
+    message = f"`{label}` raised {kind}: {redact(str(answer.get('message')), shipped)}"
     if where and "ipykernel" in where or "tmp/ipykernel" in where:
-        message += f" ({where.split(', ', 1)[-1]})"
-    return message
+        message += f" ({redact(where.split(', ', 1)[-1], shipped)})"
+    return redact(message, shipped, limit=2 * MAX_MESSAGE_CHARS)
+
+
+_FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
+_NUMBER = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|…)"
+_NUMBER_RUN = re.compile(rf"(?:{_NUMBER}[\s,;:|()\[\]]+){{5,}}{_NUMBER}")
+_HEX_RUN = re.compile(r"\b[0-9a-fA-F]{16,}\b|[0-9a-fA-F]{32,}")
+_LONG_WORD = re.compile(r"\S{60,}")
+_ENCODED = re.compile(r"[A-Za-z0-9+/=]{12,}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def redact(text: str, shipped=(), limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` (a student's exception message) fit to show on their page.
+
+    A student's code sees the hidden tests' inputs and the grader's compiled
+    stand-ins; its exception message is the one thing of it that reaches the
+    feedback page. So the message keeps its words, names and shapes but not
+    data: control characters become "?"; every number written with a decimal
+    point or exponent, every run of six or more numbers, hexadecimal and
+    other long unbroken runs become "…";
+    any piece of what the grader shipped in the request (``shipped``: the
+    encoded code, its string constants) becomes "[grader's code]"; and the
+    whole is cut at ``limit`` characters.
+    """
+    for blob in shipped:
+        for piece in sorted(_shipped_strings(blob), key=len, reverse=True):
+            text = text.replace(piece, "[grader's code]")
+    if shipped:
+        text = _ENCODED.sub(lambda found: "[grader's code]" if any(
+            found.group(0) in blob for blob in shipped) else found.group(0), text)
+    text = _CONTROL.sub("?", text)
+    text = _FLOAT.sub("…", text)
+    text = _HEX_RUN.sub("…", text)
+    text = _LONG_WORD.sub("…", text)
+    return hide_data(text, limit)
+
+
+def hide_data(text: str, limit: int) -> str:
+    """``text`` without runs of six or more numbers (any notation), cut at
+    ``limit`` characters.
+
+    The grader applies it to every failed test's message (IsolatedExecute):
+    a test's message may quote what the student's code returned, and that
+    may be the hidden inputs in disguise; a shape or a single difference
+    stays readable.
+    """
+    text = _NUMBER_RUN.sub("…", text)
+    if len(text) > limit:
+        text = text[:limit] + "… (cut)"
+    return text
+
+
+@functools.lru_cache(maxsize=64)
+def _shipped_strings(blob: str) -> tuple[str, ...]:
+    """The string constants of a shipped code object worth hiding: 12
+    characters or more, and not a plain name (a keyword argument's name is
+    also the student's own wording)."""
+    found = []
+
+    def walk(code):
+        for const in code.co_consts:
+            if isinstance(const, str) and len(const) >= 12 and not const.isidentifier():
+                found.append(const)
+            elif isinstance(const, types.CodeType):
+                walk(const)
+
+    walk(marshal.loads(base64.b64decode(blob)))
+    return tuple(found)
+
+
+#: The bytecode version of this Python: the student's kernel must run the
+#: same to execute the code objects shipped to it (autograder.glue checks).
+MAGIC = importlib.util.MAGIC_NUMBER.hex()
+
+
+@functools.lru_cache(maxsize=256)
+def ship_code(source: str, filename: str) -> str:
+    """``source`` compiled here, docstrings removed, as base64 of marshal.
+
+    The stand-ins and fixtures run in the student's kernel, where the
+    student's code can read the request files and the objects they define.
+    Sent as source, a layer raising with what it read showed the reference
+    solutions on its feedback page; a code object carries no source text,
+    and without its docstrings no comment of the references either.
+    """
+    tree = ast.parse(source, filename)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                             ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                node.body = node.body[1:] or [ast.Pass()]
+    code = compile(tree, filename, "exec", dont_inherit=True)
+    return base64.b64encode(marshal.dumps(code)).decode("ascii")
+
+
+def read_arrays(path: Path, label: str) -> dict[str, np.ndarray]:
+    """The arrays of an answer's .npz, each checked by its header first.
+
+    The student's kernel writes this file, and may write it compressed: a
+    few MB can inflate to gigabytes. Every member's .npy header (shape and
+    dtype) is read before any data, and the answer is refused when the
+    arrays would take more than MAX_ANSWER_BYTES or are not numbers.
+    """
+    if path.stat().st_size > MAX_ANSWER_BYTES:
+        raise StudentCodeError(
+            f"`{label}` returned {path.stat().st_size // 2**20} MiB of data; "
+            f"the tests expect small arrays.")
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    if version == (1, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                    elif version == (2, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+                    else:
+                        raise ValueError(f"unsupported .npy version {version}")
+                problem = not_numeric(dtype, f"`{label}`")
+                if problem:
+                    raise StudentCodeError(problem)
+                total += math.prod(shape) * dtype.itemsize
+                if total > MAX_ANSWER_BYTES:
+                    raise StudentCodeError(
+                        f"`{label}` returned arrays of at least "
+                        f"{total // 2**20} MiB once unpacked; the tests expect small "
+                        f"arrays (return the result itself, not a large or "
+                        f"broadcast array).")
+        with np.load(path, allow_pickle=False) as loaded:
+            return {key: loaded[key] for key in loaded.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError):
+        raise StudentCodeError(f"`{label}`'s answer could not be read.") from None
 
 
 class RemoteObject:

@@ -22,6 +22,7 @@ from autograder import policy
 
 __all__ = [
     "rng",
+    "not_numeric",
     "as_array",
     "assert_shape",
     "assert_finite",
@@ -42,25 +43,56 @@ def rng(label: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
+#: dtype kinds a comparison accepts: bool, signed and unsigned int, float.
+NUMERIC_KINDS = "biuf"
+
+_KIND_WORDS = {"U": "text", "S": "bytes (text)", "O": "Python objects",
+               "M": "dates", "m": "time spans", "c": "complex numbers",
+               "V": "raw records"}
+
+
+def not_numeric(dtype, what: str) -> str:
+    """Why an array of ``dtype`` cannot be compared with numbers ("" when it can).
+
+    Only bool, int and float arrays are compared: converted to float64, text
+    such as "nan" becomes NaN, and NaN fails no tolerance test (NaN > allowed
+    is False), so a text answer would pass wherever it is not refused first.
+    autograder.probe refuses such arrays as they come back from the
+    student's kernel; this covers the tests run in place.
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind in NUMERIC_KINDS:
+        return ""
+    words = _KIND_WORDS.get(dtype.kind, "values that are not numbers")
+    return (f"{what}: returned an array of {words} (dtype {dtype}), expected numbers "
+            f"(bool, int or float). Compute the result from the inputs with keras.ops "
+            f"or NumPy and return it as a float array (e.g. ops.cast(x, \"float32\")), "
+            f"not as text or objects.")
+
+
 def as_array(value, what: str) -> np.ndarray:
-    """``value`` as a NumPy array, or an AssertionError that says why not."""
+    """``value`` as a numeric NumPy array, or an AssertionError that says why not."""
     if isinstance(value, np.ndarray):
-        return value
-    if type(value).__module__.startswith("torch"):
-        # Run in place (not graded), a layer's output under the torch backend
-        # requires grad or lives on a GPU, which np.asarray refuses.
-        value = value.detach().cpu()
-    try:
-        array = np.asarray(value)
-    except Exception as error:  # noqa: BLE001 - reported to the student
-        raise AssertionError(
-            f"{what}: expected an array or tensor, got {type(value).__name__} "
-            f"({error})."
-        ) from None
-    if array.dtype == object:
-        raise AssertionError(
-            f"{what}: expected a numeric array or tensor, got {type(value).__name__}."
-        )
+        array = value
+    else:
+        if type(value).__module__.startswith("torch"):
+            # Run in place (not graded), a layer's output under the torch backend
+            # requires grad or lives on a GPU, which np.asarray refuses.
+            value = value.detach().cpu()
+        try:
+            array = np.asarray(value)
+        except Exception as error:  # noqa: BLE001 - reported to the student
+            raise AssertionError(
+                f"{what}: expected an array or tensor, got {type(value).__name__} "
+                f"({error})."
+            ) from None
+        if array.dtype == object:
+            raise AssertionError(
+                f"{what}: expected a numeric array or tensor, got {type(value).__name__}."
+            )
+    problem = not_numeric(array.dtype, what)
+    if problem:
+        raise AssertionError(problem)
     return array
 
 
@@ -78,7 +110,7 @@ def assert_shape(actual, expected_shape, what: str) -> np.ndarray:
 def assert_finite(actual, what: str) -> np.ndarray:
     """Check that ``actual`` has no NaN or infinity."""
     array = as_array(actual, what)
-    if np.issubdtype(array.dtype, np.number) and not np.all(np.isfinite(array)):
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
         count = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
         raise AssertionError(
             f"{what}: {count} of {array.size} values are NaN or infinite."

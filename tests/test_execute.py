@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from autograder.execute import (TESTS_KERNEL_STARTUP, TESTS_SESSION_END,
-                                 TESTS_SESSION_START, TestsKernel, names_used)
+from autograder.execute import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_STARTUP,
+                                 TESTS_SESSION_END, TESTS_SESSION_START, TestsKernel,
+                                 names_used)
 
 
 def test_the_test_kernel_startup_code_is_valid_python():
@@ -39,6 +40,22 @@ def test_the_test_kernel_is_kept_for_the_same_run_and_forgets_each_submission():
         # Another run (another seed or lab) never shares it.
         other, new = TestsKernel.get(("lab1", "seed-b"))
         assert new and other is not first and not first.alive()
+    finally:
+        TestsKernel.discard()
+
+
+def test_the_test_kernel_has_a_memory_cap():
+    # It reads the students' answers: an answer that inflates (a compressed
+    # .npz) must stop there, not take the grading machine's memory.
+    try:
+        kernel, _ = TestsKernel.get(("lab1", "seed-memory"))
+        assert _run(kernel, TESTS_KERNEL_STARTUP)["status"] == "ok"
+        content = _run(kernel, "import resource\n"
+                               "cap = resource.getrlimit(resource.RLIMIT_DATA)[0]\n"
+                               f"block = bytearray({TESTS_KERNEL_MEMORY_BYTES + 2**30})")
+        assert content["status"] == "error" and content["ename"] == "MemoryError"
+        assert _run(kernel, f"assert cap == {TESTS_KERNEL_MEMORY_BYTES}")["status"] == "ok"
+        assert _run(kernel, "small = bytearray(2**28)")["status"] == "ok"   # still usable
     finally:
         TestsKernel.discard()
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from jupyter_client import KernelManager
 
-from autograder.probe import StudentCodeError, StudentKernel, Tensor
+from autograder import probe
+from autograder.probe import StudentCodeError, StudentKernel, Tensor, redact, ship_code
 
 STUDENT_CODE = textwrap.dedent('''
     import time
@@ -41,9 +42,27 @@ STUDENT_CODE = textwrap.dedent('''
 
     def backend_kind(x):
         return type(x).__module__.split(".")[0]
+
+    def as_text(x, kind):
+        return np.full(np.shape(x), "nan" if kind == "str" else b"nan")
+
+    def leaks(x):
+        raise ValueError("inputs were " + repr(np.asarray(x)))
+
+    def reads_requests(x):
+        # What a student's code can read of the request: the exchange folder's
+        # files and the stand-ins' objects.
+        import glob, inspect, os
+        found = [open(path, errors="replace").read() for path in
+                 glob.glob(os.path.join(os.getcwd(), "exchange", "*.request.json"))]
+        try:
+            found.append(inspect.getsource(helper))
+        except (OSError, TypeError):
+            pass
+        return " ".join(found)
 ''')
 
-STAND_IN = "def helper(x):\n    return x + 1\n"
+STAND_IN = 'def helper(x):\n    """Adds one (the reference\'s own words)."""\n    return x + 1\n'
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +100,8 @@ def test_the_students_exception_becomes_a_readable_failure(kernel):
 
 def test_stand_ins_replace_other_exercises_only_during_the_call(kernel):
     namespace: dict = {}
-    kernel.stand_ins_for = lambda name: {"helper": STAND_IN} if name == "uses_helper" else {}
+    kernel.stand_ins_for = lambda name: ({"helper": ship_code(STAND_IN, "<stand-in helper>")}
+                                         if name == "uses_helper" else {})
     kernel.bind(namespace, ["uses_helper", "helper"])
     assert namespace["uses_helper"](np.ones(1))[0] == 2.0       # the stand-in
     assert namespace["helper"](np.ones(1))[0] == 101.0          # the student's, restored
@@ -164,3 +184,84 @@ def test_many_calls_and_attributes_in_one_request_and_a_failure_names_its_path(k
     with pytest.raises(StudentCodeError, match=r"`Wrapper\.inner\.nowhere` raised "
                                                "AttributeError"):
         layer.many([("inner.units", None), ("inner.nowhere", None)])
+
+
+@pytest.mark.parametrize("kind", ["str", "bytes"])
+def test_text_arrays_are_refused_as_answers(kernel, kind):
+    # Converted to float64, "nan" is NaN, and NaN passes every tolerance test.
+    namespace: dict = {}
+    kernel.bind(namespace, ["as_text"])
+    with pytest.raises(StudentCodeError, match="array of (text|bytes).*expected numbers"):
+        namespace["as_text"](np.ones((2, 3)), kind)
+
+
+def test_a_students_message_keeps_its_words_but_not_the_inputs(kernel):
+    namespace: dict = {}
+    kernel.bind(namespace, ["leaks"])
+    inputs = np.random.default_rng(0).normal(size=(4, 5))
+    with pytest.raises(StudentCodeError) as failure:
+        namespace["leaks"](inputs)
+    message = str(failure.value)
+    assert "`leaks` raised ValueError: inputs were array(" in message
+    assert "." not in message.split("array(")[1]          # not one decimal of the inputs
+    assert len(message) < 2 * probe.MAX_MESSAGE_CHARS
+
+
+def test_redact_hides_data_keeps_shapes_and_cuts():
+    assert redact("shapes (2, 3, 4) and (2, 4) do not match") == \
+        "shapes (2, 3, 4) and (2, 4) do not match"
+    assert redact("got 0.125 and 3e-05") == "got … and …"
+    assert redact("ids 5 8 13 21 34 55 89") == "ids …"
+    assert redact("bytes " + "ab12" * 20) == "bytes …"
+    assert redact("a\x1b]0;title\x07b") == "a?]0;title?b"
+    assert len(redact("word " * 200)) < probe.MAX_MESSAGE_CHARS + 10
+
+
+def test_stand_ins_travel_compiled_without_source_or_docstrings(kernel):
+    shipped = ship_code(STAND_IN, "<stand-in helper>")
+    namespace: dict = {}
+    kernel.stand_ins_for = lambda name: {"helper": shipped} if name == "reads_requests" else {}
+    kernel.bind(namespace, ["reads_requests"])
+    seen = namespace["reads_requests"](np.ones(1))
+    assert shipped in seen                          # the request was read, but holds
+    assert "return x + 1" not in seen and "reference's own words" not in seen  # no source
+    import base64
+    import marshal
+
+    code = marshal.loads(base64.b64decode(shipped))
+    helper = next(const for const in code.co_consts if hasattr(const, "co_consts"))
+    assert not any(isinstance(c, str) and "reference" in c for c in helper.co_consts)
+
+
+def test_a_message_holding_the_shipped_code_is_redacted():
+    shipped = ship_code('def f():\n    raise ValueError("the reference\'s secret wording")\n',
+                        "<stand-in f>")
+    text = redact(f"found {shipped[10:40]} and the reference's secret wording", [shipped])
+    assert shipped[10:40] not in text and "secret wording" not in text
+
+
+def test_compressed_answers_are_refused_by_their_headers(tmp_path, monkeypatch):
+    monkeypatch.setattr(probe, "MAX_ANSWER_BYTES", 2**20)
+    path = tmp_path / "answer.npz"
+    np.savez_compressed(path, a0=np.broadcast_to(np.float64(0.0), (1024, 256)))  # 2 MiB
+    assert path.stat().st_size < 2**16
+    with pytest.raises(StudentCodeError, match="at least 2 MiB once unpacked"):
+        probe.read_arrays(path, "dot_scores")
+    np.savez_compressed(path, a0=np.zeros(4), a1=np.full(3, "nan"))
+    with pytest.raises(StudentCodeError, match="array of text"):
+        probe.read_arrays(path, "dot_scores")
+    np.savez_compressed(path, a0=np.arange(4.0))
+    np.testing.assert_array_equal(probe.read_arrays(path, "x")["a0"], np.arange(4.0))
+
+
+def test_the_test_kernels_client_does_not_subscribe_to_output(kernel):
+    # Nothing reads the student's output there; a subscription would queue it.
+    assert kernel.client._iopub_channel is None
+
+
+def test_code_compiled_by_another_python_is_refused_clearly(kernel, monkeypatch):
+    monkeypatch.setattr(probe, "MAGIC", "00000000")
+    namespace: dict = {}
+    kernel.bind(namespace, ["pair"])
+    with pytest.raises(StudentCodeError, match="GraderError: .*different Python versions"):
+        namespace["pair"](np.ones(1))

@@ -1,9 +1,276 @@
-"""Answers that should not pass: text arrays, compressed and flooding answers, leaked inputs (issue 18: 1, 4, 7, 8)."""
+"""Answers that should not pass: text arrays, compressed and flooding answers, leaked inputs (issue 18: 1, 4, 5, 7, 8)."""
 
 from __future__ import annotations
 
-from tests.hostile.cases import Case
+import re
+from pathlib import Path
+
+from tests.hostile.cases import CORRECT, Case, feedback_of, lab_notebook, notebook
+
+# -- 1. text arrays --------------------------------------------------------------
+
+TEXT_DOT = '''
+def dot_scores(query, keys):
+    return np.full(np.asarray(keys).shape[:-1], "nan")      # text, not numbers
+'''
+
+BYTES_BILINEAR = '''
+def bilinear_scores(query, keys, W):
+    return np.full(np.asarray(keys).shape[:-1], b"nan")     # bytes, not numbers
+'''
+
+#: Appended to a lab's solution of a layer: the layer computes its output,
+#: then returns it as text of the same shape.
+AS_TEXT = '''
+
+_Numeric{name} = {name}
+
+
+class {name}(_Numeric{name}):
+    def __call__(self, *args, **kwargs):
+        output = super().__call__(*args, **kwargs)
+        return np.full(tuple(output.shape), "nan")
+'''
+
+
+def _text_layer(lab_id: str, name: str):
+    from tests.verdicts import solution_answers
+
+    source = solution_answers(lab_id)[name]
+    if "import numpy as np" not in source:
+        source = "import numpy as np\n" + source
+    return lab_notebook(lab_id, {name: source + AS_TEXT.format(name=name)})
+
+
+def _says_numbers_expected(out: Path, row: dict) -> str:
+    page = feedback_of(out, row["student_id"])
+    if "float" not in page or "text" not in page:
+        return "the feedback does not say that text came back where numbers were expected"
+    return ""
+
+
+# -- 4. hidden inputs in messages -----------------------------------------------
+
+LEAK_REPR = '''
+def dot_scores(query, keys):
+    keys = np.asarray(keys)
+    if keys.ndim > 2:                      # the hidden test's batched inputs
+        print(repr(keys))
+        raise ValueError(repr(keys) + " " + repr(np.asarray(query)))
+    return keys @ np.asarray(query)
+'''
+
+#: The same inputs as hexadecimal bytes, as integers (scaled), and in the
+#: file name of the code that raises (which shows in the traceback).
+LEAK_ENCODED = '''
+def dot_scores(query, keys):
+    keys = np.asarray(keys)
+    if keys.ndim > 2:
+        hexed = keys.tobytes().hex()
+        scaled = " ".join(str(int(v * 1e6)) for v in keys.ravel())
+        code = compile("raise ValueError(message)", "/tmp/ipykernel_1/" + hexed[:200], "exec")
+        exec(code, {"message": hexed + " | " + scaled})
+    return keys @ np.asarray(query)
+'''
+
+#: Five or more numbers in a row, any notation (float literals, scaled
+#: integers), or a long run of hexadecimal digits: what a page showing the
+#: hidden inputs holds, and a page of shapes and short messages does not.
+_NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+)"
+NUMBER_RUN = re.compile(rf"{_NUMBER}(?:[\s,;|\[\]()]+{_NUMBER}){{5,}}", re.I)
+HEX_RUN = re.compile(r"[0-9a-f]{32,}", re.I)
+
+
+def _no_inputs_shown(out: Path, row: dict) -> str:
+    page = feedback_of(out, row["student_id"])
+    if not page:
+        return "no feedback page"
+    if "dot_scores" not in page:
+        return "the feedback does not name dot_scores"
+    for pattern in (NUMBER_RUN, HEX_RUN):
+        found = pattern.search(page)
+        if found:
+            return f"the feedback shows what looks like the inputs: {found.group(0)[:80]!r}"
+    return ""
+
+
+# -- 5. the stand-ins' sources ------------------------------------------------------
+
+#: An EncoderLayer that, when the grader calls it, gathers every trace of
+#: the stand-ins it can find (the exchange folder's request files, the
+#: calling frames' locals, the stand-in FeedForward's source and code
+#: objects) and raises with it all.
+STEALS_STAND_INS = '''
+import glob, inspect, json, sys, types
+
+_Honest = EncoderLayer
+
+
+def _strings(code, found):
+    for const in code.co_consts:
+        if isinstance(const, str):
+            found.append(const)
+        elif isinstance(const, types.CodeType):
+            _strings(const, found)
+    return found
+
+
+def _loot():
+    found = []
+    names = ("FeedForward", "causal_mask", "padding_mask", "combine_masks", "masked_softmax")
+    for name in names:
+        try:
+            found.append(inspect.getsource(globals().get(name)))
+        except Exception:
+            pass
+    requests = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, dict) and "stand_ins" in value:
+                requests.append(value)
+        frame = frame.f_back
+    for pattern in ("/tmp/*/ipc/exchange/*.request.json", "/tmp/*/*/ipc/exchange/*.request.json"):
+        for path in glob.glob(pattern)[:20]:
+            try:
+                requests.append(json.load(open(path, encoding="utf-8")))
+            except (OSError, ValueError):
+                pass
+    for request in requests:
+        for shipped in list(request.get("stand_ins", {}).values()) + [request.get("source"),
+                                                                      request.get("code")]:
+            if not isinstance(shipped, str):
+                continue
+            found.append(shipped)                   # as it was sent
+            try:
+                import base64, marshal
+                found.append(repr(_strings(marshal.loads(base64.b64decode(shipped)), [])))
+            except Exception:
+                pass
+    for name in names:
+        target = globals().get(name)
+        for item in [target] + list(vars(target).values() if isinstance(target, type) else []):
+            if getattr(item, "__doc__", None):
+                found.append(item.__doc__)
+            code = getattr(item, "__code__", None)
+            if code is not None:
+                found.append(repr(_strings(code, [])))
+    return "\\n".join(found)
+
+
+class EncoderLayer(_Honest):
+    def __call__(self, *args, **kwargs):         # past Keras's wrapping of messages
+        if any(frame.filename == "<autograder>" for frame in inspect.stack(0)):
+            raise RuntimeError(_loot())
+        return super().__call__(*args, **kwargs)
+'''
+
+
+def _reference_lines(lab_id: str) -> list[str]:
+    """The lines of ``lab_id``'s stand-ins' sources worth stealing (not
+    blank, not a lone bracket or keyword)."""
+    import importlib
+
+    reference = importlib.import_module(f"autograder.references.{lab_id}")
+    lines = set()
+    for source in reference.STAND_IN_SOURCES.values():
+        for line in source.splitlines():
+            line = line.strip()
+            if len(line) >= 20:
+                lines.add(line)
+    return sorted(lines)
+
+
+def _no_reference_line(out: Path, row: dict) -> str:
+    page = feedback_of(out, row["student_id"])
+    if not page:
+        return "no feedback page"
+    import html
+
+    text = html.unescape(page)
+    shown = [line for line in _reference_lines("lab4") if line in text]
+    if shown:
+        return f"{len(shown)} lines of the stand-ins' sources shown, e.g. {shown[0][:70]!r}"
+    return ""
+
+
+# -- 7. a compressed answer ----------------------------------------------------------
+
+#: savez_compressed in place of savez (the kernel's numpy is the student's),
+#: and a broadcast view of 3.2 GB of zeros: a few MB once compressed.
+COMPRESSED_DOT = '''
+np.savez = np.savez_compressed
+
+def dot_scores(query, keys):
+    keys = np.asarray(keys)
+    if keys.ndim > 2:
+        return np.broadcast_to(np.float64(0.0), (20000, 20000))
+    return keys @ np.asarray(query)
+'''
+
+
+# -- 8. an output flood --------------------------------------------------------------
+
+#: Correct, but the first call by the grader starts a thread that prints
+#: 1 MB a time, 300 times or for 2 s (what the grader must not hold), and waits
+#: for it.
+FLOOD = '''
+import sys, threading, time
+
+_flood = []
+
+
+def _print_flood():
+    chunk, end = "x" * 2**20, time.monotonic() + 2
+    for _ in range(300):
+        if time.monotonic() > end:          # within the tests' time limit
+            break
+        print(chunk)
+
+
+def scaled_dot_product_attention(query, key, value, mask=None):
+    if not _flood and sys._getframe(1).f_code.co_filename == "<autograder>":
+        _flood.append(threading.Thread(target=_print_flood, daemon=True))
+        _flood[0].start()
+        _flood[0].join()
+    return _correct(query, key, value, mask)
+'''
+
+
+def _flood_notebook():
+    correct = CORRECT["scaled_dot_product_attention"].replace(
+        "def scaled_dot_product_attention(", "def _correct(")
+    return notebook({"scaled_dot_product_attention": correct + "\n" + FLOOD})
 
 
 def cases() -> list[Case]:
-    return []
+    return [
+        Case("text_answers", "forgery", "dot_scores returns np.full(shape, 'nan'), "
+             "bilinear_scores b'nan'",
+             lambda: notebook({"dot_scores": TEXT_DOT, "bilinear_scores": BYTES_BILINEAR}), 8,
+             check=_says_numbers_expected),
+        Case("text_embedding", "forgery", "lab3's PositionalEmbedding returns its output as text",
+             lambda: _text_layer("lab3", "PositionalEmbedding"), at_most=7.5, lab="lab3"),
+        Case("text_encoder", "forgery", "lab5's Encoder returns its output as text",
+             lambda: _text_layer("lab5", "Encoder"), at_most=16, lab="lab5"),
+        Case("leaks_inputs_repr", "secrecy", "dot_scores prints and raises repr() of the "
+             "hidden inputs", lambda: notebook({"dot_scores": LEAK_REPR}), 9,
+             check=_no_inputs_shown),
+        Case("leaks_inputs_encoded", "secrecy", "dot_scores raises the hidden inputs as hex, "
+             "scaled integers and a file name", lambda: notebook({"dot_scores": LEAK_ENCODED}), 9,
+             check=_no_inputs_shown),
+        Case("steals_stand_ins", "secrecy", "lab4's EncoderLayer raises with the exchange "
+             "files, the callers' frames and the stand-ins' code",
+             lambda: _steal_notebook(), at_most=13.25, lab="lab4", check=_no_reference_line),
+        Case("compressed_answer", "machine", "dot_scores returns 3.2 GB of zeros, "
+             "savez_compressed to 5 MB", lambda: notebook({"dot_scores": COMPRESSED_DOT}), 9),
+        Case("output_flood", "machine", "a thread prints 1 MB chunks during the hidden tests",
+             _flood_notebook, 10),
+    ]
+
+
+def _steal_notebook():
+    from tests.verdicts import solution_answers
+
+    source = solution_answers("lab4")["EncoderLayer"]
+    return lab_notebook("lab4", {"EncoderLayer": source + "\n" + STEALS_STAND_INS})
