@@ -75,7 +75,7 @@ import numpy as __autograder_numpy
 __autograder_numpy.seterr(all="warn", under="ignore")
 del __autograder_numpy
 from autograder.probe import StudentKernel as __AutograderStudentKernel
-__autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r)
+__autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r, exchange_identity=%r)
 del __AutograderStudentKernel
 
 
@@ -346,7 +346,8 @@ class IsolatedExecute(Execute):
         pgid = getattr(getattr(student_km, "provisioner", None), "pgid", None)
         session = TESTS_SESSION_START % (student_km.connection_file,
                                          str(Path(student_km.ipc_dir) / "exchange"),
-                                         pgid, self.lab_id)
+                                         pgid, self.lab_id,
+                                         getattr(student_km, "exchange_identity", None))
         with self._timed("tests_kernel_start"):
             kernel, new = TestsKernel.get((self.lab_id, self.seed))
             self._tests_km, self._tests_kc = kernel.km, kernel.kc

@@ -24,10 +24,13 @@ import base64
 import functools
 import hashlib
 import importlib.util
+import io
 import itertools
 import json
 import marshal
 import math
+import os
+import stat
 import re
 import secrets
 import time
@@ -83,9 +86,26 @@ class StudentKernel:
     """A client of the student's (sandboxed) kernel for hidden tests."""
 
     def __init__(self, connection_file: str, exchange_dir: str, pgid: int | None = None,
-                 lab_id: str | None = None, timeout: float = policy.CALL_TIMEOUT_S):
+                 lab_id: str | None = None, timeout: float = policy.CALL_TIMEOUT_S,
+                 exchange_identity: tuple[int, int] | None = None):
         self.exchange = Path(exchange_dir)
         self.exchange.mkdir(parents=True, exist_ok=True)
+        # The exchange folder is the student's kernel's to write, so every
+        # file in it is reached through this one descriptor, never followed
+        # through a link (O_NOFOLLOW), and written only as a new file
+        # (O_EXCL): a notebook that puts links there, or swaps the folder
+        # for a link to one of the grader's, gets nothing written or read
+        # outside it. ``exchange_identity`` (device, inode) is the folder
+        # the grader made before the notebook ran.
+        self._tampered = None
+        try:
+            self._dir_fd = os.open(self.exchange, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as error:
+            self._dir_fd, self._tampered = None, f"{type(error).__name__}"
+        else:
+            found = os.fstat(self._dir_fd)
+            if exchange_identity and (found.st_dev, found.st_ino) != tuple(exchange_identity):
+                self._tampered = "another folder"
         self.pgid = pgid
         self.timeout = timeout
         self.lab_id = lab_id
@@ -102,6 +122,39 @@ class StudentKernel:
         """Stop talking to this student's kernel (the test kernel goes on to
         the next submission)."""
         self.client.stop_channels()
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
+
+    def _write_new(self, name: str, data: bytes) -> None:
+        """Write a new file ``name`` in the exchange folder (never through a link)."""
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                     dir_fd=self._dir_fd)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+
+    def _read_answer_file(self, name: str, limit: int, label: str) -> bytes | None:
+        """The bytes of the regular file ``name`` of the exchange folder, at
+        most ``limit`` of them; None when there is no such file."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self._dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            raise StudentCodeError(
+                f"`{label}`'s answer is not a file the grader may read (a link or a "
+                f"special file was put in its place).") from None
+        with os.fdopen(fd, "rb") as handle:
+            found = os.fstat(handle.fileno())
+            if not stat.S_ISREG(found.st_mode):
+                raise StudentCodeError(
+                    f"`{label}`'s answer is not a regular file (something else was put "
+                    f"in its place).")
+            if found.st_size > limit:
+                raise StudentCodeError(
+                    f"`{label}` returned {found.st_size // 2**20} MiB of data; the tests "
+                    f"expect small results (arrays, numbers).")
+            return handle.read(limit + 1)[:limit + 1]
 
     # -- binding names -------------------------------------------------------
     def stand_ins_for(self, name: str) -> dict[str, str]:
@@ -140,9 +193,15 @@ class StudentKernel:
 
     def request(self, op: str, target: dict, label: str, stand_ins: dict,
                 attr: str | None = None, args=(), kwargs=None, code: str | None = None):
+        if self._tampered:
+            raise StudentCodeError(
+                f"`{label}` could not be called: the notebook replaced the folder through "
+                f"which the tests talk to its kernel ({self._tampered}). Do not touch the "
+                f"grader's folders; run the notebook as released.")
         arrays: dict[str, np.ndarray] = {}
         number = next(self._counter)
-        stem = self.exchange / f"{self._nonce}-{number}"
+        name = f"{self._nonce}-{number}"
+        stem = self.exchange / name
         payload = {
             "op": op,
             "target": target,
@@ -156,27 +215,25 @@ class StudentKernel:
             "arrays": None,
         }
         if arrays:
-            np.savez(str(stem) + ".args.npz", **arrays)
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            self._write_new(name + ".args.npz", buffer.getvalue())
             payload["arrays"] = str(stem) + ".args.npz"
         request_path = str(stem) + ".request.json"
-        Path(request_path).write_text(json.dumps(payload), encoding="utf-8")
+        self._write_new(name + ".request.json", json.dumps(payload).encode("utf-8"))
         expression = GLUE_CALL % (GLUE_KEY, GLUE_SOURCE, request_path)
         reply = self._execute(expression, label)
-        answer_path = Path(payload["answer"])
         shipped = [blob for blob in [code, *stand_ins.values()] if blob]
-        if not answer_path.exists():
+        data = self._read_answer_file(name + ".answer.json", MAX_ANSWER_JSON_BYTES, label)
+        if data is None:
             content = reply.get("content", {})
             content = content.get("user_expressions", {}).get("call", content)
             raise StudentCodeError(redact(
                 f"`{label}` could not be run in your notebook's kernel "
                 f"({content.get('ename', 'no answer')}: {content.get('evalue', '')}).",
                 shipped))
-        if answer_path.stat().st_size > MAX_ANSWER_JSON_BYTES:
-            raise StudentCodeError(
-                f"`{label}` returned {answer_path.stat().st_size // 2**20} MiB of values "
-                f"other than arrays; the tests expect small results (arrays, numbers).")
         try:
-            answer = json.loads(answer_path.read_text(encoding="utf-8"))
+            answer = json.loads(data.decode("utf-8"))
         except (ValueError, RecursionError):
             raise StudentCodeError(f"`{label}`'s answer could not be read.") from None
         if not isinstance(answer, dict):
@@ -189,7 +246,10 @@ class StudentKernel:
         arrays_out = {}
         if answer.get("arrays"):
             # Where the glue writes them, whatever the answer says.
-            arrays_out = read_arrays(Path(str(answer_path) + ".npz"), label)
+            packed = self._read_answer_file(name + ".answer.json.npz", MAX_ANSWER_BYTES, label)
+            if packed is None:
+                raise StudentCodeError(f"`{label}`'s answer could not be read.")
+            arrays_out = read_arrays(packed, label)
         return _decode(answer["value"], arrays_out, self, label, stand_ins)
 
     def _execute(self, code: str, label: str) -> dict:
@@ -348,18 +408,21 @@ def ship_code(source: str, filename: str) -> str:
     return base64.b64encode(marshal.dumps(code)).decode("ascii")
 
 
-def read_arrays(path: Path, label: str) -> dict[str, np.ndarray]:
-    """The arrays of an answer's .npz, each checked by its header first.
+def read_arrays(source: Path | bytes, label: str) -> dict[str, np.ndarray]:
+    """The arrays of an answer's .npz (a path, or its bytes), each checked by
+    its header first.
 
     The student's kernel writes this file, and may write it compressed: a
     few MB can inflate to gigabytes. Every member's .npy header (shape and
     dtype) is read before any data, and the answer is refused when the
     arrays would take more than MAX_ANSWER_BYTES or are not numbers.
     """
-    if path.stat().st_size > MAX_ANSWER_BYTES:
+    size = len(source) if isinstance(source, bytes) else source.stat().st_size
+    if size > MAX_ANSWER_BYTES:
         raise StudentCodeError(
-            f"`{label}` returned {path.stat().st_size // 2**20} MiB of data; "
+            f"`{label}` returned {size // 2**20} MiB of data; "
             f"the tests expect small arrays.")
+    path = io.BytesIO(source) if isinstance(source, bytes) else source
     total = 0
     try:
         with zipfile.ZipFile(path) as archive:
@@ -382,6 +445,8 @@ def read_arrays(path: Path, label: str) -> dict[str, np.ndarray]:
                         f"{total // 2**20} MiB once unpacked; the tests expect small "
                         f"arrays (return the result itself, not a large or "
                         f"broadcast array).")
+        if isinstance(path, io.BytesIO):
+            path.seek(0)
         with np.load(path, allow_pickle=False) as loaded:
             return {key: loaded[key] for key in loaded.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError):

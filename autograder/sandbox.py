@@ -504,11 +504,15 @@ class SandboxKernelManager(AsyncKernelManager):
         sockets), the exchange folder (the tests' answers) and the
         connection file (which jupyter_client wrote, readable by its owner
         only). The scratch folder is handed over inside the sandbox."""
+        ipc = Path(self.ipc_dir)
+        (ipc / "exchange").mkdir(exist_ok=True)
+        # What the test kernel checks before it uses the folder: the one made
+        # here, before any student code ran (autograder.probe.StudentKernel).
+        made = os.stat(ipc / "exchange", follow_symlinks=False)
+        self.exchange_identity = (made.st_dev, made.st_ino)
         user = kernel_user()
         if user is None:
             return
-        ipc = Path(self.ipc_dir)
-        (ipc / "exchange").mkdir(exist_ok=True)
         for path in (ipc, ipc / "exchange", Path(self.connection_file)):
             os.chown(path, user.uid, user.gid)
         # Others may pass through (not list): the placeholder of a forked

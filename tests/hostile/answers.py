@@ -243,8 +243,52 @@ def _flood_notebook():
     return notebook({"scaled_dot_product_attention": correct + "\n" + FLOOD})
 
 
+# -- links in the exchange folder (the test kernel reads and writes there) ---------
+
+#: Swaps the exchange folder for a link to the machine's /tmp (the test
+#: kernel, outside the sandbox, would write its requests there), and links
+#: every answer to /etc/shadow, a FIFO or /dev/zero.
+SWAP_EXCHANGE = '''
+import glob, os, threading, time
+LINK_TARGET = "/tmp"
+for folder in glob.glob("/tmp/**/ipc/exchange", recursive=True):
+    try:
+        os.rename(folder, folder + ".old")
+        os.symlink(LINK_TARGET, folder)
+    except OSError as error:
+        print("swap refused:", error)
+def plant():
+    for _ in range(3000):
+        for request in glob.glob("/tmp/**/exchange*/*.request.json", recursive=True):
+            answer = request.replace(".request.json", ".answer.json")
+            for path, target in ((answer, "/etc/shadow"), (answer + ".npz", "/dev/zero")):
+                try:
+                    os.symlink(target, path)
+                except OSError:
+                    pass
+        time.sleep(0.005)
+threading.Thread(target=plant, daemon=True).start()
+'''
+
+
+def _nothing_written_outside(out: Path, row: dict) -> str:
+    planted = list(Path("/tmp").glob("*-*.request.json")) + list(Path("/tmp").glob("*.args.npz"))
+    for path in planted:
+        path.unlink(missing_ok=True)
+    if planted:
+        return f"the test kernel wrote {len(planted)} request files through the link into /tmp"
+    page = feedback_of(out, row["student_id"])
+    if "root:" in page:
+        return "the feedback page shows /etc/shadow"
+    return ""
+
+
 def cases() -> list[Case]:
     return [
+        Case("swaps_exchange", "secrecy", "swaps the tests' exchange folder for a link to the "
+             "machine's /tmp and links answers to /etc/shadow and /dev/zero",
+             lambda: notebook({"dot_scores": SWAP_EXCHANGE + CORRECT["dot_scores"]}),
+             at_most=1, check=_nothing_written_outside),
         Case("text_answers", "forgery", "dot_scores returns np.full(shape, 'nan'), "
              "bilinear_scores b'nan'",
              lambda: notebook({"dot_scores": TEXT_DOT, "bilinear_scores": BYTES_BILINEAR}), 8,
