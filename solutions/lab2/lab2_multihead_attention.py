@@ -261,7 +261,8 @@ for key_dim in (2, 5):
 # row still gives finite numbers) before the softmax.
 #
 # **What is graded** (2 points): the outputs and weights, with and without
-# masks, for random projections (1.5); `key_dim` stored as `self.key_dim` and
+# masks, for random projections, computed by your own code (no Keras attention
+# layer in it, read in your notebook's code) (1.5); `key_dim` stored as `self.key_dim` and
 # returned by `get_config()`, so that `SelfAttention.from_config(layer.get_config())`
 # rebuilds the layer (0.25); a `ValueError` in `__init__` when `key_dim` is not a
 # positive integer, any message (0.25): a clear error at once beats a shape
@@ -423,9 +424,7 @@ def _hidden_test_SelfAttention():
 
     r = rng("SelfAttention")
 
-    borrowed = reference.borrowed_attention_classes(reference.describe(SelfAttention))
-    assert_true(not borrowed, f"SelfAttention is built on {borrowed}; write it from "
-                              "Dense layers and keras.ops.")
+    reference.assert_from_scratch(SelfAttention, "SelfAttention", "Dense layers and keras.ops")
 
     def make_layer(key_dim, d_model):
         layer = SelfAttention(key_dim=key_dim)
@@ -802,7 +801,10 @@ print("head 0 after a plain reshape to (B, H, T, depth):\n", labelled.reshape(1,
 #    `(B, T_q, d_query)`, the query's size, even when the value's size differs.
 #
 # The layer must compute everything itself: no `keras.layers.MultiHeadAttention`
-# or other attention layer inside, and no subclassing of one.
+# or other attention layer inside, and no subclassing of one. The grader reads
+# this in your notebook's code (your class and everything it uses, in any cell):
+# a use of Keras's attention layers there costs all 5 points of the exercise.
+# Comparing your layer with Keras's in a cell of its own is fine.
 #
 # **What is graded** (5 points, each property on its own, so that a slip in one
 # costs only its share):
