@@ -308,6 +308,9 @@ _SETUP = "import math\nimport keras\nfrom keras import ops, layers"
     (["exec(open('mha.py').read())"], "is not defined by a statement the grader can read"),
     (["MultiHeadAttention = make()", "def make():\n    return eval('keras.layers.Layer')"],
      "eval(...)"),
+    # a statement symtable refuses (it never ran) is read name by name
+    (["def make():\n    x = 1\n    global x\n    return keras.layers.MultiHeadAttention",
+      "MultiHeadAttention = make()"], "keras.layers.MultiHeadAttention"),
 ])
 def test_borrowed_attention_is_read_in_the_source(cells, found):
     reported = reference.borrowed_in_source([_SETUP, *cells], "MultiHeadAttention")

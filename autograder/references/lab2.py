@@ -337,7 +337,7 @@ def _statements(cells: list[str]) -> list[ast.stmt]:
             try:
                 statements += ast.parse(transform(candidate)).body
                 break
-            except (SyntaxError, ValueError):
+            except Exception:  # noqa: BLE001 - not Python (a cell that failed to run)
                 continue
     return statements
 
@@ -345,7 +345,15 @@ def _statements(cells: list[str]) -> list[ast.stmt]:
 def _bound_and_read(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
     """The global names ``statement`` binds and reads, and whether it is a
     star import (which may bind any name)."""
-    table = symtable.symtable(ast.unparse(statement), "<cell>", "exec")
+    star = isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names)
+    try:
+        table = symtable.symtable(ast.unparse(statement), "<cell>", "exec")
+    except Exception:  # noqa: BLE001 - code Python would refuse: every name, to be safe
+        names = [node for node in ast.walk(statement) if isinstance(node, ast.Name)]
+        bound = {node.id for node in names if not isinstance(node.ctx, ast.Load)} | {
+            node.name for node in ast.walk(statement)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        return bound, {node.id for node in names}, star
     bound, read = set(), set()
 
     def walk(scope, top):
@@ -359,7 +367,6 @@ def _bound_and_read(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
             walk(child, False)
 
     walk(table, True)
-    star = isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names)
     return bound, read, star
 
 
