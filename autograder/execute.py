@@ -88,6 +88,15 @@ def construct_in_student_kernel(source, name, *args, **kwargs):
 #: TESTS_SESSION_START empties the namespace).
 TESTS_SESSION_END = "__autograder_kernel__.close()"
 
+#: In the test kernel's folder (its path in the test kernel's environment,
+#: AUTOGRADER_STUDENT_CELLS): the sources of the submission's cells that run
+#: in the student's kernel (every code cell but the graded tests), as a JSON
+#: list, rewritten before each submission's tests. Hidden tests read what an
+#: answer is made of from the submitted text, which the grader holds, rather
+#: than from what the student's kernel says about its objects. The sandboxed
+#: student kernel has a private /tmp and cannot reach this folder.
+STUDENT_CELLS_FILE = "student_cells.json"
+
 
 class TestsKernel:
     """The grader's test kernel, kept from one submission to the next.
@@ -114,6 +123,7 @@ class TestsKernel:
         env.update(
             AUTOGRADER_LAB=lab_id,
             AUTOGRADER_SEED=seed,
+            AUTOGRADER_STUDENT_CELLS=str(Path(self.folder) / STUDENT_CELLS_FILE),
             TF_CPP_MIN_LOG_LEVEL="3",
             PYTHONWARNINGS="ignore",
             MPLBACKEND="Agg",
@@ -219,6 +229,8 @@ class IsolatedExecute(Execute):
         self._stopped = ""
         self._tests_dirty = False
         self._answers_seen = False
+        self._student_cells = [cell.source for cell in nb.cells if cell.cell_type == "code"
+                               and not (is_grade(cell) and not is_solution(cell))]
         self._deadline = time.monotonic() + self.notebook_timeout
         started = time.monotonic()
         try:
@@ -351,6 +363,8 @@ class IsolatedExecute(Execute):
         with self._timed("tests_kernel_start"):
             kernel, new = TestsKernel.get((self.lab_id, self.seed))
             self._tests_km, self._tests_kc = kernel.km, kernel.kc
+            (Path(kernel.folder) / STUDENT_CELLS_FILE).write_text(
+                json.dumps(self._student_cells), encoding="utf-8")
             for code in ([TESTS_KERNEL_STARTUP] if new else []) + [session]:
                 status, error = self._tests_execute(code, 120)
                 if status != "ok":

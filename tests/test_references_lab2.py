@@ -272,6 +272,62 @@ def test_a_layer_built_from_scratch_is_accepted():
     assert reference.borrowed_attention_classes(student) == []
 
 
+#: A from-scratch answer (its body does not matter to the source reading).
+_OWN = """
+class MultiHeadAttention(keras.layers.Layer):
+    \"\"\"Like `keras.layers.MultiHeadAttention`, written out.\"\"\"
+
+    def call(self, query, value):
+        scores = ops.einsum("btd,bsd->bts", query, value) / math.sqrt(self.key_dim)
+        return ops.softmax(scores) @ value
+"""
+
+_SETUP = "import math\nimport keras\nfrom keras import ops, layers"
+
+
+@pytest.mark.parametrize("cells, found", [
+    ([_OWN.replace("keras.layers.Layer", "keras.layers.MultiHeadAttention")],
+     "keras.layers.MultiHeadAttention"),
+    (["from keras.layers import MultiHeadAttention as Built",
+      _OWN.replace("ops.softmax(scores) @ value", "Built(2, 4)(query, value)")],
+     "from keras.layers import MultiHeadAttention"),
+    (["Base = layers.MultiHeadAttention", _OWN.replace("keras.layers.Layer", "Base")],
+     "layers.MultiHeadAttention"),
+    (["def helper():\n    return getattr(keras.layers, 'MultiHeadAttention')(2, 4)",
+      _OWN.replace("ops.softmax(scores) @ value", "helper()(query, value)")],
+     "getattr(keras.layers, 'MultiHeadAttention')"),
+    ([_OWN.replace("keras.layers.Layer", "vars(keras.layers)['GroupQueryAttention']")],
+     "vars(keras.layers)['GroupQueryAttention']"),
+    ([_OWN.replace("def call(self, query, value):",
+                   "def call(self, query, value, inner=torch.nn.MultiheadAttention):")],
+     "torch.nn.MultiheadAttention"),
+    (["from keras.layers import *", _OWN.replace("keras.layers.Layer", "AdditiveAttention")],
+     "from keras.layers import *"),
+    (["%%time\n" + _OWN.replace("keras.layers.Layer", "keras.layers.Attention")],
+     "keras.layers.Attention"),
+    (["exec(open('mha.py').read())"], "is not defined by a statement the grader can read"),
+    (["MultiHeadAttention = make()", "def make():\n    return eval('keras.layers.Layer')"],
+     "eval(...)"),
+    # a statement symtable refuses (it never ran) is read name by name
+    (["def make():\n    x = 1\n    global x\n    return keras.layers.MultiHeadAttention",
+      "MultiHeadAttention = make()"], "keras.layers.MultiHeadAttention"),
+])
+def test_borrowed_attention_is_read_in_the_source(cells, found):
+    reported = reference.borrowed_in_source([_SETUP, *cells], "MultiHeadAttention")
+    assert any(found in item for item in reported), reported
+
+
+def test_a_from_scratch_source_is_accepted_beside_a_comparison_with_keras():
+    cells = [_SETUP, "layer = keras.layers.MultiHeadAttention(2, 4)",
+             "%%time\n" + _OWN.replace("return ops.softmax(scores) @ value",
+                                       "layer = ops.softmax(scores)\n        return layer @ value"),
+             "theirs = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)\n"
+             "mine = MultiHeadAttention()\n"
+             "theirs.set_weights(mine.get_weights())",
+             "!pip list | grep keras", "this cell does not parse ("]
+    assert reference.borrowed_in_source(cells, "MultiHeadAttention") == []
+
+
 def test_raised_names_the_exception():
     assert reference.raised(lambda: None) == (None, "")
     assert reference.raised(lambda: int("x"))[0] == "ValueError"

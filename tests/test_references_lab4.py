@@ -346,7 +346,8 @@ def test_feed_forward_stand_in_matches_reference():
     r = np.random.default_rng(5)
     x = r.normal(size=(2, 5, 6)).astype("float32")
     layer(x)
-    weights = reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r)
+    weights = reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r,
+                                          "FeedForward", d_model=6, dff=12)
     expected = reference.feed_forward(x, weights["dense1"], weights["dense2"])
     np.testing.assert_allclose(ops.convert_to_numpy(layer(x, training=False)), expected,
                                rtol=1e-4, atol=1e-5)
@@ -381,13 +382,42 @@ def test_stand_in_feed_forward_inside_a_layer_built_from_keras_parts():
     x = r.normal(size=(2, 5, 8)).astype("float32")
     real = np.array([[True, True, True, False, False], [True] * 5])
     layer(x)
-    weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r)
-    assert reference.read_weights(layer, ["norm1"])["norm1"][0].shape == (8,)
+    weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, "Encoder",
+                                          d_model=8, num_heads=2, dff=16)
+    np.testing.assert_array_equal(reference.read_weights(layer, ["norm1"])["norm1"][0],
+                                  weights["norm1"][0])
     output = ops.convert_to_numpy(layer(x, padding_mask=real, training=False))
     expected = reference.encoder_layer(x, weights, padding_mask=real)
     np.testing.assert_allclose(output, expected, rtol=1e-4, atol=2e-5)
     assert reference.is_keras_layer(layer.self_attention, "MultiHeadAttention")
     assert not reference.is_keras_layer(layer.ffn, "MultiHeadAttention")
+
+
+def test_the_grader_weights_have_the_curriculum_shapes_whatever_the_layer_says():
+    """randomize_weights sets shapes from the curriculum: a feed-forward block
+    built with other sizes, or without biases, is told so (its own report of
+    its weights is never used)."""
+    FeedForward = _stand_in("FeedForward")
+    x = np.zeros((1, 2, 6), "float32")
+    shapes = reference.weight_shapes(reference.ENCODER_WEIGHTS, 8, 16, 2)
+    assert shapes["self_attention"] == [(8, 2, 4), (2, 4)] * 3 + [(2, 4, 8), (8,)]
+    assert shapes["ffn.dense1"] == [(8, 16), (16,)] and shapes["norm2"] == [(8,), (8,)]
+
+    class NoBias(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.dense1 = keras.layers.Dense(12, activation="relu", use_bias=False)
+            self.dense2 = keras.layers.Dense(6, use_bias=False)
+
+        def call(self, x):
+            return self.dense2(self.dense1(x))
+
+    for wrong in (FeedForward(d_model=6, dff=24), NoBias()):
+        wrong(x)
+        with pytest.raises(AssertionError, match=r"dense1 \[\(6, 12\), \(12,\)\]"):
+            reference.randomize_weights(wrong, reference.FEED_FORWARD_WEIGHTS,
+                                        np.random.default_rng(8), "FeedForward", d_model=6,
+                                        dff=12)
 
 
 def test_helpers_for_local_objects():

@@ -28,18 +28,18 @@ def _scope(source: str) -> dict:
 
 ENCODER = _scope(reference.STAND_IN_SOURCES["Encoder"])
 DECODER = _scope(reference.STAND_IN_SOURCES["Decoder"])
-PARAMETERS = _scope(reference.PARAMETERS_SOURCE)["weights_by_sublayer"]
+SET_WEIGHTS = _scope(reference.SET_WEIGHTS_SOURCE)["set_weights_by_sublayer"]
 
 
 class TinyTransformer(keras.Model):
     """The stand-ins assembled the lab's way (encoder, decoder, final_layer)."""
 
     def __init__(self, num_layers, d_model, num_heads, dff, input_vocab_size,
-                 target_vocab_size):
+                 target_vocab_size, final=keras.layers.Dense):
         super().__init__()
         self.encoder = ENCODER["Encoder"](num_layers, d_model, num_heads, dff, input_vocab_size)
         self.decoder = DECODER["Decoder"](num_layers, d_model, num_heads, dff, target_vocab_size)
-        self.final_layer = keras.layers.Dense(target_vocab_size)
+        self.final_layer = final(target_vocab_size)
 
     def call(self, inputs, training=None):
         context_ids, target_ids = inputs
@@ -54,6 +54,15 @@ def _randomize(layer, seed):
     layer.set_weights([(generator.normal(size=w.shape) / math.sqrt(w.shape[0]) if w.ndim > 1
                         else 0.5 + 0.3 * generator.normal(size=w.shape)).astype("float32")
                        for w in layer.get_weights()])
+
+
+def _give(layer, kind, seed, **arguments):
+    """The grader's random weights for ``kind`` set in ``layer`` (as the hidden
+    tests do); returns them."""
+    parameters = reference.random_parameters(np.random.default_rng(seed),
+                                             reference.parameter_shapes(kind, **arguments))
+    assert SET_WEIGHTS(layer, kind, parameters) == ""
+    return parameters
 
 
 def _padded_ids(generator, vocabulary, lengths, width):
@@ -142,9 +151,10 @@ def test_encoder_reference_matches_the_keras_built_encoder():
     encoder = ENCODER["Encoder"](2, 16, 4, 24, 13, max_length=40)
     ids = _padded_ids(generator, 13, [7, 4, 1], 7)
     encoder(ids)
-    _randomize(encoder, 5)
+    parameters = _give(encoder, "encoder", 5, num_layers=2, d_model=16, num_heads=4, dff=24,
+                       vocab_size=13)
     output = ops.convert_to_numpy(encoder(ids, training=False))
-    expected = reference.encoder_forward(PARAMETERS(encoder, "encoder"), ids)
+    expected = reference.encoder_forward(parameters, ids)
     real = ids != 0
     np.testing.assert_allclose(output[real], expected[real], rtol=1e-4, atol=1e-5)
 
@@ -156,13 +166,13 @@ def test_decoder_reference_matches_the_keras_built_decoder():
     context = generator.normal(size=(3, 5, 16)).astype("float32")
     mask = np.array([[True] * 5, [True] * 3 + [False] * 2, [True] + [False] * 4])
     decoder(ids, context, context_padding_mask=mask)
-    _randomize(decoder, 7)
+    parameters = _give(decoder, "decoder", 7, num_layers=2, d_model=16, num_heads=4, dff=24,
+                       vocab_size=11)
     real = ids != 0
     for context_mask in (mask, None):
         output = ops.convert_to_numpy(decoder(ids, context, context_padding_mask=context_mask,
                                               training=False))
-        expected, scores = reference.decoder_forward(PARAMETERS(decoder, "decoder"), ids,
-                                                     context, context_mask)
+        expected, scores = reference.decoder_forward(parameters, ids, context, context_mask)
         np.testing.assert_allclose(output[real], expected[real], rtol=1e-4, atol=1e-5)
         got = ops.convert_to_numpy(decoder.last_attention_scores).transpose(0, 2, 1, 3)
         np.testing.assert_allclose(got[real], scores.transpose(0, 2, 1, 3)[real], rtol=1e-4,
@@ -177,10 +187,10 @@ def test_transformer_reference_matches_the_keras_built_model():
     context_ids = _padded_ids(generator, 13, [8, 5, 2], 8)
     target_ids = _padded_ids(generator, 9, [6, 6, 3], 6)
     model((context_ids, target_ids))
-    _randomize(model, 9)
+    parameters = _give(model, "transformer", 9, num_layers=1, d_model=16, num_heads=2, dff=24,
+                       input_vocab_size=13, target_vocab_size=9)
     logits = ops.convert_to_numpy(model((context_ids, target_ids), training=False))
-    expected = reference.transformer_forward(PARAMETERS(model, "transformer"), context_ids,
-                                             target_ids)
+    expected = reference.transformer_forward(parameters, context_ids, target_ids)
     real = target_ids != 0
     np.testing.assert_allclose(logits[real], expected[real], rtol=1e-4, atol=1e-5)
 
@@ -189,8 +199,8 @@ def test_reference_ignores_padding_and_the_future():
     generator = np.random.default_rng(10)
     model = TinyTransformer(1, 8, 2, 12, 10, 7)
     model((np.array([[1, 2]]), np.array([[1, 2]])))
-    _randomize(model, 11)
-    parameters = PARAMETERS(model, "transformer")
+    parameters = _give(model, "transformer", 11, num_layers=1, d_model=8, num_heads=2, dff=12,
+                       input_vocab_size=10, target_vocab_size=7)
     context_ids = _padded_ids(generator, 10, [5, 2], 6)
     target_ids = _padded_ids(generator, 7, [5, 5], 5)
     logits = reference.transformer_forward(parameters, context_ids, target_ids)
@@ -204,15 +214,81 @@ def test_reference_ignores_padding_and_the_future():
     assert not np.allclose(later[:, 3:], logits[:, 3:])
 
 
-def test_parameters_source_finds_layers_by_structure_not_by_name():
+def test_set_weights_source_finds_layers_by_structure_not_by_name():
     encoder = ENCODER["Encoder"](2, 8, 2, 12, 10)
     encoder(np.array([[1, 2]]))
     # Rename the attributes: the embedding and the layers are found anyway.
     encoder.token_layer, encoder.stack = encoder.pos_embedding, encoder.enc_layers
-    parameters = PARAMETERS(encoder, "encoder")
-    assert len(parameters["blocks"]) == 2 and parameters["embedding"].shape == (10, 8)
-    with pytest.raises(LookupError, match="no DecoderLayer"):
-        PARAMETERS(encoder, "decoder")
+    parameters = _give(encoder, "encoder", 13, num_layers=2, d_model=8, num_heads=2, dff=12,
+                       vocab_size=10)
+    np.testing.assert_array_equal(encoder.token_layer.token_embedding.get_weights()[0],
+                                  parameters["embedding"])
+    np.testing.assert_array_equal(encoder.stack[1].ffn.dense2.get_weights()[1],
+                                  parameters["blocks"][1]["dense2"][1])
+    decoder_weights = reference.random_parameters(np.random.default_rng(14),
+                                                  reference.parameter_shapes("decoder", 2, 8, 2,
+                                                                             12, 10))
+    assert "0 DecoderLayer sublayer(s), expected num_layers=2" in \
+        SET_WEIGHTS(encoder, "decoder", decoder_weights)
+
+
+def test_set_weights_source_says_what_does_not_fit():
+    """A stack of the wrong size, or layers built with other arguments, are
+    named (the student's layer, not the grader's weights, is at fault)."""
+    encoder = ENCODER["Encoder"](1, 8, 2, 12, 10)
+    encoder(np.array([[1, 2]]))
+    shapes = reference.parameter_shapes("encoder", 2, 8, 2, 12, 10)
+    problem = SET_WEIGHTS(encoder, "encoder",
+                          reference.random_parameters(np.random.default_rng(15), shapes))
+    assert "has 1 EncoderLayer sublayer(s), expected num_layers=2" in problem
+    shapes = reference.parameter_shapes("encoder", 1, 8, 2, 16, 10)   # another dff
+    problem = SET_WEIGHTS(encoder, "encoder",
+                          reference.random_parameters(np.random.default_rng(16), shapes))
+    assert "EncoderLayer 0: ffn.dense1 does not take weights of the shapes [(8, 16), (16,)]" \
+        in problem
+
+
+@pytest.mark.parametrize("num_layers,d_model,num_heads,dff,vocab_size",
+                         [(2, 16, 4, 24, 13), (1, 12, 3, 20, 9)])
+def test_the_grader_weights_are_as_many_as_the_counts(num_layers, d_model, num_heads, dff,
+                                                      vocab_size):
+    def count(shapes):
+        if isinstance(shapes, dict):
+            return sum(count(value) for value in shapes.values())
+        if isinstance(shapes, list):
+            return sum(count(value) for value in shapes)
+        return math.prod(shapes)
+
+    arguments = (num_layers, d_model, num_heads, dff)
+    assert count(reference.parameter_shapes("encoder", *arguments, vocab_size)) == \
+        reference.encoder_parameter_count(*arguments, vocab_size)
+    assert count(reference.parameter_shapes("decoder", *arguments, vocab_size)) == \
+        reference.decoder_parameter_count(*arguments, vocab_size)
+    assert count(reference.parameter_shapes("transformer", *arguments, input_vocab_size=vocab_size,
+                                            target_vocab_size=7)) == \
+        reference.transformer_parameter_count(*arguments, vocab_size, 7)
+
+
+def test_a_layer_that_misreports_its_weights_does_not_move_the_reference():
+    """The reference comes from the weights the grader set: a final layer that
+    doubles its logits and reports doubled weights disagrees with it."""
+
+    class LyingDense(keras.layers.Dense):
+        def call(self, inputs):
+            return 2.0 * super().call(inputs)
+
+        def get_weights(self):
+            return [2.0 * w for w in super().get_weights()]
+
+    model = TinyTransformer(1, 8, 2, 12, 10, 7, final=LyingDense)
+    ids = (np.array([[1, 2, 3]]), np.array([[1, 2]]))
+    model(ids)
+    parameters = _give(model, "transformer", 17, num_layers=1, d_model=8, num_heads=2, dff=12,
+                       input_vocab_size=10, target_vocab_size=7)
+    logits = ops.convert_to_numpy(model(ids, training=False))
+    expected = reference.transformer_forward(parameters, *ids)
+    np.testing.assert_allclose(logits, 2 * expected, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(logits, expected, rtol=1e-3, atol=1e-3)
 
 
 # --- loss and accuracy -------------------------------------------------------------------
@@ -525,8 +601,8 @@ def test_training_mode_references_match_the_keras_built_layers():
     encoder = ENCODER["Encoder"](2, 16, 4, 24, 13, max_length=40, dropout_rate=rate)
     ids = generator.integers(1, 13, size=(2, 6))
     encoder(ids)
-    _randomize(encoder, 13)
-    parameters = PARAMETERS(encoder, "encoder")
+    parameters = _give(encoder, "encoder", 13, num_layers=2, d_model=16, num_heads=4, dff=24,
+                       vocab_size=13)
     trained = TRAINING["call_in_training_mode"](encoder, [ids], {})
     np.testing.assert_allclose(trained, reference.encoder_forward(parameters, ids, dropout),
                                rtol=1e-4, atol=1e-5)
@@ -537,19 +613,19 @@ def test_training_mode_references_match_the_keras_built_layers():
     target = generator.integers(1, 9, size=(2, 5))
     context = generator.normal(size=(2, 6, 16)).astype("float32")
     decoder(target, context)
-    _randomize(decoder, 14)
+    parameters = _give(decoder, "decoder", 14, num_layers=2, d_model=16, num_heads=4, dff=24,
+                       vocab_size=11)
     trained = TRAINING["call_in_training_mode"](decoder, [target, context], {})
-    expected, _ = reference.decoder_forward(PARAMETERS(decoder, "decoder"), target, context,
-                                            dropout=dropout)
+    expected, _ = reference.decoder_forward(parameters, target, context, dropout=dropout)
     np.testing.assert_allclose(trained, expected, rtol=1e-4, atol=1e-5)
     model = TinyTransformer(1, 16, 2, 24, 13, 9)
     for layer in model._flatten_layers(include_self=False, recursive=True):
         if isinstance(layer, keras.layers.Dropout):
             layer.rate = rate
     model((ids, target))
-    _randomize(model, 15)
+    parameters = _give(model, "transformer", 15, num_layers=1, d_model=16, num_heads=2, dff=24,
+                       input_vocab_size=13, target_vocab_size=9)
     trained = TRAINING["call_in_training_mode"](model, [(ids, target)], {})
-    parameters = PARAMETERS(model, "transformer")
     np.testing.assert_allclose(
         trained, reference.transformer_forward(parameters, ids, target, dropout=dropout),
         rtol=1e-4, atol=1e-5)

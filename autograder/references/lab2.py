@@ -22,7 +22,11 @@ points in one exercise only (see autograder/references/lab1.py):
 
 from __future__ import annotations
 
+import ast
+import functools
 import math
+import re
+import symtable
 
 import numpy as np
 
@@ -42,6 +46,8 @@ __all__ = [
     "raised",
     "mha_random_weights",
     "assert_from_scratch",
+    "borrowed_in_source",
+    "student_cells",
     "check_mha_case",
     "STAND_INS",
     "STAND_IN_SOURCES",
@@ -267,6 +273,173 @@ def borrowed_attention_classes(description: dict) -> list[str]:
                    if not path.startswith("__main__.") and "attention" in path.lower()})
 
 
+# --- "from scratch", read from the submitted source ---------------------------------------
+#
+# What the student's kernel says about its objects (class paths, descriptions)
+# is the student's data: a notebook can rename Keras's classes or answer the
+# grader's `describe` requests itself. The submitted cells are the grader's
+# own copy (autograder.execute writes them for the test kernel), so whether an
+# answer is built on an attention layer it did not write is read there.
+
+#: A class of attention (keras.layers.MultiHeadAttention, Attention,
+#: AdditiveAttention, GroupQueryAttention, keras_hub's CachedMultiHeadAttention,
+#: torch.nn.MultiheadAttention...), by its name.
+_ATTENTION_CLASS = re.compile(r"^[A-Z]\w*ttention$")
+#: Calls that run code the grader cannot read: builtins called by name, and
+#: methods (IPython's, importlib's, runpy's) called on anything.
+_UNREADABLE_BUILTINS = {"exec", "eval", "compile", "__import__"}
+_UNREADABLE_METHODS = {"exec", "__import__", "import_module", "run_cell", "run_line_magic",
+                       "run_cell_magic", "run_path", "run_module"}
+
+
+def student_cells(target) -> list[str]:
+    """The sources of the cells that ran in the student's kernel.
+
+    Under the grader (``target`` is a proxy): the submitted cells, from the
+    file the grader wrote for this submission (AUTOGRADER_STUDENT_CELLS). In
+    the source notebook: IPython's input history.
+    """
+    import json
+    import os
+    from pathlib import Path
+
+    from autograder.probe import RemoteObject
+
+    if isinstance(target, RemoteObject):
+        path = os.environ.get("AUTOGRADER_STUDENT_CELLS", "")
+        if not path or not Path(path).is_file():
+            raise RuntimeError("the grader did not write the submitted cells for the test "
+                               "kernel (AUTOGRADER_STUDENT_CELLS); a grader error, not the "
+                               "student's")
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return [] if shell is None else list(shell.user_ns.get("In", []))
+
+
+def _statements(cells: list[str]) -> list[ast.stmt]:
+    """The top-level statements of every cell that parses, in order. IPython's
+    syntax (magics, !commands) is turned into Python first; the body of a
+    cell magic (%%time...) is read as Python."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+        transform = TransformerManager().transform_cell
+    except ImportError:   # the grader's environment has IPython; this is for tools
+        def transform(text):
+            return text
+    statements = []
+    for cell in cells:
+        candidates = [cell]
+        if cell.lstrip().startswith("%%"):
+            candidates.insert(0, cell.lstrip().split("\n", 1)[-1] if "\n" in cell else "")
+        for candidate in candidates:
+            try:
+                statements += ast.parse(transform(candidate)).body
+                break
+            except Exception:  # noqa: BLE001 - not Python (a cell that failed to run)
+                continue
+    return statements
+
+
+def _bound_and_read(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
+    """The global names ``statement`` binds and reads, and whether it is a
+    star import (which may bind any name)."""
+    star = isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names)
+    try:
+        table = symtable.symtable(ast.unparse(statement), "<cell>", "exec")
+    except Exception:  # noqa: BLE001 - code Python would refuse: every name, to be safe
+        names = [node for node in ast.walk(statement) if isinstance(node, ast.Name)]
+        bound = {node.id for node in names if not isinstance(node.ctx, ast.Load)} | {
+            node.name for node in ast.walk(statement)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        return bound, {node.id for node in names}, star
+    bound, read = set(), set()
+
+    def walk(scope, top):
+        for symbol in scope.get_symbols():
+            name = symbol.get_name()
+            if top and symbol.is_local() or symbol.is_declared_global() and symbol.is_assigned():
+                bound.add(name)
+            if symbol.is_referenced() and symbol.is_global():
+                read.add(name)
+        for child in scope.get_children():
+            walk(child, False)
+
+    walk(table, True)
+    return bound, read, star
+
+
+def _borrowed_in(statement: ast.stmt) -> list[str]:
+    """What in ``statement`` reaches an attention class or unreadable code."""
+    found = []
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Attribute) and _ATTENTION_CLASS.match(node.attr):
+            found.append(ast.unparse(node))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "") != "__main__":
+            found += [f"from {node.module} import {alias.name}" for alias in node.names
+                      if _ATTENTION_CLASS.match(alias.name)]
+        elif isinstance(node, ast.Call):
+            function = node.func
+            method = isinstance(function, ast.Attribute)
+            name = function.attr if method else getattr(function, "id", "")
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant)
+                       and isinstance(a.value, str)]
+            if name in (_UNREADABLE_METHODS if method else _UNREADABLE_BUILTINS):
+                found.append(f"{name}(...) (code the grader cannot read)")
+            elif name == "getattr" and any(_ATTENTION_CLASS.match(text) for text in strings):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and isinstance(node.slice.value, str) and _ATTENTION_CLASS.match(node.slice.value):
+            found.append(ast.unparse(node))
+    return found
+
+
+def borrowed_in_source(cells: list[str], name: str) -> list[str]:
+    """How the code that defines ``name`` in ``cells`` uses an attention layer
+    it did not write; [] when it does not.
+
+    From every top-level statement that binds ``name``, follow the global
+    names it reads (inside its functions and methods too) to the statements
+    that bind them, in any cell; report every attention class reached (an
+    attribute such as ``keras.layers.MultiHeadAttention``, an import of one,
+    ``getattr`` or a subscript with its name as a literal) and any exec, eval
+    or magic that runs code the grader cannot read. A ``name`` bound by no
+    readable statement is reported too. Code that is not reached (a cell
+    comparing the answer with Keras's layer) does not count.
+    """
+    statements = _statements(cells)
+    facts = [_bound_and_read(statement) for statement in statements]
+    roots = [i for i, (bound, _, star) in enumerate(facts) if name in bound and not star]
+    if not roots:
+        return [f"`{name}` is not defined by a statement the grader can read (a class "
+                "statement in its answer cell)"]
+    binders: dict[str, list[int]] = {}
+    stars = []
+    for index, (bound, _, star) in enumerate(facts):
+        if star:
+            stars.append(index)
+        for bound_name in bound:
+            binders.setdefault(bound_name, []).append(index)
+    seen, queue = set(roots), list(roots)
+    while queue:
+        for read in facts[queue.pop()][1]:
+            # a name no statement binds may come from a star import
+            more = binders.get(read) or (stars if _ATTENTION_CLASS.match(read) else [])
+            for index in more:
+                if index not in seen:
+                    seen.add(index)
+                    queue.append(index)
+    found = []
+    for index in sorted(seen):
+        for item in _borrowed_in(statements[index]):
+            if item not in found:
+                found.append(item[:120])
+        if facts[index][2]:
+            found.append(ast.unparse(statements[index])[:120])
+    return found
+
+
 # --- the same hidden tests under the grader and in the source notebook ----------------
 #
 # Under the grader, student names are proxies (autograder.probe.RemoteObject);
@@ -445,17 +618,35 @@ def mha_random_weights(shapes, r) -> list[np.ndarray]:
     return weights
 
 
-def assert_from_scratch(layer) -> None:
-    """Fail, saying why, when the student's MultiHeadAttention (class or layer)
-    is built on an attention layer it did not write. Every tests cell of the
-    exercise starts with it: a wrapper of Keras's layer earns none of them."""
+def assert_from_scratch(layer, name: str = "MultiHeadAttention",
+                        how: str = "add_weight or EinsumDense, keras.ops") -> None:
+    """Fail, saying why, when the student's ``name`` (class or layer) is built
+    on an attention layer it did not write. Every tests cell of the exercise
+    starts with it: a wrapper of Keras's layer earns none of them.
+
+    What decides is the submitted source (``borrowed_in_source``), which the
+    grader holds; the description the student's kernel gives of the layer is
+    only an early hint (a notebook can forge it).
+    """
     from autograder.testing import assert_true
 
     borrowed = borrowed_attention_classes(describe(layer))
     assert_true(not borrowed,
-                f"MultiHeadAttention is built on {', '.join(borrowed)}; this exercise asks "
-                "for attention written from scratch (add_weight or EinsumDense, keras.ops), "
-                "without Keras's attention layers.")
+                f"{name} is built on {', '.join(borrowed)}; this exercise asks for attention "
+                f"written from scratch ({how}), without Keras's attention layers.")
+    found = _borrowed_in_cells(tuple(student_cells(layer)), name)
+    assert_true(not found,
+                f"{name} uses {'; '.join(found)} (read in your notebook's cells); this "
+                f"exercise asks for attention written from scratch ({how}): remove Keras's "
+                f"attention layers from the code of {name} and of everything it calls "
+                "(comparing with Keras's layer in a cell of its own is fine).")
+
+
+@functools.lru_cache(maxsize=8)
+def _borrowed_in_cells(cells: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """``borrowed_in_source``, read once per submission and name (each tests
+    cell asks several times)."""
+    return tuple(borrowed_in_source(list(cells), name))
 
 
 def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bias,

@@ -39,7 +39,9 @@ names are proxies, results NumPy) and in the source notebook (the solution's
 own objects, results backend tensors): ``to_numpy``, ``describe``,
 ``is_keras_layer``, ``raised``, ``explain``, ``tensor``, ``sublayer``,
 ``sublayers``, ``calls``, ``read_weights``, ``set_weights``,
-``randomize_weights`` (the last five in one round trip each).
+``randomize_weights`` (the last five in one round trip each), and
+``weight_shapes``: the curriculum's shapes of the weights the grader sets
+(never read back from the student's layer: issue 18).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ __all__ = [
     "decoder_layer",
     "keras_encoder_layer",
     "keras_decoder_layer",
+    "weight_shapes",
     "FEED_FORWARD_WEIGHTS",
     "ENCODER_WEIGHTS",
     "DECODER_WEIGHTS",
@@ -466,21 +469,61 @@ def read_weights(layer, paths) -> dict[str, list[np.ndarray]]:
     return {path: [to_numpy(w) for w in value] for path, value in zip(paths, values)}
 
 
-def randomize_weights(layer, paths, r) -> dict[str, list[np.ndarray]]:
-    """Give each sublayer of ``paths`` random float32 weights of its own shapes
-    (``set_weights``); return them. LayerNormalization gets gamma near 1."""
+def weight_shapes(paths, d_model: int, dff: int, num_heads: int | None = None) -> dict:
+    """``{path: [shapes]}``: the weights of each sublayer of ``paths``
+    (FEED_FORWARD_WEIGHTS, ENCODER_WEIGHTS, DECODER_WEIGHTS) in the
+    curriculum's layout: dense1 a Dense of dff units, dense2 of d_model, both
+    with a bias; self_attention and cross_attention a
+    keras.layers.MultiHeadAttention(num_heads, key_dim=d_model // num_heads) on
+    d_model inputs; norm1... a LayerNormalization (gamma, beta)."""
+    key_dim = d_model // num_heads if num_heads else 0
+    attention = [(d_model, num_heads, key_dim), (num_heads, key_dim)] * 3 + \
+        [(num_heads, key_dim, d_model), (d_model,)]
+    shapes = {"dense1": [(d_model, dff), (dff,)], "dense2": [(dff, d_model), (d_model,)],
+              "self_attention": attention, "cross_attention": attention,
+              "norm": [(d_model,), (d_model,)]}
+    return {path: shapes[path.rsplit(".", 1)[-1].rstrip("123") if path.startswith("norm")
+                         else path.rsplit(".", 1)[-1]]
+            for path in paths}
+
+
+def randomize_weights(layer, paths, r, what: str, *, d_model: int, dff: int,
+                      num_heads: int | None = None) -> dict[str, list[np.ndarray]]:
+    """Give each sublayer of ``paths`` random float32 weights of the
+    curriculum's shapes (``weight_shapes``) with ``set_weights``, in one round
+    trip; return them. LayerNormalization gets gamma near 1.
+
+    The shapes come from the curriculum, not from the student's layer, and the
+    references are computed from the values returned: what the layer reports
+    about its weights (get_weights, get_config) never moves a reference. A
+    sublayer that does not take them (another size, no bias) fails here,
+    saying which.
+    """
+    from autograder.testing import assert_true
+
+    expected = weight_shapes(paths, d_model, dff, num_heads)
     weights = {}
-    for path, current in read_weights(layer, paths).items():
+    for path, shapes in expected.items():
         new = []
-        for index, array in enumerate(current):
+        for index, shape in enumerate(shapes):
             if path.startswith("norm"):
-                value = (1.0 if index == 0 else 0.0) + 0.2 * r.normal(size=array.shape)
+                value = (1.0 if index == 0 else 0.0) + 0.2 * r.normal(size=shape)
             else:
-                fan_in = array.shape[0] if array.ndim > 1 else 4
-                value = r.normal(size=array.shape) / math.sqrt(max(fan_in, 1))
+                fan_in = shape[0] if len(shape) > 1 else 4
+                value = r.normal(size=shape) / math.sqrt(max(fan_in, 1))
             new.append(value.astype("float32"))
         weights[path] = new
-    set_weights(layer, weights)
+    try:
+        set_weights(layer, weights)
+        problem = ""
+    except Exception as error:  # noqa: BLE001 - the student's sublayer refused them
+        problem = str(error)
+    listed = "; ".join(f"{path} {shapes}" for path, shapes in expected.items())
+    assert_true(not problem,
+                f"{what}: the sublayers do not take weights of these shapes: {listed} "
+                "(dense1: dff units, dense2: d_model units, both with a bias; "
+                "MultiHeadAttention with key_dim = d_model // num_heads; LayerNormalization "
+                f"over d_model). {problem}")
     return weights
 
 

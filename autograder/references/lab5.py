@@ -6,9 +6,10 @@ Everything numeric is float64 NumPy, written independently of the solution
 cells in solutions/lab5 (they share the maths, not the code):
 
 - the forward pass of the whole encoder, decoder and Transformer, computed
-  from the student's own weights read sublayer by sublayer (embedding table,
+  from the grader's own random weights (embedding table,
   `keras.layers.MultiHeadAttention`, `Dense` and `LayerNormalization`
-  layouts), and the number of weights each should have (a formula, checked
+  layouts), which the hidden tests set in the student's layers sublayer by
+  sublayer, and the number of weights each should have (a formula, checked
   against Keras-built models in tests/test_references_lab5.py);
 - the masked loss and accuracy;
 - greedy decoding, the best sequence by exhaustive search, beam search and
@@ -45,8 +46,13 @@ Besides the references it holds what the grader needs:
   student's kernel (``construct_in_student_kernel``) and pass them to the
   student's decoding functions, and build the same models here to compute
   the expected answers.
-- ``PARAMETERS_SOURCE``: reads the weights of a student's Encoder, Decoder or
-  Transformer by structure, inside the student's kernel.
+- ``parameter_shapes``, ``random_parameters``, ``give_weights`` and
+  ``SET_WEIGHTS_SOURCE``: the grader's weights, in the curriculum's layout,
+  set in a student's Encoder, Decoder or Transformer by structure, inside the
+  student's kernel. Nothing is read back: what the student's kernel says
+  about its weights (get_weights, shapes) is the student's data, and a
+  reference computed from it would agree with a layer that misreports them
+  (issue 18).
 - ``TRAINING_SOURCE`` and ``fixed_dropout``: training mode made exact. In the
   student's kernel every ``keras.layers.Dropout`` drops a fixed pattern of
   values for one call with ``training=True``; the forward passes here apply
@@ -100,7 +106,10 @@ __all__ = [
     "class_paths",
     "tensor",
     "DECODING_MODELS_SOURCE",
-    "PARAMETERS_SOURCE",
+    "parameter_shapes",
+    "random_parameters",
+    "give_weights",
+    "SET_WEIGHTS_SOURCE",
     "TRAINING_SOURCE",
     "STAND_INS",
     "STAND_IN_SOURCES",
@@ -250,7 +259,7 @@ def _dropout_sites(dropout, at):
 
 
 def encoder_forward(parameters, token_ids, dropout=None, at=("embedding", "layers")):
-    """The encoder's output `(B, S, d_model)` from ``PARAMETERS_SOURCE``'s dict.
+    """The encoder's output `(B, S, d_model)` from ``random_parameters``'s dict.
 
     ``dropout`` (e.g. ``fixed_dropout(rate)``) stands for the Dropout layers
     in training mode: after the embedding and, inside each layer, on the
@@ -838,35 +847,103 @@ def decoding_models() -> dict:
     return scope
 
 
-#: Runs in the student's kernel: the weights of a student's Encoder, Decoder
-#: or Transformer, found by structure (the provided layers' attribute names;
-#: the embedding and the stacked layers by what they hold, so that any
-#: attribute name works), as plain arrays.
-PARAMETERS_SOURCE = '''
-def weights_by_sublayer(layer, kind):
-    """{"embedding", "blocks": [...]} for kind "encoder"/"decoder"; for
-    "transformer", {"encoder", "decoder", "final": [kernel, bias]}."""
-    import numpy as np
+# --- the grader's weights ------------------------------------------------------------
 
-    def arrays(sublayer):
-        return [np.asarray(w, dtype="float32") for w in sublayer.get_weights()]
+
+def parameter_shapes(kind, num_layers, d_model, num_heads, dff, vocab_size=None,
+                     input_vocab_size=None, target_vocab_size=None, **others) -> dict:
+    """The shapes of every weight of an Encoder or Decoder ("encoder",
+    "decoder": ``vocab_size``) or Transformer ("transformer": the two
+    vocabularies), given the constructor's arguments (``others``, max_length
+    and dropout_rate, add no weight), in the curriculum's layout: the
+    structure of ``random_parameters``.
+
+    Read from the curriculum (the provided layers' sublayers, key_dim =
+    d_model // num_heads), never from the student's layer.
+    """
+    if kind == "transformer":
+        return {"encoder": parameter_shapes("encoder", num_layers, d_model, num_heads, dff,
+                                            input_vocab_size),
+                "decoder": parameter_shapes("decoder", num_layers, d_model, num_heads, dff,
+                                            target_vocab_size),
+                "final": [(d_model, target_vocab_size), (target_vocab_size,)]}
+    key_dim = d_model // num_heads
+    attention = [(d_model, num_heads, key_dim), (num_heads, key_dim)] * 3 + \
+        [(num_heads, key_dim, d_model), (d_model,)]
+    norm = [(d_model,), (d_model,)]
+
+    def block():
+        parts = {"self_attention": attention}
+        if kind == "decoder":
+            parts["cross_attention"] = attention
+        parts.update(dense1=[(d_model, dff), (dff,)], dense2=[(dff, d_model), (d_model,)],
+                     norm1=norm, norm2=norm)
+        if kind == "decoder":
+            parts["norm3"] = norm
+        return parts
+
+    return {"embedding": (vocab_size, d_model), "blocks": [block() for _ in range(num_layers)]}
+
+
+def random_parameters(r, shapes):
+    """Grader-chosen float32 weights for ``parameter_shapes``'s structure:
+    kernels (and the embedding table) normal / sqrt(first dimension), vectors
+    0.5 + 0.3 normal (biases, and LayerNormalization's gamma and beta)."""
+    if isinstance(shapes, dict):
+        return {key: random_parameters(r, value) for key, value in shapes.items()}
+    if isinstance(shapes, list):
+        return [random_parameters(r, value) for value in shapes]
+    if len(shapes) > 1:
+        return (r.normal(size=shapes) / np.sqrt(shapes[0])).astype("float32")
+    return (0.5 + 0.3 * r.normal(size=shapes)).astype("float32")
+
+
+def give_weights(construct, layer, kind, parameters, what: str) -> None:
+    """Set the grader's ``parameters`` in the student's ``layer``, sublayer by
+    sublayer (``SET_WEIGHTS_SOURCE`` in the student's kernel); fail, saying
+    where, when a sublayer is missing or does not take them.
+
+    The references are then computed from ``parameters``, the grader's own
+    values: nothing the student's layer reports about its weights is used,
+    so a layer that ignores set_weights or misreports get_weights gets the
+    references of the weights it was given.
+    """
+    from autograder.testing import assert_true
+
+    problem = construct(SET_WEIGHTS_SOURCE, "set_weights_by_sublayer", layer, kind, parameters)
+    assert_true(not problem, f"{what}: {problem}")
+
+
+#: Runs in the student's kernel: gives a student's Encoder, Decoder or
+#: Transformer the grader's weights, sublayer by sublayer (the provided
+#: layers' attribute names; the embedding and the stacked layers by what they
+#: hold, so that any attribute name works), through each sublayer's
+#: set_weights. Returns "" or what did not fit.
+SET_WEIGHTS_SOURCE = '''
+def set_weights_by_sublayer(layer, kind, parameters):
+    """Give ``layer`` (kind "encoder", "decoder" or "transformer") the weights
+    ``parameters`` ({"embedding", "blocks": [...]}; for a transformer
+    {"encoder", "decoder", "final": [kernel, bias]}); "" or the problem."""
+
+    class Misfit(Exception):
+        pass
 
     def children(parent):
         flatten = getattr(parent, "_flatten_layers", None)
         if flatten is None:
-            raise TypeError(f"{type(parent).__name__} is not a Keras layer.")
+            raise Misfit(f"{type(parent).__name__} is not a Keras layer.")
         return list(flatten(include_self=False, recursive=False))
 
-    def block(sublayer, cross):
-        parts = {"self_attention": arrays(sublayer.self_attention),
-                 "dense1": arrays(sublayer.ffn.dense1), "dense2": arrays(sublayer.ffn.dense2),
-                 "norm1": arrays(sublayer.norm1), "norm2": arrays(sublayer.norm2)}
-        if cross:
-            parts["cross_attention"] = arrays(sublayer.cross_attention)
-            parts["norm3"] = arrays(sublayer.norm3)
-        return parts
+    def give(sublayer, values, where):
+        try:
+            sublayer.set_weights(values)
+        except Exception as error:
+            shapes = [tuple(value.shape) for value in values]
+            raise Misfit(f"{where} does not take weights of the shapes {shapes} (the "
+                         f"provided layers built with the arguments given): "
+                         f"{type(error).__name__}: {str(error)[:300]}") from None
 
-    def stack(parent, cross):
+    def stack(parent, cross, values, where):
         name = type(parent).__name__
         wanted = "DecoderLayer" if cross else "EncoderLayer"
         found = children(parent)
@@ -874,39 +951,54 @@ def weights_by_sublayer(layer, kind):
         blocks = [s for s in found if hasattr(s, "self_attention") and hasattr(s, "ffn")
                   and hasattr(s, "cross_attention") == cross]
         if len(embeddings) != 1:
-            raise LookupError(
-                f"your {name} has {len(embeddings)} PositionalEmbedding sublayers, "
-                f"expected exactly one (the provided PositionalEmbedding, created in "
-                f"__init__).")
-        if not blocks:
-            raise LookupError(
-                f"your {name} has no {wanted} sublayer; create num_layers of the "
-                f"provided {wanted} in __init__ and keep them in a list attribute.")
-        return {"embedding": arrays(embeddings[0].token_embedding)[0],
-                "blocks": [block(b, cross) for b in blocks]}
+            raise Misfit(
+                f"{where} has {len(embeddings)} PositionalEmbedding sublayers, expected "
+                f"exactly one (the provided PositionalEmbedding, created in __init__).")
+        if len(blocks) != len(values["blocks"]):
+            raise Misfit(
+                f"{where} has {len(blocks)} {wanted} sublayer(s), expected "
+                f"num_layers={len(values['blocks'])}: create num_layers separate "
+                f"{wanted}s in __init__ and keep them in a list attribute.")
+        give(embeddings[0].token_embedding, [values["embedding"]],
+             f"{where}'s token embedding")
+        paths = {"self_attention": "self_attention", "cross_attention": "cross_attention",
+                 "dense1": "ffn.dense1", "dense2": "ffn.dense2", "norm1": "norm1",
+                 "norm2": "norm2", "norm3": "norm3"}
+        for index, (block, parts) in enumerate(zip(blocks, values["blocks"])):
+            for part, arrays in parts.items():
+                target = block
+                for attribute in paths[part].split("."):
+                    target = getattr(target, attribute)
+                give(target, arrays, f"{where}'s {wanted} {index}: {paths[part]}")
 
-    if kind == "encoder":
-        return stack(layer, cross=False)
-    if kind == "decoder":
-        return stack(layer, cross=True)
-    found = children(layer)
+    try:
+        if kind == "encoder":
+            stack(layer, False, parameters, "your Encoder")
+        elif kind == "decoder":
+            stack(layer, True, parameters, "your Decoder")
+        else:
+            found = children(layer)
 
-    def holds(sublayer, cross):
-        inner = children(sublayer) if hasattr(sublayer, "_flatten_layers") else []
-        return any(hasattr(s, "self_attention") and hasattr(s, "cross_attention") == cross
-                   for s in inner)
+            def holds(sublayer, cross):
+                inner = children(sublayer) if hasattr(sublayer, "_flatten_layers") else []
+                return any(hasattr(s, "self_attention") and hasattr(s, "cross_attention") == cross
+                           for s in inner)
 
-    encoder = getattr(layer, "encoder", None) or next(
-        (s for s in found if holds(s, False)), None)
-    decoder = getattr(layer, "decoder", None) or next(
-        (s for s in found if holds(s, True)), None)
-    final = getattr(layer, "final_layer", None) or next(
-        (s for s in found if type(s).__name__ == "Dense"), None)
-    if encoder is None or decoder is None or final is None:
-        raise LookupError("your Transformer needs the sublayers encoder (an Encoder), "
-                          "decoder (a Decoder) and final_layer (a Dense layer).")
-    return {"encoder": stack(encoder, cross=False), "decoder": stack(decoder, cross=True),
-            "final": arrays(final)}
+            encoder = getattr(layer, "encoder", None) or next(
+                (s for s in found if holds(s, False)), None)
+            decoder = getattr(layer, "decoder", None) or next(
+                (s for s in found if holds(s, True)), None)
+            final = getattr(layer, "final_layer", None) or next(
+                (s for s in found if type(s).__name__ == "Dense"), None)
+            if encoder is None or decoder is None or final is None:
+                return ("your Transformer needs the sublayers encoder (an Encoder), decoder "
+                        "(a Decoder) and final_layer (a Dense layer).")
+            stack(encoder, False, parameters["encoder"], "your Transformer's encoder")
+            stack(decoder, True, parameters["decoder"], "your Transformer's decoder")
+            give(final, parameters["final"], "your Transformer's final_layer")
+    except Misfit as problem:
+        return str(problem)
+    return ""
 '''
 
 

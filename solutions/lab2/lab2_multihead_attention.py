@@ -261,7 +261,8 @@ for key_dim in (2, 5):
 # row still gives finite numbers) before the softmax.
 #
 # **What is graded** (2 points): the outputs and weights, with and without
-# masks, for random projections (1.5); `key_dim` stored as `self.key_dim` and
+# masks, for random projections, computed by your own code (no Keras attention
+# layer in it, read in your notebook's code) (1.5); `key_dim` stored as `self.key_dim` and
 # returned by `get_config()`, so that `SelfAttention.from_config(layer.get_config())`
 # rebuilds the layer (0.25); a `ValueError` in `__init__` when `key_dim` is not a
 # positive integer, any message (0.25): a clear error at once beats a shape
@@ -423,9 +424,7 @@ def _hidden_test_SelfAttention():
 
     r = rng("SelfAttention")
 
-    borrowed = reference.borrowed_attention_classes(reference.describe(SelfAttention))
-    assert_true(not borrowed, f"SelfAttention is built on {borrowed}; write it from "
-                              "Dense layers and keras.ops.")
+    reference.assert_from_scratch(SelfAttention, "SelfAttention", "Dense layers and keras.ops")
 
     def make_layer(key_dim, d_model):
         layer = SelfAttention(key_dim=key_dim)
@@ -802,7 +801,10 @@ print("head 0 after a plain reshape to (B, H, T, depth):\n", labelled.reshape(1,
 #    `(B, T_q, d_query)`, the query's size, even when the value's size differs.
 #
 # The layer must compute everything itself: no `keras.layers.MultiHeadAttention`
-# or other attention layer inside, and no subclassing of one.
+# or other attention layer inside, and no subclassing of one. The grader reads
+# this in your notebook's code (your class and everything it uses, in any cell):
+# a use of Keras's attention layers there costs all 5 points of the exercise.
+# Comparing your layer with Keras's in a cell of its own is fine.
 #
 # **What is graded** (5 points, each property on its own, so that a slip in one
 # costs only its share):
@@ -1239,7 +1241,9 @@ def _hidden_test_MultiHeadAttention__dropout():
         layer = MultiHeadAttention(num_heads=2, key_dim=4, dropout=rate)
         layer(query, value)
         reference.assert_from_scratch(layer)
-        weights = reference.mha_random_weights([tuple(w.shape) for w in layer.get_weights()], r)
+        # The grader's weights in Keras's layout (never the shapes the layer reports).
+        weights = reference.mha_random_weights(
+            reference.keras_mha_weight_shapes(8, 6, 6, num_heads=2, key_dim=4), r)
         layer.set_weights(weights)
         expected = reference.multi_head_attention(query[:1], value[:1], weights)[0][0]
         expected = np.broadcast_to(expected, (copies,) + expected.shape)
@@ -1282,7 +1286,8 @@ def _hidden_test_MultiHeadAttention__dropout():
     value = r.normal(size=(batch, 1, 4)).astype("float32")
     layer = MultiHeadAttention(num_heads=heads, key_dim=2, value_dim=size, dropout=rate)
     layer(query, value)
-    weights = reference.mha_random_weights([tuple(w.shape) for w in layer.get_weights()], r)
+    weights = reference.mha_random_weights(reference.keras_mha_weight_shapes(
+        heads * size, 4, 4, num_heads=heads, key_dim=2, value_dim=size), r)
     weights[6] = np.eye(heads * size, dtype="float32").reshape(heads, size, heads * size)
     weights[7] = np.zeros_like(weights[7])
     layer.set_weights(weights)

@@ -987,13 +987,11 @@ def _hidden_test_FeedForward():
             assert_true(reference.is_keras_layer(reference.sublayer(layer, name), "Dense"),
                         f"{what}: the sublayer `{name}` should be a keras.layers.Dense.")
 
-        # Values with random weights, at inference: relu(x W1 + b1) W2 + b2.
-        weights = reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r)
-        shapes = [tuple(w.shape) for w in weights["dense1"] + weights["dense2"]]
-        assert_true(shapes == [(d_model, dff), (dff,), (dff, d_model), (d_model,)],
-                    f"{what}: the weights of dense1 and dense2 have shapes {shapes}, expected "
-                    f"{[(d_model, dff), (dff,), (dff, d_model), (d_model,)]} (dense1: dff "
-                    "units, dense2: d_model units, both with a bias).")
+        # Values with the grader's random weights (the curriculum's shapes: dense1
+        # dff units, dense2 d_model units, both with a bias), at inference:
+        # relu(x W1 + b1) W2 + b2.
+        weights = reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r, what,
+                                              d_model=d_model, dff=dff)
         expected = reference.feed_forward(x, weights["dense1"], weights["dense2"])
         output = reference.to_numpy(layer(x, training=False))
         if not np.allclose(output, expected, rtol=1e-4, atol=1e-5):
@@ -1029,7 +1027,8 @@ def _hidden_test_FeedForward__training():
         layer = FeedForward(d_model=6, dff=12, dropout_rate=rate)
         what = f"FeedForward(d_model=6, dff=12, dropout_rate={rate})"
         x = r.normal(size=size).astype("float32")
-        reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r)
+        reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r, what,
+                                    d_model=6, dff=12)
         inference = reference.to_numpy(layer(x, training=False)).astype(np.float64)
         again = reference.to_numpy(layer(x, training=False)).astype(np.float64)
         assert_true(np.array_equal(again, inference),
@@ -1383,7 +1382,8 @@ def _hidden_test_EncoderLayer():
             assert_true(abs(epsilon - 1e-6) < 1e-12, f"{what}: {name}.epsilon should be 1e-6.")
 
         # Values with random weights (the student's own, read by sublayer name).
-        weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r)
+        weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, what,
+                                              d_model=d_model, num_heads=num_heads, dff=dff)
         expected = reference.encoder_layer(x, weights)
         output = reference.to_numpy(layer(x, training=False))
         if output.shape == expected.shape and not np.allclose(output, expected,
@@ -1424,7 +1424,8 @@ def _hidden_test_EncoderLayer__padding():
         name, message = reference.raised(lambda: layer(x, padding_mask=real, training=False))
         if name is not None and name != "NotImplementedError":
             raise AssertionError(f"{on_x}: {message}" + reference.explain(message))
-        weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r)
+        weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, what,
+                                              d_model=d_model, num_heads=num_heads, dff=dff)
         output = reference.to_numpy(layer(x, padding_mask=real, training=False))
         assert_shape(output, x.shape, on_x)
         changed = x.copy()
@@ -1462,7 +1463,8 @@ def _hidden_test_EncoderLayer__training():
     x = r.normal(size=(3, 5, 8)).astype("float32")
     on_x = f"EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}"
     layer(x, training=False)
-    weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r)
+    weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, on_x,
+                                          d_model=8, num_heads=2, dff=16)
     output = reference.to_numpy(layer(x, training=False))
     again = reference.to_numpy(layer(x, training=False))
     assert_true(np.array_equal(again, output),
@@ -1921,7 +1923,8 @@ def _hidden_test_DecoderLayer():
         for name, epsilon in zip(norms, values[len(attentions):]):
             assert_true(abs(epsilon - 1e-6) < 1e-12, f"{what}: {name}.epsilon should be 1e-6.")
 
-        weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r)
+        weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r, what,
+                                              d_model=d_model, num_heads=num_heads, dff=dff)
         output = reference.to_numpy(layer(x, context, training=False))
         expected, expected_scores = reference.decoder_layer(x, context, weights)
         if not np.allclose(output, expected, **close):
@@ -1998,7 +2001,8 @@ def _hidden_test_DecoderLayer__padding():
         name, message = reference.raised(lambda: layer(x, context, training=False, **masks))
         if name is not None and name != "NotImplementedError":
             raise AssertionError(f"{on_x}: {message}" + reference.explain(message))
-        weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r)
+        weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r, what,
+                                              d_model=d_model, num_heads=num_heads, dff=dff)
         output = reference.to_numpy(layer(x, context, training=False, **masks))
         scores = reference.to_numpy(layer.last_attention_scores)
         assert_shape(output, x.shape, on_x)
@@ -2058,7 +2062,8 @@ def _hidden_test_DecoderLayer__training():
     on_x = (f"DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}, "
             f"context {context.shape}")
     layer(x, context, training=False)
-    weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r)
+    weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r, on_x,
+                                          d_model=8, num_heads=2, dff=16)
     output = reference.to_numpy(layer(x, context, training=False))
     again = reference.to_numpy(layer(x, context, training=False))
     assert_true(np.array_equal(again, output),

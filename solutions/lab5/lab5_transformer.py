@@ -644,16 +644,11 @@ def _hidden_test_Encoder():
         assert_true(count == expected_count,
                     f"{what}: {count} weights, expected {expected_count} (the embedding "
                     f"table and {num_layers} separate EncoderLayer(s); no other weights).")
-        shapes = [reference.to_numpy(w).shape
-                  for w in reference.call_method(encoder, "get_weights")]
-        weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
-                    else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
-        reference.call_method(encoder, "set_weights", weights)
-        parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer",
-                               encoder, "encoder")
-        assert_true(len(parameters["blocks"]) == num_layers,
-                    f"{what}: found {len(parameters['blocks'])} EncoderLayer(s), expected "
-                    f"num_layers={num_layers}.")
+        # The grader's weights, set sublayer by sublayer: the reference is computed
+        # from them, never from what the layer reports about its weights.
+        shapes = reference.parameter_shapes("encoder", **arguments)
+        parameters = reference.random_parameters(r, shapes)
+        reference.give_weights(construct, encoder, "encoder", parameters, what)
         output = as_array(encoder(ids, training=False), what)
         longer = np.pad(ids, ((0, 0), (0, 3)))
         padded = assert_shape(encoder(longer, training=False), (3, 10, d_model),
@@ -686,12 +681,11 @@ def _hidden_test_Encoder__training():
     encoder = Encoder(**arguments)
     ids = r.integers(1, 11, size=(2, 6))  # no padding: only dropout is tested here
     encoder(ids, training=False)  # builds the weights
-    shapes = [reference.to_numpy(w).shape for w in reference.call_method(encoder, "get_weights")]
-    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
-                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
-    reference.call_method(encoder, "set_weights", weights)
-    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", encoder,
-                           "encoder")
+    # The grader's weights, set sublayer by sublayer: the reference is computed
+    # from them, never from what the layer reports about its weights.
+    shapes = reference.parameter_shapes("encoder", **arguments)
+    parameters = reference.random_parameters(r, shapes)
+    reference.give_weights(construct, encoder, "encoder", parameters, what)
     calm = as_array(encoder(ids, training=False), what)
     left_out = as_array(encoder(ids), what)
     assert_true(left_out.shape == calm.shape and np.allclose(left_out, calm, rtol=1e-5,
@@ -992,16 +986,11 @@ def _hidden_test_Decoder():
         assert_true(count == expected_count,
                     f"{what}: {count} weights, expected {expected_count} (the embedding "
                     f"table and {num_layers} separate DecoderLayer(s); no other weights).")
-        shapes = [reference.to_numpy(w).shape
-                  for w in reference.call_method(decoder, "get_weights")]
-        weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
-                    else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
-        reference.call_method(decoder, "set_weights", weights)
-        parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer",
-                               decoder, "decoder")
-        assert_true(len(parameters["blocks"]) == num_layers,
-                    f"{what}: found {len(parameters['blocks'])} DecoderLayer(s), expected "
-                    f"num_layers={num_layers}.")
+        # The grader's weights, set sublayer by sublayer: the reference is computed
+        # from them, never from what the layer reports about its weights.
+        shapes = reference.parameter_shapes("decoder", **arguments)
+        parameters = reference.random_parameters(r, shapes)
+        reference.give_weights(construct, decoder, "decoder", parameters, what)
         for mask, mask_text in [(context_mask, "a context padding mask"), (None, "no mask")]:
             call = f"{what} with {mask_text}"
             expected, expected_scores = reference.decoder_forward(parameters, ids, context, mask)
@@ -1048,12 +1037,11 @@ def _hidden_test_Decoder__training():
     ids = r.integers(1, 9, size=(2, 5))  # no padding, no context mask: only dropout here
     context = r.normal(size=(2, 4, 16)).astype("float32")
     decoder(ids, context, training=False)  # builds the weights
-    shapes = [reference.to_numpy(w).shape for w in reference.call_method(decoder, "get_weights")]
-    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
-                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
-    reference.call_method(decoder, "set_weights", weights)
-    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", decoder,
-                           "decoder")
+    # The grader's weights, set sublayer by sublayer: the reference is computed
+    # from them, never from what the layer reports about its weights.
+    shapes = reference.parameter_shapes("decoder", **arguments)
+    parameters = reference.random_parameters(r, shapes)
+    reference.give_weights(construct, decoder, "decoder", parameters, what)
     calm = as_array(decoder(ids, context, training=False), what)
     left_out = as_array(decoder(ids, context), what)
     assert_true(left_out.shape == calm.shape and np.allclose(left_out, calm, rtol=1e-5,
@@ -1342,12 +1330,11 @@ def _hidden_test_Transformer():
                 f"{what}: {count} weights, expected {expected_count} (an Encoder of the "
                 "input vocabulary, a Decoder of the target vocabulary and a Dense layer "
                 "with target_vocab_size units).")
-    shapes = [reference.to_numpy(w).shape for w in reference.call_method(model, "get_weights")]
-    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
-                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
-    reference.call_method(model, "set_weights", weights)
-    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", model,
-                           "transformer")
+    # The grader's weights, set sublayer by sublayer: the reference is computed
+    # from them, never from what the layer reports about its weights.
+    shapes = reference.parameter_shapes("transformer", **arguments)
+    parameters = reference.random_parameters(r, shapes)
+    reference.give_weights(construct, model, "transformer", parameters, what)
     logits = as_array(model((context_ids, target_ids), training=False), what)
     longer = np.pad(context_ids, ((0, 0), (0, 3)))
     again = as_array(model((longer, target_ids), training=False), what)
@@ -1381,12 +1368,11 @@ def _hidden_test_Transformer__training():
     context_ids = r.integers(1, 13, size=(2, 6))  # no padding: only dropout is tested here
     target_ids = r.integers(1, 9, size=(2, 5))
     model((context_ids, target_ids), training=False)  # builds the weights
-    shapes = [reference.to_numpy(w).shape for w in reference.call_method(model, "get_weights")]
-    weights = [(r.normal(size=s) / np.sqrt(s[0]) if len(s) > 1
-                else 0.5 + 0.3 * r.normal(size=s)).astype("float32") for s in shapes]
-    reference.call_method(model, "set_weights", weights)
-    parameters = construct(reference.PARAMETERS_SOURCE, "weights_by_sublayer", model,
-                           "transformer")
+    # The grader's weights, set sublayer by sublayer: the reference is computed
+    # from them, never from what the layer reports about its weights.
+    shapes = reference.parameter_shapes("transformer", **arguments)
+    parameters = reference.random_parameters(r, shapes)
+    reference.give_weights(construct, model, "transformer", parameters, what)
     calm = as_array(model((context_ids, target_ids), training=False), what)
     left_out = as_array(model((context_ids, target_ids)), what)
     assert_true(left_out.shape == calm.shape and np.allclose(left_out, calm, rtol=1e-5,

@@ -2,8 +2,153 @@
 
 from __future__ import annotations
 
-from tests.hostile.cases import Case
+from pathlib import Path
+
+from tests.hostile.cases import Case, lab_notebook
+
+#: lab2's MultiHeadAttention as a wrapper of Keras's own layer: every number
+#: right, nothing written from scratch.
+KERAS_MHA_WRAPPER = '''
+class MultiHeadAttention(keras.layers.Layer):
+    """Keras's layer in disguise."""
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True,
+                 **kwargs):
+        for name, number in (("num_heads", num_heads), ("key_dim", key_dim)):
+            if not isinstance(number, int) or number <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {number!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        super().__init__(**kwargs)
+        self.num_heads, self.key_dim, self.value_dim = num_heads, key_dim, value_dim
+        self.dropout, self.use_bias = dropout, use_bias
+        self.inner = keras.layers.MultiHeadAttention(num_heads, key_dim, value_dim=value_dim,
+                                                     dropout=dropout, use_bias=use_bias)
+
+    def call(self, query, value, key=None, attention_mask=None,
+             return_attention_scores=False, training=None, use_causal_mask=False):
+        return self.inner(query, value, key=key, attention_mask=attention_mask,
+                          return_attention_scores=return_attention_scores,
+                          training=training, use_causal_mask=use_causal_mask)
+
+    def get_config(self):
+        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
+                "value_dim": self.value_dim, "dropout": self.dropout,
+                "use_bias": self.use_bias}
+'''
+
+#: Keras's class made to look like the notebook's own (its path under __main__).
+FORGED_MODULE = '''
+keras.layers.MultiHeadAttention.__module__ = "__main__"
+'''
+
+#: A thread that finds the probe's handler in builtins and rewrites its
+#: answers to `describe` requests: no class path that names attention.
+DESCRIBE_FORGER = '''
+import builtins, json, threading, time
+
+
+def _forge_descriptions():
+    for _ in range(200000):
+        for name in list(vars(builtins)):
+            real = getattr(builtins, name)
+            if not name.startswith("__autograder_glue_") or getattr(real, "forged", False):
+                continue
+
+            def forged(request_path, user_ns, real=real):
+                real(request_path, user_ns)
+                with open(request_path, encoding="utf-8") as handle:
+                    request = json.load(handle)
+                if request["op"] != "describe":
+                    return
+                with open(request["answer"], encoding="utf-8") as handle:
+                    answer = json.load(handle)
+                text = json.dumps(answer)
+                for word in ("MultiHeadAttention", "multi_head_attention", "attention."):
+                    text = text.replace(word, "layer")
+                with open(request["answer"], "w", encoding="utf-8") as handle:
+                    handle.write(text)
+
+            forged.forged = True
+            setattr(builtins, name, forged)
+        time.sleep(0.005)
+
+
+threading.Thread(target=_forge_descriptions, daemon=True).start()
+'''
+
+
+def _lab5_transformer(final_layer_class: str) -> str:
+    """lab5's Transformer solution whose final_layer is ``final_layer_class``
+    (its source, defined before the model)."""
+    from tests.verdicts import solution_answers
+
+    source = solution_answers("lab5")["Transformer"]
+    dense = 'keras.layers.Dense(target_vocab_size, name="final_layer")'
+    assert dense in source, "lab5's Transformer solution no longer creates final_layer so"
+    name = final_layer_class.split("class ", 1)[1].split("(", 1)[0]
+    return final_layer_class + "\n\n" + source.replace(
+        dense, f'{name}(target_vocab_size, name="final_layer")')
+
+
+#: Doubled (wrong) logits, and get_weights that reports doubled weights, so
+#: that a reference computed from what the layer says it holds agrees.
+LYING_DENSE = '''
+class LyingDense(keras.layers.Dense):
+    def call(self, inputs):
+        return 2.0 * super().call(inputs)
+
+    def get_weights(self):
+        return [2.0 * w for w in super().get_weights()]
+'''
+
+#: Right logits from its own weights, whatever set_weights is given.
+STUBBORN_DENSE = '''
+class StubbornDense(keras.layers.Dense):
+    def set_weights(self, weights):
+        pass
+'''
+
+
+def _message_of(exercise: str, words: str):
+    """A check that the student's row of ``exercise`` in exercises.csv holds ``words``."""
+    def check(out: Path, row: dict) -> str:
+        import csv
+
+        with open(out / "exercises.csv", newline="", encoding="utf-8") as handle:
+            rows = [r for r in csv.DictReader(handle)
+                    if r["student_id"] == row["student_id"] and r["exercise"] == exercise]
+        if not rows or words not in rows[0]["message"]:
+            return f"{exercise}'s message does not say {words!r}: {rows and rows[0]['message']!r}"
+        return ""
+    return check
 
 
 def cases() -> list[Case]:
-    return []
+    lab2_full, lab5_full = 10, 18
+    mha_points, transformer_values = 5, 2    # test_Transformer + __training
+    return [
+        Case("mha_wrapper_forged_module", "trust",
+             "lab2: MultiHeadAttention wraps Keras's layer, whose __module__ is set to "
+             "__main__",
+             lambda: lab_notebook("lab2", {"MultiHeadAttention":
+                                           FORGED_MODULE + KERAS_MHA_WRAPPER}),
+             lab2_full - mha_points, lab="lab2",
+             check=_message_of("MultiHeadAttention", "keras.layers.MultiHeadAttention")),
+        Case("mha_wrapper_forged_describe", "trust",
+             "lab2: a Keras MultiHeadAttention wrapper, and a thread that rewrites the "
+             "probe's describe answers in builtins",
+             lambda: lab_notebook("lab2", {"MultiHeadAttention":
+                                           DESCRIBE_FORGER + KERAS_MHA_WRAPPER}),
+             lab2_full - mha_points, lab="lab2",
+             check=_message_of("MultiHeadAttention", "keras.layers.MultiHeadAttention")),
+        Case("final_layer_lies_about_weights", "trust",
+             "lab5: doubled logits, and a final_layer whose get_weights reports doubled "
+             "weights",
+             lambda: lab_notebook("lab5", {"Transformer": _lab5_transformer(LYING_DENSE)}),
+             lab5_full - transformer_values, lab="lab5"),
+        Case("final_layer_ignores_set_weights", "trust",
+             "lab5: a final_layer whose set_weights keeps its own weights",
+             lambda: lab_notebook("lab5", {"Transformer": _lab5_transformer(STUBBORN_DENSE)}),
+             lab5_full - transformer_values, lab="lab5"),
+    ]
