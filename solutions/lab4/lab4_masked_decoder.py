@@ -1027,6 +1027,7 @@ def _hidden_test_FeedForward__training():
         layer = FeedForward(d_model=6, dff=12, dropout_rate=rate)
         what = f"FeedForward(d_model=6, dff=12, dropout_rate={rate})"
         x = r.normal(size=size).astype("float32")
+        layer(x, training=False)        # builds the sublayers (their weights) first
         reference.randomize_weights(layer, reference.FEED_FORWARD_WEIGHTS, r, what,
                                     d_model=6, dff=12)
         inference = reference.to_numpy(layer(x, training=False)).astype(np.float64)
@@ -1381,7 +1382,7 @@ def _hidden_test_EncoderLayer():
         for name, epsilon in zip(("norm1", "norm2"), epsilons):
             assert_true(abs(epsilon - 1e-6) < 1e-12, f"{what}: {name}.epsilon should be 1e-6.")
 
-        # Values with random weights (the student's own, read by sublayer name).
+        # Values with the grader's random weights, set by sublayer name.
         weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, what,
                                               d_model=d_model, num_heads=num_heads, dff=dff)
         expected = reference.encoder_layer(x, weights)
