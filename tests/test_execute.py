@@ -18,7 +18,8 @@ def test_the_test_kernel_startup_code_is_valid_python():
 
 
 def _run(kernel: TestsKernel, code: str) -> dict:
-    msg_id = kernel.kc.execute(code, user_expressions={"seen": "sorted(k for k in globals() "
+    msg_id = kernel.kc.execute(code, stop_on_error=False,
+                               user_expressions={"seen": "sorted(k for k in globals() "
                                                        "if not k.startswith('_'))"})
     while True:
         reply = kernel.kc.get_shell_msg(timeout=60)

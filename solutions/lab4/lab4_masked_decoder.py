@@ -1464,8 +1464,8 @@ def _hidden_test_EncoderLayer__training():
     x = r.normal(size=(3, 5, 8)).astype("float32")
     on_x = f"EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}"
     layer(x, training=False)
-    weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, on_x,
-                                          d_model=8, num_heads=2, dff=16)
+    sizes = dict(d_model=8, num_heads=2, dff=16)
+    weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, on_x, **sizes)
     output = reference.to_numpy(layer(x, training=False))
     again = reference.to_numpy(layer(x, training=False))
     assert_true(np.array_equal(again, output),
@@ -2063,8 +2063,8 @@ def _hidden_test_DecoderLayer__training():
     on_x = (f"DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}, "
             f"context {context.shape}")
     layer(x, context, training=False)
-    weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r, on_x,
-                                          d_model=8, num_heads=2, dff=16)
+    sizes = dict(d_model=8, num_heads=2, dff=16)
+    weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r, on_x, **sizes)
     output = reference.to_numpy(layer(x, context, training=False))
     again = reference.to_numpy(layer(x, context, training=False))
     assert_true(np.array_equal(again, output),
