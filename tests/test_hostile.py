@@ -64,7 +64,9 @@ def _verdict(case, row, out: Path) -> tuple[bool, str]:
         ok &= status == case.status
     ok &= all(word in status for word in case.contains)
     ok &= float(row["max_score"]) == _max_score(case.lab)
-    if case.check is not None:
+    # What a case's check looks for (files unread, sizes held) is the
+    # sandbox's to enforce: without bubblewrap only the score is asserted.
+    if case.check is not None and (not case.needs_sandbox or bubblewrap_works()):
         problem = case.check(out, row)
         if problem:
             ok, got = False, f"{got}; {problem}"

@@ -288,7 +288,7 @@ def cases() -> list[Case]:
         Case("swaps_exchange", "secrecy", "swaps the tests' exchange folder for a link to the "
              "machine's /tmp and links answers to /etc/shadow and /dev/zero",
              lambda: notebook({"dot_scores": SWAP_EXCHANGE + CORRECT["dot_scores"]}),
-             at_most=1, check=_nothing_written_outside),
+             at_most=1, check=_nothing_written_outside, needs_sandbox=True),
         Case("text_answers", "forgery", "dot_scores returns np.full(shape, 'nan'), "
              "bilinear_scores b'nan'",
              lambda: notebook({"dot_scores": TEXT_DOT, "bilinear_scores": BYTES_BILINEAR}), 8,

@@ -51,6 +51,8 @@ class Case:
     status: str = "graded"               # exact status, or a prefix ending in "*"
     contains: list[str] = field(default_factory=list)   # words the status must hold
     filename: str = ""                   # path inside the batch (default: NAME.ipynb)
+    #: Its check (files unread, sizes held) needs the bubblewrap sandbox:
+    #: without it only the score is asserted.
     needs_sandbox: bool = False
     #: The lab it is graded as (one CLI run per lab; lab1 unless said).
     lab: str = "lab1"
