@@ -27,15 +27,17 @@ def dot_scores(query, keys):
 '''
 
 
-def _correct() -> dict[str, str]:
+def _samples():
+    """data/sample_submissions/build.py: the samples' answers and mistakes."""
     spec = importlib.util.spec_from_file_location(
         "build_samples", ROOT / "data" / "sample_submissions" / "build.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return dict(module.LAB1_CORRECT)
+    return module
 
 
-CORRECT = _correct()
+SAMPLES = _samples()
+CORRECT = dict(SAMPLES.LAB1_CORRECT)
 
 
 @dataclass

@@ -1,41 +1,14 @@
-"""What the grader must not believe of the student's kernel: forged class paths, weights read back, stand-ins' sources (issue 18: 2, 3, 5)."""
+"""What the grader must not believe of the student's kernel: forged class paths, weights read back, a wrapper of Keras's layer (issue 18: 2, 3)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.hostile.cases import Case, lab_notebook
+from tests.hostile.cases import SAMPLES, Case, lab_notebook
 
 #: lab2's MultiHeadAttention as a wrapper of Keras's own layer: every number
-#: right, nothing written from scratch.
-KERAS_MHA_WRAPPER = '''
-class MultiHeadAttention(keras.layers.Layer):
-    """Keras's layer in disguise."""
-
-    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True,
-                 **kwargs):
-        for name, number in (("num_heads", num_heads), ("key_dim", key_dim)):
-            if not isinstance(number, int) or number <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {number!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        super().__init__(**kwargs)
-        self.num_heads, self.key_dim, self.value_dim = num_heads, key_dim, value_dim
-        self.dropout, self.use_bias = dropout, use_bias
-        self.inner = keras.layers.MultiHeadAttention(num_heads, key_dim, value_dim=value_dim,
-                                                     dropout=dropout, use_bias=use_bias)
-
-    def call(self, query, value, key=None, attention_mask=None,
-             return_attention_scores=False, training=None, use_causal_mask=False):
-        return self.inner(query, value, key=key, attention_mask=attention_mask,
-                          return_attention_scores=return_attention_scores,
-                          training=training, use_causal_mask=use_causal_mask)
-
-    def get_config(self):
-        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
-                "value_dim": self.value_dim, "dropout": self.dropout,
-                "use_bias": self.use_bias}
-'''
+#: right, nothing written from scratch (grace's mistake in the lab2 samples).
+KERAS_MHA_WRAPPER = SAMPLES.LAB2_MISTAKES["mha_wraps_keras"][1]
 
 #: Keras's class made to look like the notebook's own (its path under __main__).
 FORGED_MODULE = '''
