@@ -1,0 +1,14 @@
+"""The instructor's side of the Transformer lab kit, grouped by where code runs.
+
+- ``autograder.cli``, ``autograder.labs``: the command line and the lab registry.
+- ``autograder.grader``: the grading process (release, intake, sandbox,
+  execution of notebooks, gradebook, reports). Never runs student code.
+- ``autograder.testkernel``: loaded in the test kernel, which runs the hidden
+  tests and reaches the student's kernel only through ``probe``.
+- ``autograder.studentkernel``: ``glue.py``, read as text and sent to the
+  sandboxed student kernel; it answers the probe's requests there.
+- ``autograder.forkserver``: the sandboxed fork server that starts student
+  kernels with the libraries already imported.
+- ``autograder.references``: the hidden tests' references, one per lab, kept
+  in the lab's own folder (``solutions/<lab>/``).
+"""

@@ -18,7 +18,7 @@ warnings.filterwarnings("ignore", message=".*not in session.*")
 
 def _release(args) -> int:
     from autograder.labs import KIT_ROOT, available_labs, get_lab
-    from autograder.release import release, update_readme
+    from autograder.grader.release import release, update_readme
 
     labs = [get_lab(args.lab)] if args.lab else available_labs()
     for lab in labs:
@@ -32,8 +32,8 @@ def _release(args) -> int:
 
 
 def _grade(args) -> int:
-    from autograder.grade import grade
-    from autograder.reports import write_gradebook_table
+    from autograder.grader.grade import grade
+    from autograder.grader.reports import write_gradebook_table
 
     started = time.monotonic()
     results, paths = grade(args.lab, Path(args.submissions), Path(args.out),
@@ -53,8 +53,8 @@ def _grade(args) -> int:
 
 
 def _merge(args) -> int:
-    from autograder.grade import merge
-    from autograder.reports import write_gradebook_table
+    from autograder.grader.grade import merge
+    from autograder.grader.reports import write_gradebook_table
 
     started = time.monotonic()
     results, _ = merge(args.lab, [Path(p) for p in args.shards], Path(args.out),
@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from autograder import tempdirs
+    from autograder.grader import tempdirs
 
     # The run's folder of temporary folders, made before any worker starts
     # so that the workers join it; dead runs' folders go first.
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ValueError as error:
-        from autograder.reports import clean_text
+        from autograder.grader.reports import clean_text
 
         print(f"error: {clean_text(error)}", file=sys.stderr)
         return 2

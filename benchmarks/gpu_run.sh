@@ -33,11 +33,11 @@ policy)
 import importlib.metadata as m, platform
 print("python", platform.python_version(), "|", " | ".join(
     f"{p} {m.version(p)}" for p in ("torch", "jax", "jaxlib", "keras", "numpy", "nbgrader")))
-from autograder.sandbox import bubblewrap_works
+from autograder.grader.sandbox import bubblewrap_works
 print("bubblewrap sandbox:", "works" if bubblewrap_works() else "NOT available")
 EOF
     echo
-    echo "## Memory cap of the student kernel on a GPU machine (6 GiB, autograder/sandbox.py)"
+    echo "## Memory cap of the student kernel on a GPU machine (6 GiB, autograder/grader/sandbox.py)"
     for cap in as data; do
       for backend in torch jax; do
         code="import keras; t = keras.ops.ones((2, 2)); d = getattr(t, 'device', None); print(d() if callable(d) else d)"

@@ -13,7 +13,7 @@ width). Each runs in a fresh process in three settings:
            lab runs.
 
 and prints the largest difference from float64 NumPy and the share of the
-grader's tolerance (autograder/policy.py: atol + rtol * |expected|) it uses;
+grader's tolerance (autograder/testkernel/policy.py: atol + rtol * |expected|) it uses;
 1.0 is the edge of a lost point. On a CPU the three settings agree.
 
     KERAS_BACKEND=torch python benchmarks/gpu_tf32.py
@@ -56,7 +56,7 @@ def measure(mode: str) -> dict:
     import keras
     from keras import ops
 
-    from autograder import policy
+    from autograder.testkernel import policy
 
     backend = keras.backend.backend()
     if mode == "tf32":

@@ -43,7 +43,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")   # the solution runs' kernel
 import nbformat  # noqa: E402
 
 from autograder.labs import LABS  # noqa: E402
-from autograder.release import build_source_notebook  # noqa: E402
+from autograder.grader.source import build_source_notebook  # noqa: E402
 import plain_nbgrader as plain  # noqa: E402
 
 

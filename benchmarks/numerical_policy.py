@@ -5,7 +5,7 @@ Grades, for each lab, the solution and the verdict suite's correct variants
 LABKIT_PRECISION_LOG set so that every `assert_close` of the hidden tests
 records its worst element: the absolute difference, the relative difference
 (where |expected| >= 1e-3), and the fraction of the allowed difference
-(atol + rtol * |expected|, autograder/policy.py) that it used. Prints one row
+(atol + rtol * |expected|, autograder/testkernel/policy.py) that it used. Prints one row
 per lab for the Keras backend of the environment:
 
     .venv/bin/python benchmarks/numerical_policy.py            # TensorFlow
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
-from autograder import policy  # noqa: E402
+from autograder.testkernel import policy  # noqa: E402
 from autograder.labs import LABS  # noqa: E402
 from tests import verdicts  # noqa: E402
 

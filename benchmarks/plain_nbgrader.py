@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.release import build_source_notebook, write_notebook  # noqa: E402
+from autograder.grader.source import build_source_notebook, write_notebook  # noqa: E402
 
 NBGRADER = [str(Path(sys.executable).with_name("nbgrader"))]
 # nbgrader shells out to `alembic`, which must be on PATH (the venv's bin).

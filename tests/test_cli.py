@@ -177,7 +177,7 @@ def test_the_demo_grades_every_lab_with_every_option_of_grade(monkeypatch, tmp_p
 def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
     import json
 
-    from autograder.sandbox import bubblewrap_works
+    from autograder.grader.sandbox import bubblewrap_works
 
     batch = tmp_path / "batch"
     batch.mkdir()
@@ -207,7 +207,7 @@ def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
     import nbformat
 
     from autograder.labs import get_lab
-    from autograder.release import skipped_when_grading
+    from autograder.grader.source import skipped_when_grading
 
     demos = skipped_when_grading(get_lab("lab4"))
     assert len(demos) == 7 and all(name.startswith("demo_") for name in demos)

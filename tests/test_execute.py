@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from autograder.execute import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_STARTUP,
+from autograder.grader.execute import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_STARTUP,
                                  TESTS_SESSION_END, TESTS_SESSION_START, TestsKernel,
                                  names_used)
 

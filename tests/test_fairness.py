@@ -23,7 +23,7 @@ import re
 import pytest
 
 from autograder.labs import Lab, available_labs
-from autograder.release import build_source_notebook
+from autograder.grader.source import build_source_notebook
 
 #: property of a `test_<exercise>__<property>` cell -> the words (any of them)
 #: that the exercise's own text must contain to state it.

@@ -18,7 +18,7 @@ import shutil
 import pytest
 
 from autograder.labs import LABS
-from autograder.release import build_source_notebook, write_notebook
+from autograder.grader.source import build_source_notebook, write_notebook
 from tests.conftest import (ROOT, assert_no_hidden_source_in_feedback,
                             assert_rows_follow_the_curriculum, assert_sample_scores, run_cli)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.sandbox import bubblewrap_works
+from autograder.grader.sandbox import bubblewrap_works
 from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
 from tests.hostile.cases import PLANTED, all_cases, labs, write_batch
 from tests.verdicts import test_cell_points as cell_points

@@ -1,4 +1,4 @@
-"""Finding submissions and student ids (autograder/names.py)."""
+"""Finding submissions and student ids (autograder/grader/names.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import names
-from autograder.names import collect_submissions, parse_gradescope_metadata, sanitize_id
+from autograder.grader import names
+from autograder.grader.names import collect_submissions, parse_gradescope_metadata, sanitize_id
 
 LAB, STEM = "lab1", "lab1_attention"
 NOTEBOOK = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()

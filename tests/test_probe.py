@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from jupyter_client import KernelManager
 
-from autograder import probe
-from autograder.probe import StudentCodeError, StudentKernel, Tensor, redact, ship_code
+from autograder.testkernel import probe
+from autograder.testkernel.probe import StudentCodeError, StudentKernel, Tensor, redact, ship_code
 
 STUDENT_CODE = textwrap.dedent('''
     import time

@@ -76,7 +76,7 @@ def test_lab_ids_follow_the_curriculum():
 
 
 def test_readme_badge_table_is_up_to_date(root):
-    from autograder.release import README_BEGIN, README_END, badge_table
+    from autograder.grader.release import README_BEGIN, README_END, badge_table
 
     text = (root / "README.md").read_text()
     block = text[text.index(README_BEGIN) + len(README_BEGIN): text.index(README_END)]

@@ -11,12 +11,12 @@ import textwrap
 import nbformat
 import pytest
 
-from autograder import release
+from autograder.grader import release, source
 from autograder.labs import Lab, available_labs
 from tests.conftest import ROOT
 
 SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS",
-                  "END HIDDEN TESTS", "autograder.references", "autograder.testing")
+                  "END HIDDEN TESTS", "autograder.references", "autograder.testkernel.testing")
 
 
 def _solution_lines(lab: Lab) -> set[str]:
@@ -95,8 +95,8 @@ def test_a_code_cell_without_a_marker_is_a_clear_error(tmp_path, monkeypatch):
         # %%
         x = 1
         ''')
-    with pytest.raises(release.SourceError, match="every code cell"):
-        release.build_source_notebook(lab)
+    with pytest.raises(source.SourceError, match="every code cell"):
+        source.build_source_notebook(lab)
 
 
 def test_a_missing_tests_cell_is_a_clear_error(tmp_path, monkeypatch):
@@ -107,8 +107,8 @@ def test_a_missing_tests_cell_is_a_clear_error(tmp_path, monkeypatch):
             return keys @ query
             ### END SOLUTION
         ''')
-    with pytest.raises(release.SourceError, match="no tests cell"):
-        release.build_source_notebook(lab)
+    with pytest.raises(source.SourceError, match="no tests cell"):
+        source.build_source_notebook(lab)
 
 
 def _global_reads(source: str) -> set[str]:
@@ -156,11 +156,11 @@ def test_cells_the_grader_skips_are_demonstrations_nothing_later_reads(lab):
     provided cell, and no cell the grader does run may read a name whose
     last binding before it was in a skipped cell (it would be unbound, or
     hold another value, only when grading)."""
-    notebook = release.build_source_notebook(lab)
-    skipped = set(release.skipped_when_grading(lab))
+    notebook = source.build_source_notebook(lab)
+    skipped = set(source.skipped_when_grading(lab))
     cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for cell in cells:
-        if cell.metadata.get(release.SKIP_KEY):
+        if cell.metadata.get(source.SKIP_KEY):
             assert cell.metadata["nbgrader"]["locked"] and not cell.metadata["nbgrader"]["grade"]
     bound_in: dict[str, str] = {}
     wrong = []
@@ -186,5 +186,5 @@ def test_only_a_provided_cell_may_be_skipped_when_grading(tmp_path, monkeypatch)
             return keys @ query
             ### END SOLUTION
         ''')
-    with pytest.raises(release.SourceError, match="only a provided cell"):
-        release.build_source_notebook(lab)
+    with pytest.raises(source.SourceError, match="only a provided cell"):
+        source.build_source_notebook(lab)

@@ -1,4 +1,4 @@
-"""Output files of a grading run (autograder/reports.py)."""
+"""Output files of a grading run (autograder/grader/reports.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from autograder.reports import (
+from autograder.grader.reports import (
     clean_text,
     common_failures,
     format_score,
@@ -17,7 +17,7 @@ from autograder.reports import (
     write_gradebook_table,
     write_reports,
 )
-from autograder.results import ExerciseResult, SubmissionResult
+from autograder.grader.results import ExerciseResult, SubmissionResult
 
 HOSTILE = "<script>alert(1)</script>"
 SECRET_NOTE = "NOTE-FOR-INSTRUCTOR-ONLY hidden test source: assert dot_scores(q, k)"

@@ -1,4 +1,4 @@
-"""The student kernel's resource limits and environment (autograder/sandbox.py).
+"""The student kernel's resource limits and environment (autograder/grader/sandbox.py).
 
 The memory cap must stop a notebook that allocates without end on a CPU
 machine (address space) and on a GPU machine (data segment, since CUDA
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from autograder import grade, sandbox
+from autograder.grader import grade, sandbox
 
 BOMB = "b = bytearray(400 * 1024 * 1024); print('allocated', len(b))"
 SMALL = "b = bytearray(20 * 1024 * 1024); print('allocated', len(b))"
@@ -237,7 +237,7 @@ def test_the_sandboxed_kernel_is_waited_for_by_the_prompt_client(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the grader is an ordinary user: its kernels are it")
 def test_each_grading_process_of_a_root_grader_has_a_kernel_user_of_its_own():
-    code = ("from autograder import sandbox; import sys\n"
+    code = ("from autograder.grader import sandbox; import sys\n"
             "print(sandbox.kernel_user().uid, flush=True); sys.stdin.read()")
     own = sandbox.kernel_user().uid
     holders = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,

@@ -2,7 +2,7 @@
 
 Every function computes in float64 NumPy from whatever it is given, so the only
 difference left between a student's float32 result and these values is float32
-rounding (see autograder/policy.py). They are written independently of the
+rounding (see autograder/testkernel/policy.py). They are written independently of the
 solution cells in solutions/lab1 (they share the maths, not the code).
 
 This module never ships to students: not in labs/, not in the `labkit` package.

@@ -278,7 +278,7 @@ def borrowed_attention_classes(description: dict) -> list[str]:
 # What the student's kernel says about its objects (class paths, descriptions)
 # is the student's data: a notebook can rename Keras's classes or answer the
 # grader's `describe` requests itself. The submitted cells are the grader's
-# own copy (autograder.execute writes them for the test kernel), so whether an
+# own copy (autograder.grader.execute writes them for the test kernel), so whether an
 # answer is built on an attention layer it did not write is read there.
 
 #: A class of attention (keras.layers.MultiHeadAttention, Attention,
@@ -303,7 +303,7 @@ def student_cells(target) -> list[str]:
     import os
     from pathlib import Path
 
-    from autograder.probe import RemoteObject
+    from autograder.testkernel.probe import RemoteObject
 
     if isinstance(target, RemoteObject):
         path = os.environ.get("AUTOGRADER_STUDENT_CELLS", "")
@@ -442,7 +442,7 @@ def borrowed_in_source(cells: list[str], name: str) -> list[str]:
 
 # --- the same hidden tests under the grader and in the source notebook ----------------
 #
-# Under the grader, student names are proxies (autograder.probe.RemoteObject);
+# Under the grader, student names are proxies (autograder.testkernel.probe.RemoteObject);
 # when the source notebook runs top to bottom they are the solution's own
 # objects. These three helpers let one hidden test serve both.
 
@@ -454,7 +454,7 @@ def _class_path(kind) -> str:
 def describe(target) -> dict:
     """``target.describe()`` of a proxy, or the same description of a local object:
     {"class", "bases", "sublayers": [{"name", "class", "bases"}, ...]}."""
-    from autograder.probe import RemoteObject
+    from autograder.testkernel.probe import RemoteObject
 
     if isinstance(target, RemoteObject):
         return target.describe()
@@ -476,7 +476,7 @@ def describe(target) -> dict:
 def tensor(array, like):
     """``array`` to be passed as a backend tensor to ``like`` (a student name or
     an object it returned)."""
-    from autograder.probe import RemoteObject, Tensor
+    from autograder.testkernel.probe import RemoteObject, Tensor
 
     if isinstance(like, RemoteObject):
         return Tensor(array)
@@ -489,7 +489,7 @@ def raised(make) -> tuple[str | None, str]:
     """Run ``make()``; return (the name of the exception it raised or None, message)."""
     import re
 
-    from autograder.probe import StudentCodeError
+    from autograder.testkernel.probe import StudentCodeError
 
     try:
         make()
@@ -628,7 +628,7 @@ def assert_from_scratch(layer, name: str = "MultiHeadAttention",
     grader holds; the description the student's kernel gives of the layer is
     only an early hint (a notebook can forge it).
     """
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
 
     borrowed = borrowed_attention_classes(describe(layer))
     assert_true(not borrowed,
@@ -661,7 +661,7 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
     """
     import keras
 
-    from autograder.testing import as_array, assert_close, assert_finite, assert_shape, \
+    from autograder.testkernel.testing import as_array, assert_close, assert_finite, assert_shape, \
         assert_true
 
     query = r.normal(size=query_shape).astype("float32")

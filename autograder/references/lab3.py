@@ -2,7 +2,7 @@
 
 Every function computes in float64 NumPy from whatever it is given, so the only
 difference left between a student's float32 result and these values is float32
-rounding (see autograder/policy.py). They are written independently of the
+rounding (see autograder/testkernel/policy.py). They are written independently of the
 solution cells in solutions/lab3 (they share the maths, not the code).
 
 The layers are checked through the student's own weights: the references take

@@ -335,7 +335,7 @@ def keras_decoder_layer(x, context, weights, x_padding_mask=None,
 
 # --- one hidden test under the grader and in the source notebook ------------------------
 #
-# Under the grader, student names are proxies (autograder.probe.RemoteObject)
+# Under the grader, student names are proxies (autograder.testkernel.probe.RemoteObject)
 # and every result is NumPy; when the source notebook runs top to bottom they
 # are the solution's own objects and results are backend tensors.
 
@@ -357,7 +357,7 @@ def _class_path(kind) -> str:
 
 def describe(target) -> dict:
     """``{"class", "bases", ...}`` of a proxy (its ``describe()``) or a local object."""
-    from autograder.probe import RemoteObject
+    from autograder.testkernel.probe import RemoteObject
 
     if isinstance(target, RemoteObject):
         return target.describe()
@@ -380,7 +380,7 @@ def raised(make) -> tuple[str | None, str]:
     """Run ``make()``; return (the name of the exception it raised or None, message)."""
     import re
 
-    from autograder.probe import StudentCodeError
+    from autograder.testkernel.probe import StudentCodeError
 
     try:
         make()
@@ -412,7 +412,7 @@ def explain(message: str, shapes_hint: str = "") -> str:
 def tensor(array, like):
     """``array`` to be passed as a backend tensor to ``like`` (a student name or
     an object it returned)."""
-    from autograder.probe import RemoteObject, Tensor
+    from autograder.testkernel.probe import RemoteObject, Tensor
 
     if isinstance(like, RemoteObject):
         return Tensor(array)
@@ -432,7 +432,7 @@ def sublayer(layer, path: str):
 
 def _is_remote(layer) -> bool:
     """Whether ``layer`` is the grader's proxy of a student's layer
-    (autograder.probe.RemoteObject), which walks a path in one request."""
+    (autograder.testkernel.probe.RemoteObject), which walks a path in one request."""
     return callable(getattr(type(layer), "call_method", None))
 
 
@@ -499,7 +499,7 @@ def randomize_weights(layer, paths, r, what: str, *, d_model: int, dff: int,
     sublayer that does not take them (another size, no bias) fails here,
     saying which.
     """
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
 
     expected = weight_shapes(paths, d_model, dff, num_heads)
     weights = {}

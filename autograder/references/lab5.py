@@ -137,7 +137,7 @@ def to_numpy(value):
 
 def call_method(target, name: str, *args, **kwargs):
     """``target.name(*args, **kwargs)`` in one round trip for a proxy."""
-    from autograder.probe import RemoteObject
+    from autograder.testkernel.probe import RemoteObject
 
     if isinstance(target, RemoteObject):
         return target.call_method(name, *args, **kwargs)
@@ -163,7 +163,7 @@ def constructor(namespace: dict):
 
 def class_paths(target) -> list[str]:
     """"module.Class" of ``target`` and of its base classes (proxy or local object)."""
-    from autograder.probe import RemoteObject
+    from autograder.testkernel.probe import RemoteObject
 
     if isinstance(target, RemoteObject):
         description = target.describe()
@@ -175,7 +175,7 @@ def class_paths(target) -> list[str]:
 def tensor(array, like):
     """``array`` to be passed as a backend tensor to ``like`` (a proxy or a
     local object)."""
-    from autograder.probe import RemoteObject, Tensor
+    from autograder.testkernel.probe import RemoteObject, Tensor
 
     if isinstance(like, RemoteObject):
         return Tensor(array)
@@ -908,7 +908,7 @@ def give_weights(construct, layer, kind, parameters, what: str) -> None:
     so a layer that ignores set_weights or misreports get_weights gets the
     references of the weights it was given.
     """
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
 
     problem = construct(SET_WEIGHTS_SOURCE, "set_weights_by_sublayer", layer, kind, parameters)
     assert_true(not problem, f"{what}: {problem}")

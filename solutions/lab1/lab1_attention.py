@@ -115,7 +115,7 @@ batch_scores = checks.check_close(
 ### BEGIN HIDDEN TESTS
 def _hidden_test_dot_scores():
     import numpy as np
-    from autograder.testing import rng, assert_close
+    from autograder.testkernel.testing import rng, assert_close
     from autograder.references import lab1 as reference
 
     assert_close(dot_scores(np.array([0.7, 0.3], dtype="float32"),
@@ -203,7 +203,7 @@ column_weights = checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [1.0, 2.0
 ### BEGIN HIDDEN TESTS
 def _hidden_test_softmax():
     import numpy as np
-    from autograder.testing import (rng, as_array, assert_close, assert_shape,
+    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
                                     assert_finite, assert_true)
     from autograder.references import lab1 as reference
 
@@ -346,7 +346,7 @@ weights = checks.check_shape(weights, (4, 5), "attention_pool: weights of a batc
 ### BEGIN HIDDEN TESTS
 def _hidden_test_attention_pool():
     import numpy as np
-    from autograder.testing import (rng, assert_close, assert_shape,
+    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
                                     assert_finite, assert_true)
     from autograder.references import lab1 as reference
 
@@ -470,7 +470,7 @@ batch_scores = checks.check_shape(
 ### BEGIN HIDDEN TESTS
 def _hidden_test_bilinear_scores():
     import numpy as np
-    from autograder.testing import rng, assert_close
+    from autograder.testkernel.testing import rng, assert_close
     from autograder.references import lab1 as reference
 
     r = rng("bilinear_scores")
@@ -560,7 +560,7 @@ batch_scores = checks.check_shape(
 ### BEGIN HIDDEN TESTS
 def _hidden_test_additive_scores():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
     from autograder.references import lab1 as reference
 
     r = rng("additive_scores")
@@ -744,7 +744,7 @@ output = checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8), "
 ### BEGIN HIDDEN TESTS
 def _hidden_test_scaled_dot_product_attention():
     import numpy as np
-    from autograder.testing import (rng, assert_close, assert_shape,
+    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
                                     assert_finite, assert_true)
     from autograder.references import lab1 as reference
 

@@ -195,7 +195,7 @@ for key_dim, value_dim in [(5, None), (5, 3)]:
 # Hidden tests of `mha_weight_shapes` run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 def _hidden_test_mha_weight_shapes():
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
     from autograder.references import lab2 as reference
 
     names = ["query kernel", "query bias", "key kernel", "key bias", "value kernel",
@@ -417,8 +417,8 @@ checks.check_true(raised, "SelfAttention(key_dim=0) raises a ValueError",
 ### BEGIN HIDDEN TESTS
 def _hidden_test_SelfAttention():
     import numpy as np
-    from autograder.probe import StudentCodeError
-    from autograder.testing import (rng, as_array, assert_close, assert_shape,
+    from autograder.testkernel.probe import StudentCodeError
+    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
                                     assert_finite, assert_true)
     from autograder.references import lab2 as reference
 
@@ -537,7 +537,7 @@ del _hidden_test_SelfAttention
 # get_config(); from_config() rebuilds the layer (0.25 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_SelfAttention__config():
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
 
     layer = SelfAttention(key_dim=8)
     try:
@@ -564,7 +564,7 @@ del _hidden_test_SelfAttention__config
 # positive integer, any message (0.25 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_SelfAttention__validation():
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
     from autograder.references import lab2 as reference
 
     SelfAttention(key_dim=4)  # a valid layer first (an unanswered stub stops here)
@@ -662,7 +662,7 @@ _ = checks.check_shape(split_heads(np.zeros((2, 5, 12), dtype="float32"), num_he
 ### BEGIN HIDDEN TESTS
 def _hidden_test_split_heads():
     import numpy as np
-    from autograder.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab2 as reference
 
     r = rng("split_heads")
@@ -729,7 +729,7 @@ _ = checks.check_close(merge_heads(split), x,
 ### BEGIN HIDDEN TESTS
 def _hidden_test_merge_heads():
     import numpy as np
-    from autograder.testing import rng, assert_close, assert_shape
+    from autograder.testkernel.testing import rng, assert_close, assert_shape
     from autograder.references import lab2 as reference
 
     r = rng("merge_heads")
@@ -1163,7 +1163,7 @@ checks.check_true(raised == "ValueError", "MultiHeadAttention(num_heads=0, key_d
 ### BEGIN HIDDEN TESTS
 def _hidden_test_MultiHeadAttention():
     import numpy as np
-    from autograder.testing import rng, assert_close, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_true
     from autograder.references import lab2 as reference
 
     r = rng("MultiHeadAttention")
@@ -1198,7 +1198,7 @@ del _hidden_test_MultiHeadAttention
 # and together, in self- and cross-attention (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_MultiHeadAttention__masks():
-    from autograder.testing import rng
+    from autograder.testkernel.testing import rng
     from autograder.references import lab2 as reference
 
     r = rng("MultiHeadAttention/masks")
@@ -1226,7 +1226,7 @@ del _hidden_test_MultiHeadAttention__masks
 ### BEGIN HIDDEN TESTS
 def _hidden_test_MultiHeadAttention__dropout():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab2 as reference
 
     r = rng("MultiHeadAttention/dropout")
@@ -1329,7 +1329,7 @@ del _hidden_test_MultiHeadAttention__dropout
 ### BEGIN HIDDEN TESTS
 def _hidden_test_MultiHeadAttention__config():
     import numpy as np
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
     from autograder.references import lab2 as reference
 
     arguments = dict(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, use_bias=False)
@@ -1372,7 +1372,7 @@ del _hidden_test_MultiHeadAttention__config
 ### BEGIN HIDDEN TESTS
 def _hidden_test_MultiHeadAttention__validation():
     import numpy as np
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
     from autograder.references import lab2 as reference
 
     layer = MultiHeadAttention(num_heads=2, key_dim=4)  # a valid layer first (an unanswered stub stops here)

@@ -212,7 +212,7 @@ odd_table = checks.check_close(odd_table,
 ### BEGIN HIDDEN TESTS
 def _hidden_test_positional_encoding():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab3 as reference
 
     def mistakes(length, depth):
@@ -271,7 +271,7 @@ def _hidden_test_positional_encoding__odd_depth():
     import re
 
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab3 as reference
 
     r = rng("positional_encoding/odd_depth")
@@ -309,7 +309,7 @@ del _hidden_test_positional_encoding__odd_depth
 ### BEGIN HIDDEN TESTS
 def _hidden_test_positional_encoding__dtype():
     import numpy as np
-    from autograder.testing import as_array, assert_true
+    from autograder.testkernel.testing import as_array, assert_true
 
     for length, depth in [(3, 6), (40, 16)]:
         what = f"positional_encoding({length}, {depth})"
@@ -641,14 +641,14 @@ finally:
 ### BEGIN HIDDEN TESTS
 def _hidden_test_PositionalEmbedding():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab3 as reference
 
     r = rng("PositionalEmbedding")
 
     def class_names(target):
         """Class and base classes of a student object (remote or, outside grading, local)."""
-        from autograder.probe import RemoteObject
+        from autograder.testkernel.probe import RemoteObject
 
         if isinstance(target, RemoteObject):
             described = target.describe()
@@ -736,7 +736,7 @@ del _hidden_test_PositionalEmbedding
 ### BEGIN HIDDEN TESTS
 def _hidden_test_PositionalEmbedding__mask():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_shape, assert_true
     from autograder.references import lab3 as reference
 
     r = rng("PositionalEmbedding/mask")
@@ -774,7 +774,7 @@ del _hidden_test_PositionalEmbedding__mask
 # Hidden tests of `PositionalEmbedding`: the arguments, get_config() and from_config() (0.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_PositionalEmbedding__config():
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
 
     # Arguments stored under their own names (defaults included).
     layer = PositionalEmbedding(vocab_size=11, d_model=6)
@@ -1103,14 +1103,14 @@ checks.check_true({key: getattr(clone, key, "(missing)") for key in arguments} =
 ### BEGIN HIDDEN TESTS
 def _hidden_test_LearnedPositionalEmbedding():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab3 as reference
 
     r = rng("LearnedPositionalEmbedding")
 
     def class_names(target):
         """Class and base classes of a student object (remote or, outside grading, local)."""
-        from autograder.probe import RemoteObject
+        from autograder.testkernel.probe import RemoteObject
 
         if isinstance(target, RemoteObject):
             described = target.describe()
@@ -1194,7 +1194,7 @@ del _hidden_test_LearnedPositionalEmbedding
 def _hidden_test_LearnedPositionalEmbedding__validation():
     import re
 
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
 
     r = rng("LearnedPositionalEmbedding/validation")
 
@@ -1237,7 +1237,7 @@ del _hidden_test_LearnedPositionalEmbedding__validation
 ### BEGIN HIDDEN TESTS
 def _hidden_test_LearnedPositionalEmbedding__mask():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_shape, assert_true
     from autograder.references import lab3 as reference
 
     r = rng("LearnedPositionalEmbedding/mask")
@@ -1278,7 +1278,7 @@ del _hidden_test_LearnedPositionalEmbedding__mask
 # Hidden tests of `LearnedPositionalEmbedding`: the arguments, get_config() and from_config() (0.25 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_LearnedPositionalEmbedding__config():
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
 
     # Arguments stored under their own names (the default mask_zero included).
     layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)

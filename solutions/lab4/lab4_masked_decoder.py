@@ -258,7 +258,7 @@ mask = checks.check_close(causal_mask(1), [[1]], "causal_mask(1)")
 ### BEGIN HIDDEN TESTS
 def _hidden_test_causal_mask():
     import numpy as np
-    from autograder.testing import assert_shape, assert_true
+    from autograder.testkernel.testing import assert_shape, assert_true
     from autograder.references import lab4 as reference
 
     def check(length, expected):
@@ -353,7 +353,7 @@ mask = checks.check_close(padding_mask(np.array([[0, 6, 3], [0, 5, 2]]), pad_id=
 ### BEGIN HIDDEN TESTS
 def _hidden_test_padding_mask():
     import numpy as np
-    from autograder.testing import rng, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
     def check(result, token_ids, pad_id, what):
@@ -507,7 +507,7 @@ only_queries = checks.check_close(only_queries,
 ### BEGIN HIDDEN TESTS
 def _hidden_test_combine_masks():
     import numpy as np
-    from autograder.testing import rng, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
     def check(result, expected, what, exact_shape=True):
@@ -590,7 +590,7 @@ del _hidden_test_combine_masks
 # mask fits any number of queries (or keys) (0.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_combine_masks__broadcast():
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("combine_masks/broadcast")
@@ -719,7 +719,7 @@ weights = checks.check_close(masked_softmax(np.ones((2, 3, 4), "float32"), padde
 ### BEGIN HIDDEN TESTS
 def _hidden_test_masked_softmax():
     import numpy as np
-    from autograder.testing import (rng, assert_close, assert_shape, assert_finite,
+    from autograder.testkernel.testing import (rng, assert_close, assert_shape, assert_finite,
                                     assert_true)
     from autograder.references import lab4 as reference
 
@@ -973,7 +973,7 @@ checks.check_true(not problem, "FeedForward(d_model=6, dff=0) raises a ValueErro
 ### BEGIN HIDDEN TESTS
 def _hidden_test_FeedForward():
     import numpy as np
-    from autograder.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("FeedForward")
@@ -1019,7 +1019,7 @@ del _hidden_test_FeedForward
 ### BEGIN HIDDEN TESTS
 def _hidden_test_FeedForward__training():
     import numpy as np
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("FeedForward/training")
@@ -1063,7 +1063,7 @@ del _hidden_test_FeedForward__training
 # invalid arguments (0.25 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_FeedForward__config():
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
     from autograder.references import lab4 as reference
 
     layer = FeedForward(d_model=6, dff=12, dropout_rate=0.5)  # a valid layer first
@@ -1349,7 +1349,7 @@ checks.check_raises(ValueError, lambda: EncoderLayer(d_model=6, num_heads=4, dff
 ### BEGIN HIDDEN TESTS
 def _hidden_test_EncoderLayer():
     import numpy as np
-    from autograder.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("EncoderLayer")
@@ -1410,7 +1410,7 @@ del _hidden_test_EncoderLayer
 ### BEGIN HIDDEN TESTS
 def _hidden_test_EncoderLayer__padding():
     import numpy as np
-    from autograder.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("EncoderLayer/padding")
@@ -1455,7 +1455,7 @@ del _hidden_test_EncoderLayer__padding
 ### BEGIN HIDDEN TESTS
 def _hidden_test_EncoderLayer__training():
     import numpy as np
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("EncoderLayer/training")
@@ -1496,7 +1496,7 @@ del _hidden_test_EncoderLayer__training
 # invalid arguments (0.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_EncoderLayer__config():
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
     from autograder.references import lab4 as reference
 
     layer = EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first
@@ -1876,7 +1876,7 @@ checks.check_raises(ValueError, lambda: DecoderLayer(d_model=6, num_heads=4, dff
 ### BEGIN HIDDEN TESTS
 def _hidden_test_DecoderLayer():
     import numpy as np
-    from autograder.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer")
@@ -1979,7 +1979,7 @@ del _hidden_test_DecoderLayer
 ### BEGIN HIDDEN TESTS
 def _hidden_test_DecoderLayer__padding():
     import numpy as np
-    from autograder.testing import (rng, assert_close, assert_shape, assert_finite,
+    from autograder.testkernel.testing import (rng, assert_close, assert_shape, assert_finite,
                                     assert_true)
     from autograder.references import lab4 as reference
 
@@ -2052,7 +2052,7 @@ del _hidden_test_DecoderLayer__padding
 ### BEGIN HIDDEN TESTS
 def _hidden_test_DecoderLayer__training():
     import numpy as np
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer/training")
@@ -2099,7 +2099,7 @@ del _hidden_test_DecoderLayer__training
 # invalid arguments (0.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_DecoderLayer__config():
-    from autograder.testing import assert_true
+    from autograder.testkernel.testing import assert_true
     from autograder.references import lab4 as reference
 
     layer = DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first

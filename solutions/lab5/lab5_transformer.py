@@ -621,7 +621,7 @@ checks.check_true(Encoder.from_config(config).get_config() == config,
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Encoder():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -670,7 +670,7 @@ del _hidden_test_Encoder
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Encoder__training():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -959,7 +959,7 @@ checks.check_true(Decoder.from_config(config).get_config() == config,
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Decoder():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -1025,7 +1025,7 @@ del _hidden_test_Decoder
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Decoder__training():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -1303,7 +1303,7 @@ checks.check_true(Transformer.from_config(config).get_config() == config,
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Transformer():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -1355,7 +1355,7 @@ del _hidden_test_Transformer
 ### BEGIN HIDDEN TESTS
 def _hidden_test_Transformer__training():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -1522,7 +1522,7 @@ _ = checks.check_close(masked_loss(y_true, y_pred), (-np.log(0.7) + 3 * np.log(4
 ### BEGIN HIDDEN TESTS
 def _hidden_test_masked_loss():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
     from autograder.references import lab5 as reference
 
     r = rng("masked_loss")
@@ -1610,7 +1610,7 @@ _ = checks.check_close(masked_accuracy(y_true, y_pred), 0.4,
 ### BEGIN HIDDEN TESTS
 def _hidden_test_masked_accuracy():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_close, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
     from autograder.references import lab5 as reference
 
     r = rng("masked_accuracy")
@@ -1904,7 +1904,7 @@ _ = checks.check_close(trim_padding(ragged[1]), [3, 2],
 ### BEGIN HIDDEN TESTS
 def _hidden_test_greedy_decode():
     import numpy as np
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -2094,7 +2094,7 @@ for temperature in (0.5, 2.0):
 ### BEGIN HIDDEN TESTS
 def _hidden_test_sample_with_temperature():
     import numpy as np
-    from autograder.testing import rng, as_array, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_true
     from autograder.references import lab5 as reference
 
     r = rng("sample_with_temperature")
@@ -2368,7 +2368,7 @@ _ = checks.check_close(beam_ids(HandModel(LONG), beam_width=2, max_length=2), [4
 ### BEGIN HIDDEN TESTS
 def _hidden_test_beam_search():
     import numpy as np
-    from autograder.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())
@@ -2454,7 +2454,7 @@ del _hidden_test_beam_search
 ### BEGIN HIDDEN TESTS
 def _hidden_test_beam_search__finished():
     import numpy as np
-    from autograder.testing import rng
+    from autograder.testkernel.testing import rng
     from autograder.references import lab5 as reference
 
     construct = reference.constructor(globals())

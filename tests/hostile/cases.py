@@ -290,11 +290,11 @@ def cases() -> list[Case]:
              lambda: with_cell("from keras import ops\n_real = ops.convert_to_numpy\n"
                                "ops.convert_to_numpy = lambda x: _real(x) * 0 + 1",
                                answers=wrong), at_most=9),
-        Case("fake_assert_helpers", "forgery", "fake autograder.testing in sys.modules",
+        Case("fake_assert_helpers", "forgery", "fake autograder.testkernel.testing in sys.modules",
              lambda: with_cell("import sys, types\nfake = types.ModuleType('autograder')\n"
                                "fake.testing = types.SimpleNamespace(assert_close=lambda *a, **k: None)\n"
                                "sys.modules['autograder'] = fake\n"
-                               "sys.modules['autograder.testing'] = fake.testing\n"
+                               "sys.modules['autograder.testkernel.testing'] = fake.testing\n"
                                "assert_close = lambda *a, **k: None", answers=wrong), 9),
         Case("input_transformer", "forgery", "IPython input transformer strips asserts",
              lambda: with_cell("def strip(lines):\n    return [l for l in lines if 'assert' not in l"
@@ -315,10 +315,10 @@ def cases() -> list[Case]:
              lambda: with_cell("import sys\nsys.displayhook = lambda value: print('10.0')\n"
                                "get_ipython().display_formatter.formatters['text/plain']"
                                ".for_type(int, lambda *a: '1.0')\n10", answers=wrong), 9),
-        Case("files_in_cwd", "forgery", "writes autograder/testing.py into the working dir",
+        Case("files_in_cwd", "forgery", "writes autograder/testkernel/testing.py into the working dir",
              lambda: with_cell("import os\nos.makedirs('autograder', exist_ok=True)\n"
                                "open('autograder/__init__.py', 'w').close()\n"
-                               "open('autograder/testing.py', 'w').write("
+                               "open('autograder/testkernel/testing.py', 'w').write("
                                "'def assert_close(*a, **k): pass\\n')", answers=wrong), 9),
         Case("builtins_patched", "forgery", "builtins.AssertionError replaced",
              lambda: with_cell("import builtins\nbuiltins.AssertionError = "

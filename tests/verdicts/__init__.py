@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.labs import LABS
-from autograder.release import build_source_notebook
+from autograder.grader.source import build_source_notebook
 
 SOLUTION_BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*\n?",
                             re.S | re.M)

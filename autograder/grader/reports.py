@@ -40,7 +40,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from autograder.results import GRADED, ExerciseResult, SubmissionResult
+from autograder.grader.results import GRADED, ExerciseResult, SubmissionResult
 
 __all__ = [
     "clean_text",

@@ -45,14 +45,14 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Dict, List, Type, Unicode
 
-from autograder import forkserver
+from autograder.forkserver import server as forkserver
 
 #: System folders the kernel may read.
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
                 "/opt/conda")
 #: How many threads the numerical libraries of a student kernel may use
 #: (OpenMP for PyTorch and NumPy's BLAS, MKL, TensorFlow's op pools); set by
-#: the grader when it runs several kernels at once (autograder.grade).
+#: the grader when it runs several kernels at once (autograder.grader.grade).
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 #: Arguments of a kernel started inside the sandbox. ipykernel's parent
@@ -429,7 +429,7 @@ class SandboxKernelManager(AsyncKernelManager):
     readable = List(Unicode(), help="Extra folders the kernel may read.").tag(config=True)
     limits = Dict(help="Overrides of sandbox.Limits fields.").tag(config=True)
     fork_kernels = Bool(True, help="Fork the kernel, its libraries already imported, from the "
-                        "grading process's fork server into the sandbox (autograder.forkserver) "
+                        "grading process's fork server into the sandbox (autograder.forkserver.server) "
                         "instead of starting a fresh Python.").tag(config=True)
 
     client_factory = Type(klass=ReadyKernelClient, config=True)
@@ -507,7 +507,7 @@ class SandboxKernelManager(AsyncKernelManager):
         ipc = Path(self.ipc_dir)
         (ipc / "exchange").mkdir(exist_ok=True)
         # What the test kernel checks before it uses the folder: the one made
-        # here, before any student code ran (autograder.probe.StudentKernel).
+        # here, before any student code ran (autograder.testkernel.probe.StudentKernel).
         made = os.stat(ipc / "exchange", follow_symlinks=False)
         self.exchange_identity = (made.st_dev, made.st_ino)
         user = kernel_user()

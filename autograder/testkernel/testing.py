@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from autograder import policy
+from autograder.testkernel import policy
 
 __all__ = [
     "rng",
@@ -57,7 +57,7 @@ def not_numeric(dtype, what: str) -> str:
     Only bool, int and float arrays are compared: converted to float64, text
     such as "nan" becomes NaN, and NaN fails no tolerance test (NaN > allowed
     is False), so a text answer would pass wherever it is not refused first.
-    autograder.probe refuses such arrays as they come back from the
+    autograder.testkernel.probe refuses such arrays as they come back from the
     student's kernel; this covers the tests run in place.
     """
     dtype = np.dtype(dtype)
@@ -122,7 +122,7 @@ def assert_close(actual, expected, what: str, rtol: float | None = None,
                  atol: float | None = None) -> None:
     """Check shape, finiteness and values of ``actual`` against ``expected``.
 
-    Tolerances default to the grader's numerical policy (autograder.policy).
+    Tolerances default to the grader's numerical policy (autograder.testkernel.policy).
     """
     rtol = policy.RTOL if rtol is None else rtol
     atol = policy.ATOL if atol is None else atol

@@ -4,10 +4,10 @@
 
 * every cell the student can change or see run (solution, provided and
   visible-check cells) runs in the student's kernel, started inside the
-  sandbox (autograder.sandbox);
+  sandbox (autograder.grader.sandbox);
 * every graded test cell runs in a separate *test kernel*: a clean Python
   process that never runs student code, where each exercise name is a proxy
-  into the student's kernel (autograder.probe). Its outputs are replaced by
+  into the student's kernel (autograder.testkernel.probe). Its outputs are replaced by
   the grader's own record: an error when the test failed, nothing when it
   passed. Log lines on stderr, display hooks or printed numbers cannot
   change a score.
@@ -40,16 +40,16 @@ from traitlets import Integer, List, Unicode
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
-from autograder import tempdirs
-from autograder.probe import hide_data
-from autograder.sandbox import SandboxKernelManager, bubblewrap_works
+from autograder.grader import tempdirs
+from autograder.testkernel.probe import hide_data
+from autograder.grader.sandbox import SandboxKernelManager, bubblewrap_works
 
 #: The test kernel's memory cap, as data segment (RLIMIT_DATA: private
 #: writable memory, what arrays take; an address-space cap would also count
 #: what TensorFlow and CUDA reserve without using). Measured with lab2's
 #: references running Keras: 0.5 GiB of data segment, 2.2 GiB of address
 #: space (more on a GPU machine). Answers are capped at
-#: autograder.probe.MAX_ANSWER_BYTES by their headers before they are read,
+#: autograder.testkernel.probe.MAX_ANSWER_BYTES by their headers before they are read,
 #: and a test converts one to float64 and compares it, a few copies at most.
 TESTS_KERNEL_MEMORY_BYTES = 3 * 1024**3
 
@@ -63,7 +63,7 @@ del _hard, _cap
 warnings.filterwarnings("ignore")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy
-import autograder.probe, autograder.testing
+import autograder.testkernel.probe, autograder.testkernel.testing
 """
 
 #: Run in the test kernel before each submission's tests: a clean namespace
@@ -74,7 +74,7 @@ get_ipython().reset(new_session=False)
 import numpy as __autograder_numpy
 __autograder_numpy.seterr(all="warn", under="ignore")
 del __autograder_numpy
-from autograder.probe import StudentKernel as __AutograderStudentKernel
+from autograder.testkernel.probe import StudentKernel as __AutograderStudentKernel
 __autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r, exchange_identity=%r)
 del __AutograderStudentKernel
 
@@ -102,7 +102,7 @@ class TestsKernel:
     """The grader's test kernel, kept from one submission to the next.
 
     It never runs student code: it runs the hidden tests, which reach the
-    student's kernel only through autograder.probe and read back only JSON
+    student's kernel only through autograder.testkernel.probe and read back only JSON
     and NumPy arrays (allow_pickle=False). So one submission cannot change
     it for the next, and starting it once per grading process instead of
     once per submission saves a Python start and its imports (about 0.6 s a
@@ -198,7 +198,7 @@ class IsolatedExecute(Execute):
     seed = Unicode("0", help="Secret seed of the hidden tests' inputs.").tag(config=True)
     notebook_timeout = Integer(900, help="Seconds for the whole notebook.").tag(config=True)
     skip_cells = List(Unicode(), help="grade_ids of provided demonstration cells not to run "
-                      "(release.skipped_when_grading).").tag(config=True)
+                      "(source.skipped_when_grading).").tag(config=True)
     setup_timeout = Integer(
         300, help="Seconds for each provided cell before the first answer (imports).").tag(config=True)
 

@@ -5,10 +5,10 @@ The steps, for `python -m autograder grade LAB SUBMISSIONS --out OUT`:
 1. Lay out an nbgrader course folder (OUT/nbgrader unless --course-dir) and
    register the lab with nbgrader's generate_assignment (source notebook,
    graded cells and their checksums go into the gradebook).
-2. Find the submissions and their student ids (autograder.names).
+2. Find the submissions and their student ids (autograder.grader.names).
 3. For each student: check the notebook can be read, put it in
    submitted/<student>/<lab>/ and run nbgrader's autograde, whose Execute step
-   is autograder.execute.IsolatedExecute (student code in the sandbox, tests
+   is autograder.grader.execute.IsolatedExecute (student code in the sandbox, tests
    in a clean kernel). nbgrader restores deleted or edited test cells from
    the source.
 4. Read the scores back from nbgrader's gradebook and the messages from the
@@ -47,12 +47,12 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import course, names, reports, tempdirs
+from autograder.grader import course, names, reports, tempdirs
 from autograder.labs import KIT_ROOT, Lab, get_lab
-from autograder.normalize import normalize
-from autograder.reports import clean_text
-from autograder.release import skipped_when_grading
-from autograder.results import GRADED, ExerciseResult, SubmissionResult
+from autograder.grader.normalize import normalize
+from autograder.grader.reports import clean_text
+from autograder.grader.source import skipped_when_grading
+from autograder.grader.results import GRADED, ExerciseResult, SubmissionResult
 
 
 def _lab_points(api, lab: Lab) -> dict[str, float]:
@@ -267,7 +267,7 @@ class Worker:
         from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata,
                                             LimitOutput, SaveAutoGrades)
 
-        from autograder.execute import IsolatedExecute
+        from autograder.grader.execute import IsolatedExecute
 
         config = course.make_config(self.root, self.db_url)
         config.OverwriteCells.add_missing_cells = True
@@ -344,7 +344,7 @@ def share_cores(jobs: int) -> None:
     """
     if jobs <= 1:
         return
-    from autograder.sandbox import THREAD_ENV
+    from autograder.grader.sandbox import THREAD_ENV
 
     threads = str(max(1, (os.cpu_count() or 1) // jobs))
     for name in THREAD_ENV:
@@ -414,7 +414,7 @@ class Grader:
         self.regrade = regrade
         self.kernels = kernels
         # The provided demonstration cells not to run: read once from the
-        # lab's source (release.skipped_when_grading), handed to every worker.
+        # lab's source (source.skipped_when_grading), handed to every worker.
         self.skip_cells = [] if run_demos else skipped_when_grading(self.lab)
         self.hidden: list[Path] = [self.root, self.out_dir, KIT_ROOT]
 
@@ -596,7 +596,7 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, db_url: str | None = No
     """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``.
 
     ``kernels``: "fork" (student kernels forked from a fork server with the
-    libraries imported, autograder.forkserver) or "fresh" (a new Python each).
+    libraries imported, autograder.forkserver.server) or "fresh" (a new Python each).
     ``run_demos``: also run the provided demonstration cells marked
     `grading="skip"` in the lab's source (they grade nothing; skipped by default).
     """

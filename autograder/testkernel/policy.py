@@ -1,7 +1,7 @@
 """The numerical policy of the grader, in one place.
 
 Every comparison of a student's numbers with a reference goes through these
-values (see autograder/testing.py). References are computed in float64 NumPy
+values (see autograder/testkernel/testing.py). References are computed in float64 NumPy
 from the same float32 inputs (and, for layers, from the student's own
 weights), so the only differences left are float32 rounding in the student's
 code. The tolerances below leave room for that and nothing else.

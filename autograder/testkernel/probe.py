@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 from jupyter_client import BlockingKernelClient
 
-from autograder import policy
-from autograder.testing import not_numeric
+from autograder.testkernel import policy
+from autograder.testkernel.testing import not_numeric
 
 #: Answers larger than this are refused unread (a student's kernel could
 #: otherwise exhaust the test kernel's memory): the arrays of one answer once
@@ -55,7 +55,7 @@ MAX_ANSWER_JSON_BYTES = 8 * 2**20
 #: What a student's exception may show on their feedback page, at most.
 MAX_MESSAGE_CHARS = 300
 
-GLUE_SOURCE = (Path(__file__).with_name("glue.py")).read_text(encoding="utf-8")
+GLUE_SOURCE = (Path(__file__).parent.parent / "studentkernel" / "glue.py").read_text(encoding="utf-8")
 #: Where the student's kernel keeps the compiled glue between requests (in
 #: its builtins). Compiling it for every request cost about 5 ms a call, most
 #: of a call's overhead; keeping it there trusts nothing new, since the glue
@@ -382,7 +382,7 @@ def _shipped_strings(blob: str) -> tuple[str, ...]:
 
 
 #: The bytecode version of this Python: the student's kernel must run the
-#: same to execute the code objects shipped to it (autograder.glue checks).
+#: same to execute the code objects shipped to it (autograder.studentkernel.glue checks).
 MAGIC = importlib.util.MAGIC_NUMBER.hex()
 
 

@@ -82,7 +82,7 @@ def prepare_course(root: Path, lab: Lab, db_url: str, config: Config | None = No
     notebook and every graded cell (with checksums) in the gradebook and
     writes the student version to ``root``/release.
     """
-    from autograder.release import build_source_notebook, write_notebook
+    from autograder.grader.source import build_source_notebook, write_notebook
 
     root.mkdir(parents=True, exist_ok=True)
     write_notebook(

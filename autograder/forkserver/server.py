@@ -3,11 +3,11 @@
 A fresh student kernel spends about 3 s of CPU importing TensorFlow, Keras,
 NumPy, Matplotlib, IPython and ipykernel before it runs a line of the
 notebook: on two cores that is most of what a small lab costs to grade. The
-*fork server* of a grading process (run as ``python -m autograder.forkserver``)
+*fork server* of a grading process (run as ``python -m autograder.forkserver.server``)
 imports them once. For each submission:
 
 1. the grader starts the submission's bubblewrap sandbox exactly as for a
-   fresh kernel (autograder.sandbox.bwrap_prefix), with a placeholder command
+   fresh kernel (autograder.grader.sandbox.bwrap_prefix), with a placeholder command
    as the PID namespace's init (which no process inside can kill) that holds
    the read end of a FIFO, the *lifeline*, in the sandbox's ipc folder;
 2. the fork server forks a child, which waits until the placeholder has
@@ -16,7 +16,7 @@ imports them once. For each submission:
    root, and forks the kernel process inside the sandbox's PID namespace;
 3. that process drops every capability, sets no_new_privs and the resource
    limits of a fresh kernel, becomes the kernel's user where the grader is
-   root (autograder.sandbox.kernel_user), takes the kernel's environment, working folder
+   root (autograder.grader.sandbox.kernel_user), takes the kernel's environment, working folder
    and fresh random seeds, closes every inherited file descriptor but the
    lifeline, and becomes the ipykernel of the submission.
 
@@ -163,7 +163,7 @@ def drop_privileges(user: list | None = None) -> None:
     groups, and ``home`` (the scratch folder) its own.
 
     Self-contained (its imports and constants inside): a fresh kernel runs
-    its source before the kernel starts (autograder.sandbox.BECOME), inside
+    its source before the kernel starts (autograder.grader.sandbox.BECOME), inside
     the sandbox, where this module cannot be imported.
     """
     import ctypes
@@ -379,7 +379,7 @@ class ForkServer:
 
     def __init__(self, env: dict, preload: list[str]):
         self.key = self.key_for(env, preload)
-        from autograder import tempdirs
+        from autograder.grader import tempdirs
 
         self.home = tempdirs.make_folder("labkit-forkserver-")
         env = dict(self.key[1], HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),

@@ -1,0 +1,1 @@
+"""The grading process: intake, sandbox, execution, gradebook and reports. It never runs student code."""

@@ -1,0 +1,1 @@
+"""Loaded in the test kernel: the probe to the student kernel, test helpers and the numerical policy."""
