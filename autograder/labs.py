@@ -1,12 +1,23 @@
-"""The labs of the kit and the curriculum contract each one keeps.
+"""The labs of the kit, each one folder: ``solutions/<lab>/``.
 
-The exercise names below are those of ../shared/CURRICULUM.md; graders and
+A lab is declared by its folder alone (docs/authoring.md): ``lab.toml``
+(title, notebook name and the curriculum's exercise names, in order), the
+source ``<notebook>.py`` (solutions, visible checks, hidden tests with their
+points), ``reference.py`` (the hidden tests' references, imported in the test
+kernel as ``autograder.references.<lab>``), ``hints.toml`` (feedback hints),
+and, for the kit's own tests, ``samples.py``, ``verdicts.py`` and
+``test_reference.py``. Every list of labs (the CLI, the tests, the
+benchmarks, the README's table) is read from here, so adding a lab touches
+its folder and nothing else.
+
+The exercise names are those of ../shared/CURRICULUM.md; graders and
 instructors rely on them (exercises.csv, feedback, reports).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +25,17 @@ from pathlib import Path
 #: The kit's checkout (solutions/, labs/, data/ live here).
 KIT_ROOT = Path(os.environ.get("LABKIT_ROOT", Path(__file__).resolve().parent.parent))
 
+#: A lab id: "lab" and a number (the folder's name).
+LAB_ID = re.compile(r"lab\d+")
+
+
+class LabDefinitionError(ValueError):
+    """A lab folder whose lab.toml is missing a field or malformed."""
+
 
 @dataclass(frozen=True)
 class Lab:
-    """One lab: one nbgrader assignment with one notebook."""
+    """One lab: one nbgrader assignment with one notebook, one folder."""
 
     id: str
     notebook: str
@@ -25,9 +43,14 @@ class Lab:
     exercises: tuple[str, ...]
 
     @property
+    def folder(self) -> Path:
+        """solutions/<lab>/: the lab's source, references, hints, samples and verdicts."""
+        return KIT_ROOT / "solutions" / self.id
+
+    @property
     def source_path(self) -> Path:
         """The single source (jupytext percent) with solutions and hidden tests."""
-        return KIT_ROOT / "solutions" / self.id / f"{self.notebook}.py"
+        return self.folder / f"{self.notebook}.py"
 
     @property
     def student_path(self) -> Path:
@@ -35,55 +58,56 @@ class Lab:
         return KIT_ROOT / "labs" / self.id / f"{self.notebook}.ipynb"
 
     @property
+    def hints_path(self) -> Path:
+        """Feedback hints per exercise (hints.toml), shown on the students' pages."""
+        return self.folder / "hints.toml"
+
+    @property
     def available(self) -> bool:
         return self.source_path.exists()
 
 
-LABS: dict[str, Lab] = {
-    lab.id: lab
-    for lab in (
-        Lab(
-            "lab1",
-            "lab1_attention",
-            "Lab 1: attention from scratch",
-            (
-                "dot_scores",
-                "softmax",
-                "attention_pool",
-                "bilinear_scores",
-                "additive_scores",
-                "scaled_dot_product_attention",
-            ),
-        ),
-        Lab(
-            "lab2",
-            "lab2_multihead_attention",
-            "Lab 2: self-attention and multi-head attention",
-            ("mha_weight_shapes", "SelfAttention", "split_heads", "merge_heads",
-             "MultiHeadAttention"),
-        ),
-        Lab(
-            "lab3",
-            "lab3_positional_embeddings",
-            "Lab 3: positional embeddings",
-            ("positional_encoding", "PositionalEmbedding", "LearnedPositionalEmbedding"),
-        ),
-        Lab(
-            "lab4",
-            "lab4_masked_decoder",
-            "Lab 4: masks, encoder and masked decoder layers",
-            ("causal_mask", "padding_mask", "combine_masks", "masked_softmax",
-             "FeedForward", "EncoderLayer", "DecoderLayer"),
-        ),
-        Lab(
-            "lab5",
-            "lab5_transformer",
-            "Lab 5: a whole Transformer",
-            ("Encoder", "Decoder", "Transformer", "masked_loss", "masked_accuracy",
-             "greedy_decode", "sample_with_temperature", "beam_search"),
-        ),
-    )
-}
+def read_lab(folder: Path) -> Lab:
+    """The lab declared by ``folder``/lab.toml, or a LabDefinitionError saying what to fix."""
+    path = Path(folder) / "lab.toml"
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise LabDefinitionError(f"{path} is not valid TOML ({error}); see docs/authoring.md.")
+    missing = [key for key in ("title", "notebook", "exercises") if key not in data]
+    if missing:
+        raise LabDefinitionError(
+            f"{path} lacks {', '.join(missing)}: a lab.toml needs title (a string), notebook "
+            f"(the source's file name without .py) and exercises (the graded names, in order)."
+        )
+    exercises = data["exercises"]
+    if not (isinstance(exercises, list) and exercises
+            and all(isinstance(name, str) and name.isidentifier() for name in exercises)):
+        raise LabDefinitionError(
+            f"{path}: exercises must be a non-empty list of Python names, got {exercises!r}."
+        )
+    return Lab(Path(folder).name, str(data["notebook"]), str(data["title"]), tuple(exercises))
+
+
+def discover(root: Path | None = None) -> dict[str, Lab]:
+    """Every lab folder under ``root``/solutions, in curriculum order (lab1, lab2, ... lab10)."""
+    solutions = Path(root or KIT_ROOT) / "solutions"
+    folders = [path.parent for path in solutions.glob("lab*/lab.toml")
+               if LAB_ID.fullmatch(path.parent.name)]
+    folders.sort(key=lambda folder: int(folder.name[3:]))
+    return {folder.name: read_lab(folder) for folder in folders}
+
+
+LABS: dict[str, Lab] = discover()
+
+
+def lab_folder(lab_id: str) -> Path | None:
+    """solutions/<lab_id>/ when it declares a lab, else None."""
+    if not LAB_ID.fullmatch(lab_id):
+        return None
+    folder = KIT_ROOT / "solutions" / lab_id
+    return folder if (folder / "lab.toml").is_file() else None
 
 
 def get_lab(lab_id: str) -> Lab:

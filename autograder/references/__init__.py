@@ -1,0 +1,36 @@
+"""The hidden tests' references, one per lab, kept in the lab's own folder.
+
+``autograder.references.lab1`` is ``solutions/lab1/reference.py``: a lab is
+one folder, and its references live beside its source, its stand-ins and its
+hints (docs/authoring.md). They are imported only where hidden tests run: in
+the test kernel, which runs outside the student's sandbox, and in the kit's
+own tests. The student's kernel cannot read the kit's checkout (the sandbox
+hides it), and nothing of this package ships with labkit.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+
+from autograder.labs import lab_folder
+
+__path__: list[str] = []   # a package whose modules are found by the finder below
+
+
+class _LabReferenceFinder(importlib.abc.MetaPathFinder):
+    """Finds ``autograder.references.<lab>`` in ``solutions/<lab>/reference.py``."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        package, _, lab_id = fullname.rpartition(".")
+        if package != __name__ or not lab_id:
+            return None
+        folder = lab_folder(lab_id)
+        if folder is None or not (folder / "reference.py").is_file():
+            return None
+        return importlib.util.spec_from_file_location(fullname, folder / "reference.py")
+
+
+if not any(isinstance(finder, _LabReferenceFinder) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _LabReferenceFinder())

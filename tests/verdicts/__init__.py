@@ -51,7 +51,7 @@ class Mistake:
 def spec(lab_id: str):
     """The lab's module of variants and mistakes, or None when it has none."""
     try:
-        return importlib.import_module(f"tests.verdicts.{lab_id}")
+        return importlib.import_module(f"solutions.{lab_id}.verdicts")
     except ModuleNotFoundError:
         return None
 

@@ -1,0 +1,1 @@
+"""lab3: its source, references, hints, samples and verdicts (docs/authoring.md)."""
