@@ -26,7 +26,8 @@ def _release(args) -> int:
         path = release(lab)
         print(f"{lab.id}: wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}"
               f" ({time.monotonic() - started:.1f} s)")
-    if update_readme(KIT_ROOT / "README.md"):
+    readme = KIT_ROOT / "README.md"
+    if readme.exists() and update_readme(readme):
         print("README.md: updated the Colab links of the labs")
     return 0
 

@@ -124,7 +124,7 @@ def solution_run(lab, work: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--labs", nargs="+", default=["lab1", "lab2", "lab3", "lab4", "lab5"])
+    parser.add_argument("--labs", nargs="+", default=list(LABS), help="default: every lab")
     parser.add_argument("--count", type=int, default=40, help="submissions per lab (default 40)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="the kit's --jobs (default: the number of cores)")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
+from pathlib import Path
+
+import pytest
 
 from packaging.requirements import Requirement
 
@@ -67,12 +71,32 @@ def test_labkit_requirement_is_pinned_to_the_configured_ref(root):
     assert f"@{settings['public']['ref']}#subdirectory=student" in requirement
 
 
-def test_lab_ids_follow_the_curriculum():
-    assert list(LABS) == ["lab1", "lab2", "lab3", "lab4", "lab5"]
-    assert LABS["lab1"].exercises == (
-        "dot_scores", "softmax", "attention_pool", "bilinear_scores",
-        "additive_scores", "scaled_dot_product_attention",
-    )
+CURRICULUM = Path(__file__).resolve().parents[2] / "shared" / "CURRICULUM.md"
+
+
+def _curriculum_sections(text: str) -> dict[str, str]:
+    """{lab id: its section's text} of CURRICULUM.md ("## lab1: ..." headings)."""
+    parts = re.split(r"^## (lab\d+)\b.*$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_lab_ids_are_consecutive_from_lab1():
+    assert list(LABS) == [f"lab{n}" for n in range(1, len(LABS) + 1)]
+
+
+@pytest.mark.skipif(not CURRICULUM.exists(), reason=f"{CURRICULUM} is not beside this checkout")
+@pytest.mark.parametrize("lab_id", list(LABS))
+def test_each_labs_exercises_are_the_curriculums_graded_names(lab_id):
+    # lab.toml is the one place a lab's graded names are declared in the kit;
+    # the curriculum (shared with graders and instructors) is the contract it keeps.
+    section = _curriculum_sections(CURRICULUM.read_text(encoding="utf-8"))[lab_id]
+    bullets = set(re.findall(r"^- `(\w+)", section, flags=re.M))
+    for name in LABS[lab_id].exercises:
+        assert re.search(rf"`{name}\b", section), f"{lab_id}'s lab.toml names {name!r}, " \
+            "which its curriculum section does not"
+    assert bullets <= set(LABS[lab_id].exercises), (
+        f"the curriculum grades {sorted(bullets - set(LABS[lab_id].exercises))} in {lab_id}, "
+        f"missing from solutions/{lab_id}/lab.toml")
 
 
 def test_readme_badge_table_is_up_to_date(root):
@@ -81,3 +105,28 @@ def test_readme_badge_table_is_up_to_date(root):
     text = (root / "README.md").read_text()
     block = text[text.index(README_BEGIN) + len(README_BEGIN): text.index(README_END)]
     assert block.strip() == badge_table(), "run `make labs` to refresh the README's badges"
+
+
+@pytest.mark.parametrize("text,message", [
+    ('title = "t"\nnotebook = "n"\n', "lacks exercises"),
+    ('title = "t"\nnotebook = "n"\nexercises = ["not a name"]\n', "list of Python names"),
+    ('title = "t\n', "not valid TOML"),
+])
+def test_a_broken_lab_toml_says_what_to_fix(tmp_path, text, message):
+    from autograder.labs import LabDefinitionError, discover
+
+    folder = tmp_path / "solutions" / "lab7"
+    folder.mkdir(parents=True)
+    (folder / "lab.toml").write_text(text)
+    with pytest.raises(LabDefinitionError, match=message):
+        discover(tmp_path)
+
+
+def test_labs_are_discovered_in_number_order_and_other_folders_ignored(tmp_path):
+    from autograder.labs import discover
+
+    for name in ("lab10", "lab2", "notes"):
+        folder = tmp_path / "solutions" / name
+        folder.mkdir(parents=True)
+        (folder / "lab.toml").write_text(f'title = "{name}"\nnotebook = "n"\nexercises = ["f"]\n')
+    assert list(discover(tmp_path)) == ["lab2", "lab10"]
