@@ -1,1 +1,60 @@
-"""Code sent as text to the sandboxed student kernel (glue.py); nothing here is imported by the grader."""
+"""The student kernel's end of the probe protocol (``glue.py``), and the protocol itself.
+
+Nothing here is imported by the grader: ``glue.py`` is read as text by the
+test kernel (autograder.testkernel.probe) and executed inside the sandboxed
+student kernel, which cannot import the kit (its checkout is hidden there).
+This docstring is the one specification of what the two ends exchange;
+``probe.StudentKernel.request`` and ``glue.handle`` implement it.
+
+Transport
+    The exchange folder (made by the grader before the notebook runs; the
+    test kernel reaches it through one directory descriptor, never through
+    a link, and writes only new files). One request is a call of a Jupyter
+    *user expression* in the student kernel (not executed code: it bypasses
+    the notebook's input transformers and hooks) that runs the kept
+    ``handle(request_path, globals())``. Requests are sequential.
+
+Request: ``<nonce>-<n>.request.json``
+    ``op``          one of ``call``, ``getattr``, ``callmethod``, ``many``,
+                    ``describe``, ``construct``;
+    ``target``      ``{"name": <exercise name>}`` (from the notebook's
+                    namespace) or ``{"id": <n>}`` (an object kept from an
+                    earlier answer);
+    ``attr``        a dotted attribute path (``getattr``, ``callmethod``), or
+                    the name to build (``construct``);
+    ``args``, ``kwargs``  encoded values (below); for ``many``, ``args`` is
+                    ``[[path, args or None], ...]``, served in order;
+    ``stand_ins``   ``{name: code}``: correct versions of the other
+                    exercises, bound in the notebook's namespace for this
+                    request only, then restored;
+    ``code``        a grader fixture (``construct``);
+    ``magic``       the test kernel's ``importlib.util.MAGIC_NUMBER`` (hex):
+                    shipped code is ``marshal``-ed bytecode, base64, without
+                    docstrings, never source, and runs only under the same
+                    Python;
+    ``arrays``      the path of ``<stem>.args.npz`` when ``args`` hold arrays;
+    ``answer``      where to write the answer.
+
+Encoded values (both directions)
+    ``{"t": "plain", "v": None | bool | int | float | str}``,
+    ``{"t": "list" | "tuple", "v": [...]}``, ``{"t": "dict", "v": {str: ...}}``,
+    ``{"t": "array", "key": k}`` (a NumPy array in the .npz beside the JSON),
+    ``{"t": "tensor", "key": k}`` (test kernel to student only: made a
+    backend tensor there), ``{"t": "ref", "id": n, "type": name}`` (an object
+    that stays in the student kernel: a layer, a bound method).
+
+Answer: ``<stem>.answer.json`` (written whole, then renamed into place)
+    ``{"ok": true, "value": <encoded>, "arrays": <path or absent>}`` or
+    ``{"ok": false, "type": <exception class>, "message": ..., "traceback":
+    ..., "index": <the failing entry of a many request>}``. Arrays come back
+    in ``<stem>.answer.json.npz``; the test kernel reads that name whatever
+    the answer says.
+
+What the test kernel trusts of an answer
+    Nothing but data: the JSON is capped (probe.MAX_ANSWER_JSON_BYTES), the
+    arrays are checked by their .npy headers before they are read (numbers
+    only, probe.MAX_ANSWER_BYTES in all, ``allow_pickle=False``), messages
+    are redacted before a feedback page shows them (probe.redact), and a
+    request that does not return within the call timeout interrupts the
+    student kernel by a control message.
+"""

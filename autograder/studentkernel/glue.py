@@ -11,7 +11,8 @@ base64), which run only under the same Python as the test kernel's.
 
 Whatever it returns is only data (numbers, strings, arrays, references to
 objects that stay in the student's kernel): the comparison with references
-happens in the test kernel, which the student's code never touches.
+happens in the test kernel, which the student's code never touches. The
+protocol is specified in this package's __init__.py.
 """
 
 import base64

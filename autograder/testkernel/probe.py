@@ -15,6 +15,9 @@ fixtures are compiled here and sent as code objects (ship_code), never as
 source; what comes back is checked before it is read (read_arrays: numbers
 only, sizes by the .npy headers) and the student's exception messages are
 redacted before they reach a feedback page (redact).
+
+The requests and answers are specified in one place, the docstring of
+autograder/studentkernel/__init__.py; glue.py is the other end.
 """
 
 from __future__ import annotations
