@@ -182,7 +182,7 @@ def handle(request_path, user_ns):
             arrays_in = {key: loaded[key] for key in loaded.files}
     arrays_out = {}
     patched = {}
-    failed_at = None
+    progress = []
     try:
         if request.get("magic") != importlib.util.MAGIC_NUMBER.hex():
             raise GraderError(
@@ -192,36 +192,7 @@ def handle(request_path, user_ns):
         for name, blob in request.get("stand_ins", {}).items():
             patched[name] = user_ns.get(name, _MISSING)
             user_ns[name] = _stand_in(name, blob)
-        operation = request["op"]
-        target = None if operation == "construct" else _resolve(request["target"], user_ns)
-        if operation == "construct":
-            namespace = {}
-            exec(_code(request["code"]), namespace)
-            args = _decode(request["args"], arrays_in)
-            kwargs = _decode(request["kwargs"], arrays_in)
-            result = namespace[request["attr"]](*args, **kwargs)
-        elif operation == "call":
-            args = _decode(request["args"], arrays_in)
-            kwargs = _decode(request["kwargs"], arrays_in)
-            result = target(*args, **kwargs)
-        elif operation == "getattr":
-            result = _walk(target, request["attr"])
-        elif operation == "callmethod":
-            args = _decode(request["args"], arrays_in)
-            kwargs = _decode(request["kwargs"], arrays_in)
-            result = _walk(target, request["attr"])(*args, **kwargs)
-        elif operation == "many":
-            # [[path, args or None], ...]: target.path, or target.path(*args),
-            # for each, in order, in one request.
-            result = []
-            for failed_at, (path, args) in enumerate(_decode(request["args"], arrays_in)):
-                value = _walk(target, path)
-                result.append(value if args is None else value(*args))
-            failed_at = None
-        elif operation == "describe":
-            result = _describe(target)
-        else:
-            raise ValueError(f"unknown operation {operation!r}")
+        result = _perform(request, arrays_in, user_ns, progress)
         answer = {"ok": True, "value": _encode(result, arrays_out)}
     except BaseException as error:  # noqa: BLE001 - reported to the test kernel
         lines = traceback.format_exception(type(error), error, error.__traceback__)
@@ -231,8 +202,8 @@ def handle(request_path, user_ns):
             "message": str(error)[:2000],
             "traceback": "".join(lines)[-4000:],
         }
-        if failed_at is not None:
-            answer["index"] = failed_at
+        if progress:
+            answer["index"] = progress[-1]
     finally:
         for name, previous in patched.items():
             if previous is _MISSING:
@@ -247,6 +218,63 @@ def handle(request_path, user_ns):
     import os
 
     os.replace(answer_path + ".tmp", answer_path)
+
+
+def _perform(request, arrays_in, user_ns, progress):
+    """Run one request's operation and return its result. An exception
+    propagates to handle(); ``progress`` then ends at the entry of a ``many``
+    request that raised."""
+    operation = request["op"]
+    if operation not in _OPERATIONS:
+        raise ValueError(f"unknown operation {operation!r}")
+    target = None if operation == "construct" else _resolve(request["target"], user_ns)
+    return _OPERATIONS[operation](request, target, arrays_in, progress)
+
+
+def _arguments(request, arrays_in):
+    return _decode(request["args"], arrays_in), _decode(request["kwargs"], arrays_in)
+
+
+def _construct(request, target, arrays_in, progress):
+    namespace = {}
+    exec(_code(request["code"]), namespace)
+    args, kwargs = _arguments(request, arrays_in)
+    return namespace[request["attr"]](*args, **kwargs)
+
+
+def _call(request, target, arrays_in, progress):
+    args, kwargs = _arguments(request, arrays_in)
+    return target(*args, **kwargs)
+
+
+def _getattr(request, target, arrays_in, progress):
+    return _walk(target, request["attr"])
+
+
+def _callmethod(request, target, arrays_in, progress):
+    args, kwargs = _arguments(request, arrays_in)
+    return _walk(target, request["attr"])(*args, **kwargs)
+
+
+def _many(request, target, arrays_in, progress):
+    """[[path, args or None], ...]: target.path, or target.path(*args), for
+    each, in order, in one request (``progress`` ends at the one that raised)."""
+    result = []
+    for index, (path, args) in enumerate(_decode(request["args"], arrays_in)):
+        progress.append(index)
+        value = _walk(target, path)
+        result.append(value if args is None else value(*args))
+    progress.clear()
+    return result
+
+
+def _describe_operation(request, target, arrays_in, progress):
+    return _describe(target)
+
+
+#: The operations of the protocol (this package's __init__.py), by name.
+_OPERATIONS = {"construct": _construct, "call": _call, "getattr": _getattr,
+               "callmethod": _callmethod, "many": _many, "describe": _describe_operation}
 
 
 _MISSING = object()
