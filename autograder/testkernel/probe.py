@@ -196,37 +196,51 @@ class StudentKernel:
 
     def request(self, op: str, target: dict, label: str, stand_ins: dict,
                 attr: str | None = None, args=(), kwargs=None, code: str | None = None):
+        """One request of the protocol (autograder/studentkernel/__init__.py),
+        served by the student's kernel; its answer decoded."""
         if self._tampered:
             raise StudentCodeError(
                 f"`{label}` could not be called: the notebook replaced the folder through "
                 f"which the tests talk to its kernel ({self._tampered}). Do not touch the "
                 f"grader's folders; run the notebook as released.")
+        name = f"{self._nonce}-{next(self._counter)}"
+        request_path = self._send(name, {
+            "op": op, "target": target, "attr": attr, "stand_ins": stand_ins, "code": code,
+        }, args, kwargs)
+        reply = self._execute(GLUE_CALL % (GLUE_KEY, GLUE_SOURCE, request_path), label)
+        shipped = [blob for blob in [code, *stand_ins.values()] if blob]
+        answer = self._answer(name, reply, label, shipped)
+        if not answer.get("ok"):
+            if op == "many" and isinstance(answer.get("index"), int) \
+                    and 0 <= answer["index"] < len(args):
+                label = f"{label}.{args[answer['index']][0]}"
+            raise StudentCodeError(_describe_failure(label, answer, shipped))
+        arrays_out = {}
+        if answer.get("arrays"):
+            # Where the glue writes them, whatever the answer says.
+            packed = self._read_answer_file(name + ".answer.json.npz", MAX_ANSWER_BYTES, label)
+            if packed is None:
+                raise StudentCodeError(f"`{label}`'s answer could not be read.")
+            arrays_out = read_arrays(packed, label)
+        return _decode(answer["value"], arrays_out, self, label, stand_ins)
+
+    def _send(self, name: str, payload: dict, args, kwargs) -> str:
+        """Write request ``name`` (its arrays beside it); the request file's path."""
         arrays: dict[str, np.ndarray] = {}
-        number = next(self._counter)
-        name = f"{self._nonce}-{number}"
-        stem = self.exchange / name
-        payload = {
-            "op": op,
-            "target": target,
-            "attr": attr,
-            "args": _encode(list(args), arrays),
-            "kwargs": _encode(dict(kwargs or {}), arrays),
-            "stand_ins": stand_ins,
-            "code": code,
-            "magic": MAGIC,
-            "answer": str(stem) + ".answer.json",
-            "arrays": None,
-        }
+        stem = str(self.exchange / name)
+        payload = dict(payload, args=_encode(list(args), arrays),
+                       kwargs=_encode(dict(kwargs or {}), arrays), magic=MAGIC,
+                       answer=stem + ".answer.json", arrays=None)
         if arrays:
             buffer = io.BytesIO()
             np.savez(buffer, **arrays)
             self._write_new(name + ".args.npz", buffer.getvalue())
-            payload["arrays"] = str(stem) + ".args.npz"
-        request_path = str(stem) + ".request.json"
+            payload["arrays"] = stem + ".args.npz"
         self._write_new(name + ".request.json", json.dumps(payload).encode("utf-8"))
-        expression = GLUE_CALL % (GLUE_KEY, GLUE_SOURCE, request_path)
-        reply = self._execute(expression, label)
-        shipped = [blob for blob in [code, *stand_ins.values()] if blob]
+        return stem + ".request.json"
+
+    def _answer(self, name: str, reply: dict, label: str, shipped) -> dict:
+        """The JSON answer of request ``name``, read within its size limit."""
         data = self._read_answer_file(name + ".answer.json", MAX_ANSWER_JSON_BYTES, label)
         if data is None:
             content = reply.get("content", {})
@@ -241,19 +255,7 @@ class StudentKernel:
             raise StudentCodeError(f"`{label}`'s answer could not be read.") from None
         if not isinstance(answer, dict):
             raise StudentCodeError(f"`{label}`'s answer could not be read.")
-        if not answer.get("ok"):
-            if op == "many" and isinstance(answer.get("index"), int) \
-                    and 0 <= answer["index"] < len(args):
-                label = f"{label}.{args[answer['index']][0]}"
-            raise StudentCodeError(_describe_failure(label, answer, shipped))
-        arrays_out = {}
-        if answer.get("arrays"):
-            # Where the glue writes them, whatever the answer says.
-            packed = self._read_answer_file(name + ".answer.json.npz", MAX_ANSWER_BYTES, label)
-            if packed is None:
-                raise StudentCodeError(f"`{label}`'s answer could not be read.")
-            arrays_out = read_arrays(packed, label)
-        return _decode(answer["value"], arrays_out, self, label, stand_ins)
+        return answer
 
     def _execute(self, code: str, label: str) -> dict:
         # Sent as a user expression, not as code: IPython evaluates user
