@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -94,6 +95,8 @@ def test_the_sandbox_hid_every_secret(graded):
         pytest.skip("bubblewrap is not available here: isolation is not enforced")
     notebook = graded["out"] / "nbgrader" / "autograded" / "reads_secrets" / "lab1" / \
         "lab1_attention.ipynb"
+    if not notebook.exists() and os.environ.get("HOSTILE_ONLY"):
+        pytest.skip("HOSTILE_ONLY leaves out the reads_secrets case")
     text = json.dumps(nbformat.read(notebook, as_version=4))
     findings = re.search(r"FINDINGS (\{.*?\})\\n", text).group(1)
     assert findings.count("FileNotFoundError") == 5, findings
