@@ -1,6 +1,7 @@
 # Transformer lab kit. Everything installs through this file:
 #   make demo   build .venv if missing, regenerate the labs, grade the samples
-#   make test   build .venv if missing, run the whole test suite
+#   make test   build .venv if missing, lint (make lint), run the whole test suite
+#   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
 #   make labs   regenerate labs/ from solutions/
 
 PYTHON ?= python3
@@ -9,15 +10,15 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs demo test test-torch test-jax bench clean help
+.PHONY: env sandbox postgres torch jax labs demo lint test test-torch test-jax bench clean help
 
 help:
-	@echo "make demo | make test | make labs | make bench | make clean"
+	@echo "make demo | make test | make lint | make labs | make bench | make clean"
 
 $(STAMP): pyproject.toml student/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ./student -e ".[dev]"
+	$(PY) -m pip install -q -e ./student -e ".[dev,postgres]"
 	@touch $(STAMP)
 
 # The grader's sandbox needs bubblewrap (Debian/Ubuntu: apt-get install
@@ -67,7 +68,11 @@ labs: env
 demo: env labs
 	$(PY) -m autograder demo --out $(OUT)
 
-test: env postgres torch
+# Lint first: a finding fails in seconds, not after the half-hour suite.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+test: env lint postgres torch
 	$(PY) -m pytest
 
 # The verdict suite and every lab's grading tests under another backend.

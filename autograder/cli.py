@@ -32,7 +32,33 @@ def _release(args) -> int:
     return 0
 
 
+def database_url(url: str | None) -> str | None:
+    """``--db`` checked before any grading starts.
+
+    A PostgreSQL gradebook needs the driver psycopg, the kit's ``postgres``
+    extra (SQLite, the default, needs nothing): without it, say how to
+    install it rather than fail in every worker. ``postgresql://`` names
+    psycopg, since SQLAlchemy's default driver for it (psycopg2) is not one
+    the kit installs; a URL that names another driver is left as it is.
+    """
+    if not url:
+        return url
+    scheme, _, rest = url.partition("://")
+    dialect, _, driver = scheme.partition("+")
+    if dialect != "postgresql" or driver not in ("", "psycopg"):
+        return url
+    try:
+        import psycopg  # noqa: F401 - only whether it is installed
+    except ImportError:
+        raise ValueError(
+            "--db names a PostgreSQL gradebook, but its driver (psycopg) is not installed: "
+            "pip install 'transformer-lab-kit[postgres]' (or leave --db out for the default "
+            "SQLite gradebook in the course folder)") from None
+    return f"postgresql+psycopg://{rest}"
+
+
 def _grade(args) -> int:
+    args.db = database_url(args.db)
     from autograder.grader.grade import grade
     from autograder.grader.reports import write_gradebook_table
 
@@ -54,6 +80,7 @@ def _grade(args) -> int:
 
 
 def _merge(args) -> int:
+    args.db = database_url(args.db)
     from autograder.grader.grade import merge
     from autograder.grader.reports import write_gradebook_table
 
@@ -103,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("lab", help="lab id, e.g. lab1")
     grade.add_argument("submissions", help="folder of .ipynb files, or a .zip from the LMS")
     grade.add_argument("--out", required=True, help="folder for grades.csv, reports, feedback")
-    grade.add_argument("--db", help="gradebook SQLAlchemy URL (default: SQLite in the course folder)")
+    grade.add_argument("--db", help="gradebook SQLAlchemy URL (default: SQLite in the course folder; "
+                       "postgresql://... needs the postgres extra)")
     grade.add_argument("--course-dir", type=Path,
                        help="nbgrader course folder (default: OUT/nbgrader)")
     grade.add_argument("--seed", help="seed of the hidden tests' inputs (default: random)")
@@ -133,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("lab", help="lab id, e.g. lab1")
     merge.add_argument("shards", nargs="+", help="the OUT folder of each shard")
     merge.add_argument("--out", required=True, help="a new folder for the whole class")
-    merge.add_argument("--db", help="gradebook SQLAlchemy URL (default: SQLite in the course folder)")
+    merge.add_argument("--db", help="gradebook SQLAlchemy URL (default: SQLite in the course folder; "
+                       "postgresql://... needs the postgres extra)")
     merge.add_argument("--course-dir", type=Path,
                        help="nbgrader course folder (default: OUT/nbgrader)")
     merge.add_argument("--allow-missing", action="store_true",

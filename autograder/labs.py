@@ -74,7 +74,8 @@ def read_lab(folder: Path) -> Lab:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
-        raise LabDefinitionError(f"{path} is not valid TOML ({error}); see docs/authoring.md.")
+        raise LabDefinitionError(
+            f"{path} is not valid TOML ({error}); see docs/authoring.md.") from None
     missing = [key for key in ("title", "notebook", "exercises") if key not in data]
     if missing:
         raise LabDefinitionError(

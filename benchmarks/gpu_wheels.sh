@@ -12,7 +12,7 @@ python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implement
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
   --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl \
-  "keras==3.15.1" "nbgrader==0.9.6" "nbformat>=5.9" "nbclient>=0.10" "jupyter-client>=8.6" \
+  "keras==3.15.1" "nbgrader==0.9.6" "nbformat>=5.9" "nbclient>=0.10" "jupyter-client>=8.10,<8.11" \
   "ipykernel>=6.29" "jupytext==1.19.6" "sqlalchemy>=2.0" "tqdm>=4.66" "matplotlib>=3.8" \
   "numpy>=1.26,<3" "setuptools>=77"
 # Already in the GPU image (the device tool's package list, 2026-11-17): keep

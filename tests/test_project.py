@@ -17,33 +17,80 @@ def _normal(requirement: str) -> str:
     return str(Requirement(requirement))
 
 
-def test_environment_yml_lists_the_pyproject_dependencies(root):
-    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
-    wanted = {_normal(r) for r in pyproject["project"]["dependencies"]}
-    wanted |= {_normal(r) for r in pyproject["project"]["optional-dependencies"]["dev"]}
-    lines = [line.strip() for line in (root / "environment.yml").read_text().splitlines()]
-    pip_lines = [line[2:].strip().strip('"') for line in lines
-                 if line.startswith("- ") and not line.startswith("- python")
-                 and line not in ("- pip", "- pip:", "- conda-forge")]
-    listed = {_normal(line) for line in pip_lines if not line.startswith("-e ")}
-    assert listed == wanted, (
-        f"environment.yml and pyproject.toml differ: only in environment.yml "
-        f"{sorted(listed - wanted)}, only in pyproject.toml {sorted(wanted - listed)}"
-    )
-    assert "-e ./student" in pip_lines and "-e ." in pip_lines
+def _requirements(pyproject: dict, *extras: str) -> list[str]:
+    """pyproject's dependencies and those of ``extras``."""
+    found = list(pyproject["project"]["dependencies"])
+    for extra in extras:
+        found += pyproject["project"]["optional-dependencies"][extra]
+    return found
 
 
-def test_the_kits_python_has_no_undefined_or_unused_names(root):
+def test_environment_yml_takes_every_pin_from_pyproject(root):
+    # One list of dependencies (pyproject.toml): the conda file adds Python
+    # and installs the kit with the extras `make test` installs, nothing else.
+    lines = [line.strip() for line in (root / "environment.yml").read_text().splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    pip = lines[lines.index("- pip:") + 1:]
+    assert pip == ["- -e ./student", '- -e ".[dev,postgres]"'], pip
+    assert '-e ".[dev,postgres]"' in (root / "Makefile").read_text()
+
+
+def test_the_kits_python_passes_ruff(root):
     # Catches what no test runs into: e.g. a benchmark whose local variable
     # shadowed the module it had just used (UnboundLocalError at its start).
+    # make test runs the same check (make lint) before the suite.
     import subprocess
     import sys
 
-    folders = ["autograder", "benchmarks", "tests", "student/labkit",
-               "data/sample_submissions"]
-    result = subprocess.run([sys.executable, "-m", "pyflakes", *folders], cwd=root,
-                            capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+                            cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_makefile_lints_before_the_suite_and_installs_the_postgres_extra(root):
+    makefile = (root / "Makefile").read_text()
+    test_rule = next(line for line in makefile.splitlines() if line.startswith("test:"))
+    assert "lint" in test_rule.split(":", 1)[1].split(), test_rule
+    assert '-e ".[dev,postgres]"' in makefile
+
+
+def test_the_installed_packages_satisfy_pyproject(root):
+    # A pin (jupyter-client's minor series, ruff's version) that the
+    # environment does not hold would otherwise go unnoticed until it bites.
+    from importlib.metadata import PackageNotFoundError, version
+
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    wrong = []
+    for requirement in map(Requirement, _requirements(pyproject, "dev", "postgres")):
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        try:
+            installed = version(requirement.name)
+        except PackageNotFoundError:
+            installed = None
+        if installed is None or not requirement.specifier.contains(installed, prereleases=True):
+            wrong.append(f"{requirement} (installed: {installed})")
+    assert not wrong, f"reinstall (make test does it): {wrong}"
+
+
+def test_psycopg_is_the_postgres_extra_not_a_dependency(root):
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    names = {Requirement(r).name for r in pyproject["project"]["dependencies"]}
+    extra = {Requirement(r).name for r in pyproject["project"]["optional-dependencies"]["postgres"]}
+    assert "psycopg" not in names and extra == {"psycopg"}
+
+
+def test_every_report_template_is_package_data(root):
+    # Without it an installed (not editable) kit writes no report.
+    from fnmatch import fnmatch
+
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["autograder.grader"]
+    folder = root / "autograder" / "grader"
+    files = [p.relative_to(folder).as_posix() for p in (folder / "templates").iterdir()
+             if p.is_file()]
+    assert files
+    assert [f for f in files if not any(fnmatch(f, p) for p in patterns)] == []
 
 
 def test_ci_runs_make_test(root):
@@ -130,3 +177,29 @@ def test_labs_are_discovered_in_number_order_and_other_folders_ignored(tmp_path)
         folder.mkdir(parents=True)
         (folder / "lab.toml").write_text(f'title = "{name}"\nnotebook = "n"\nexercises = ["f"]\n')
     assert list(discover(tmp_path)) == ["lab2", "lab10"]
+
+
+def test_a_postgresql_gradebook_without_psycopg_says_how_to_install_it(monkeypatch, capsys,
+                                                                       tmp_path):
+    import sys
+
+    from autograder import cli
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
+    for command in (["grade", "lab1", str(tmp_path)], ["merge", "lab1", str(tmp_path)]):
+        code = cli.main([*command, "--out", str(tmp_path / "out"),
+                         "--db", "postgresql://grader@127.0.0.1/gradebook"])
+        error = capsys.readouterr().err
+        assert code == 2, error
+        assert "pip install 'transformer-lab-kit[postgres]'" in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_database_url_gives_postgresql_the_psycopg_driver():
+    from autograder.cli import database_url
+
+    assert database_url(None) is None
+    assert database_url("sqlite:///g.db") == "sqlite:///g.db"
+    assert database_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert database_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert database_url("postgresql+asyncpg://u@h/db") == "postgresql+asyncpg://u@h/db"

@@ -286,3 +286,40 @@ def test_no_control_byte_reaches_the_csvs_the_pages_or_the_terminal_table(tmp_pa
                         or c == "\u202e"})
         assert not found, f"{name} holds {found}"
     assert "lab2.ipynb" in table and "mallory/lab2.ipynb\ufffd" in paths["grades.csv"].read_text()
+
+
+# ---------------------------------------------------------------- templates
+
+
+def test_quotes_in_names_are_escaped_in_text_and_title(tmp_path):
+    name = 'x" onmouseover="alert(1)'
+    results = [SubmissionResult(name, "lab1", 0, 1, status=name, source_name=name,
+                                notes=[name], exercises=[ex(name, 0, 1, name)])]
+    paths = write_reports(results, tmp_path, name, hints={name: name})
+    for key, path in paths.items():
+        if key.endswith(".html"):
+            page = path.read_text(encoding="utf-8")
+            assert 'onmouseover="' not in page, key
+            assert "x&#34; onmouseover=&#34;alert(1)" in page, key
+            assert "<title>x&#34; onmouseover" in page, key
+
+
+def test_a_name_missing_from_a_template_is_an_error():
+    import jinja2
+
+    from autograder.grader import reports
+
+    with pytest.raises(jinja2.UndefinedError, match="result"):
+        reports._render("feedback.html.j2", lab_title="Lab 1", graded="graded", hints=[])
+
+
+def test_no_template_turns_escaping_off():
+    # Escaping holds as long as no template marks a value as safe markup.
+    from autograder.grader.reports import TEMPLATES
+
+    templates = sorted(TEMPLATES.glob("*.j2"))
+    assert {t.name for t in templates} >= {"base.html.j2", "feedback.html.j2", "report.html.j2"}
+    for template in templates:
+        text = re.sub(r"\s+", "", template.read_text(encoding="utf-8")).lower()
+        for switch in ("|safe", "autoescapefalse", "markup"):
+            assert switch not in text, f"{template.name} uses {switch!r}"

@@ -250,3 +250,20 @@ def test_each_grading_process_of_a_root_grader_has_a_kernel_user_of_its_own():
             holder.wait(timeout=30)
     assert len(set(uids + [own])) == 3
     assert all(uid in sandbox.KERNEL_UIDS and uid != 0 for uid in uids)
+
+
+def test_user_task_count_counts_this_process_threads_and_no_one_elses():
+    # RLIMIT_NPROC is set above what the kernel's user already runs: a count
+    # short of that would leave the kernel fewer processes than Limits says.
+    import threading
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert sandbox.user_task_count() >= threading.active_count() >= 2
+    finally:
+        stop.set()
+        worker.join()
+    unused = max(sandbox.KERNEL_UIDS) + 1000
+    assert sandbox.user_task_count(unused) == 0

@@ -17,13 +17,19 @@ records in results.py only:
   were not graded normally, instructor notes).
 
 Every HTML page is self-contained (inline CSS and SVG, no script, nothing
-fetched) and every value in it is HTML-escaped. Scores are written like
+fetched) and every value in it is HTML-escaped: the pages are Jinja2
+templates (``templates/*.html.j2``, the style in ``templates/style.css``)
+rendered with autoescaping, so a value is escaped unless a template says
+otherwise (none does), and with StrictUndefined, so a misspelt name fails
+instead of leaving a cell empty. This module computes what the pages show
+(statistics, chart geometry); the templates only lay it out. Scores are written like
 ``7`` or ``7.5`` (at most two decimals). CSV text fields that a spreadsheet
 would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or CR)
 are prefixed with ``'``.
 
 Everything written or printed passes through :func:`clean_text` (the CSV
-cells, every value of a page, the terminal table): file names, statuses and
+cells, every value a template prints (the environment's ``finalize``),
+the terminal table): file names, statuses and
 exception messages come from students, and a terminal control sequence in
 them (``ESC[8m`` hides what follows, an OSC sets the window title,
 ``ESC[?1049h`` switches the screen) would act on the instructor's terminal
@@ -33,14 +39,17 @@ when the file is shown there.
 from __future__ import annotations
 
 import csv
-import html
+import functools
 import math
 import re
 import statistics
 from collections import Counter
 from pathlib import Path
 
-from autograder.grader.results import GRADED, ExerciseResult, SubmissionResult
+import jinja2
+from markupsafe import Markup
+
+from autograder.grader.results import GRADED, SubmissionResult
 
 __all__ = [
     "clean_text",
@@ -60,20 +69,6 @@ EXERCISES_COLUMNS = ["student_id", "lab", "exercise", "score", "max_score", "mes
 TOP_MESSAGES = 5
 #: Width of the status column in write_gradebook_table.
 STATUS_WIDTH = 60
-
-_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
-       max-width: 60em; padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin: 0.6em 0; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-td.num { text-align: right; white-space: nowrap; }
-.msg { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 0.9em; }
-.ok { color: #1a7f37; font-weight: bold; } .bad { color: #b42318; }
-.hint { background: #f6f8fa; border-left: 4px solid #0969da; padding: 0.4em 0.8em; }
-"""
-
 
 # --------------------------------------------------------------------------
 # Small helpers
@@ -133,11 +128,6 @@ def _csv_text(value) -> str:
     return text
 
 
-def _e(value) -> str:
-    """HTML-escaped text (quotes included), control sequences removed."""
-    return html.escape(clean_text(value), quote=True)
-
-
 def _safe_filename(student_id: str) -> str:
     """A file name for ``student_id`` that stays inside the feedback folder."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", student_id or "").lstrip(".")
@@ -146,16 +136,6 @@ def _safe_filename(student_id: str) -> str:
 
 def _sorted(results: list[SubmissionResult]) -> list[SubmissionResult]:
     return sorted(results, key=lambda r: (r.student_id, r.source_name))
-
-
-def _page(title: str, body: str) -> str:
-    """A complete, self-contained HTML document."""
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
-        f"<body>\n{body}\n</body>\n</html>\n"
-    )
 
 
 def _write(path: Path, text: str) -> Path:
@@ -197,47 +177,58 @@ def write_exercises_csv(results: list[SubmissionResult], path: Path) -> Path:
 
 
 # --------------------------------------------------------------------------
+# Templates
+# --------------------------------------------------------------------------
+
+#: The pages' Jinja2 templates (shipped as package data, see pyproject.toml).
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def _finalize(value):
+    """What a template prints: ``value`` through :func:`clean_text`.
+
+    The environment escapes it afterwards (autoescape). Markup is what the
+    templates built themselves (a macro's output), whose values went through
+    here already, so it is kept as it is.
+    """
+    if isinstance(value, Markup):
+        return value
+    return clean_text(value)
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The pages' environment: every value cleaned, then HTML-escaped
+    (quotes included), and a name a template misspells is an error
+    (StrictUndefined), not an empty cell."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+        undefined=jinja2.StrictUndefined, finalize=_finalize,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    environment.filters["score"] = format_score
+    return environment
+
+
+def _render(template: str, **values) -> str:
+    return _environment().get_template(template).render(**values)
+
+
+# --------------------------------------------------------------------------
 # Student feedback
 # --------------------------------------------------------------------------
 
 
 def feedback_html(result: SubmissionResult, lab_title: str,
                   hints: dict[str, str] | None = None) -> str:
-    """The feedback page of one student: no notes, no hidden tests."""
+    """The feedback page of one student: no notes, no hidden tests.
+
+    A hint is shown for each exercise without full marks that has one.
+    """
     hints = hints or {}
-    parts = [
-        f"<h1>{_e(lab_title)}</h1>",
-        f"<p>Student: <strong>{_e(result.student_id)}</strong></p>",
-        f"<p>Total score: <strong>{_e(format_score(result.score))} / "
-        f"{_e(format_score(result.max_score))}</strong></p>",
-    ]
-    if result.status == GRADED:
-        parts.append(f"<p>Status: {_e(result.status)}</p>")
-    else:
-        parts.append(f"<p>Status: <span class=\"bad msg\">{_e(result.status)}</span></p>")
-    if result.exercises:
-        parts.append(_feedback_table(result.exercises))
     failed_hints = [(x.exercise, hints[x.exercise]) for x in result.exercises
                     if not x.passed and hints.get(x.exercise)]
-    if failed_hints:
-        parts.append("<h2>Hints</h2>")
-        for exercise, hint in failed_hints:
-            parts.append(f"<p class=\"hint\"><strong>{_e(exercise)}</strong>: {_e(hint)}</p>")
-    return _page(f"{lab_title}: feedback for {result.student_id}", "\n".join(parts))
-
-
-def _feedback_table(exercises: list[ExerciseResult]) -> str:
-    rows = ["<table>", "<tr><th>Exercise</th><th>Score</th><th>Result</th></tr>"]
-    for x in exercises:
-        if x.passed:
-            verdict = "<span class=\"ok\">&#10003;</span>"
-        else:
-            verdict = f"<span class=\"bad msg\">{_e(x.message or 'not full marks')}</span>"
-        rows.append(f"<tr><td>{_e(x.exercise)}</td><td class=\"num\">"
-                    f"{_e(format_score(x.score))} / {_e(format_score(x.max_score))}</td>"
-                    f"<td>{verdict}</td></tr>")
-    rows.append("</table>")
-    return "\n".join(rows)
+    return _render("feedback.html.j2", lab_title=lab_title, result=result,
+                   graded=GRADED, hints=failed_hints)
 
 
 # --------------------------------------------------------------------------
@@ -316,134 +307,56 @@ def _class_max(results: list[SubmissionResult]) -> float:
     return max(values, default=0.0)
 
 
-def _histogram_svg(counts: list[int]) -> str:
-    """Vertical bars, one per bin, labelled with the bin and the count."""
+def _histogram_chart(counts: list[int]) -> dict:
+    """The score histogram's geometry: vertical bars, one per bin, the count
+    above each and the bin below (macros.html.j2 draws it)."""
     bar, gap, height, base = 28, 6, 160, 200
-    width = len(counts) * (bar + gap) + gap
     peak = max(counts, default=0) or 1
-    items = [f"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{base + 24}\" "
-             f"role=\"img\" aria-label=\"score histogram\">"]
+    bars = []
     for k, count in enumerate(counts):
         x = gap + k * (bar + gap)
         h = round(height * count / peak)
-        items.append(f"<rect class=\"bin\" x=\"{x}\" y=\"{base - h}\" width=\"{bar}\" "
-                     f"height=\"{h}\" fill=\"#0969da\"><title>{k}: {count}</title></rect>")
-        items.append(f"<text x=\"{x + bar / 2}\" y=\"{base - h - 4}\" font-size=\"11\" "
-                     f"text-anchor=\"middle\">{count}</text>")
-        items.append(f"<text x=\"{x + bar / 2}\" y=\"{base + 16}\" font-size=\"11\" "
-                     f"text-anchor=\"middle\">{k}</text>")
-    items.append("</svg>")
-    return "".join(items)
+        bars.append({"bin": k, "count": count, "x": x, "y": base - h, "height": h,
+                     "middle": x + bar // 2})
+    return {"width": len(counts) * (bar + gap) + gap, "height": base + 24, "bar": bar,
+            "base": base, "bars": bars}
 
 
-def _pass_rate_svg(rates: list[tuple[str, int, int]]) -> str:
-    """Horizontal bars, one per exercise, as a percentage of graded rows."""
-    label_w, bar_w, row_h = 200, 300, 22
-    height = row_h * len(rates) + 8
-    items = [f"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{label_w + bar_w + 60}\" "
-             f"height=\"{height}\" role=\"img\" aria-label=\"pass rate per exercise\">"]
+def _pass_rate_chart(rates: list[tuple[str, int, int]]) -> dict:
+    """The pass rates' table rows and chart geometry: a horizontal bar per
+    exercise, as a share of its graded rows."""
+    label, bar, row = 200, 300, 22
+    rows = []
     for i, (exercise, passed, graded) in enumerate(rates):
-        y = 4 + i * row_h
         share = passed / graded if graded else 0.0
-        items.append(f"<text x=\"{label_w - 6}\" y=\"{y + 14}\" font-size=\"12\" "
-                     f"text-anchor=\"end\">{_e(exercise)}</text>")
-        items.append(f"<rect x=\"{label_w}\" y=\"{y}\" width=\"{bar_w}\" height=\"{row_h - 6}\" "
-                     f"fill=\"#eee\"/>")
-        items.append(f"<rect x=\"{label_w}\" y=\"{y}\" width=\"{round(bar_w * share)}\" "
-                     f"height=\"{row_h - 6}\" fill=\"#1a7f37\"/>")
-        items.append(f"<text x=\"{label_w + bar_w + 6}\" y=\"{y + 14}\" font-size=\"12\">"
-                     f"{share:.0%}</text>")
-    items.append("</svg>")
-    return "".join(items)
+        rows.append({"exercise": exercise, "passed": passed, "graded": graded,
+                     "share": f"{share:.0%}" if graded else "-", "y": 4 + i * row,
+                     "width": round(bar * share)})
+    return {"width": label + bar + 60, "height": row * len(rates) + 8, "label": label,
+            "bar": bar, "thickness": row - 6, "rows": rows}
 
 
-def _summary_html(results: list[SubmissionResult], max_score: float) -> str:
+def _summary(results: list[SubmissionResult], max_score: float) -> list[tuple[str, object]]:
     scores = [r.score for r in results if r.score is not None and math.isfinite(r.score)]
-    mean = format_score(statistics.fmean(scores)) if scores else "-"
-    median = format_score(statistics.median(scores)) if scores else "-"
-    graded = sum(r.status == GRADED for r in results)
-    return (
-        "<table>"
-        f"<tr><th>Submissions</th><td class=\"num\">{len(results)}</td></tr>"
-        f"<tr><th>Graded normally</th><td class=\"num\">{graded}</td></tr>"
-        f"<tr><th>Maximum score</th><td class=\"num\">{_e(format_score(max_score))}</td></tr>"
-        f"<tr><th>Mean score</th><td class=\"num\">{_e(mean)}</td></tr>"
-        f"<tr><th>Median score</th><td class=\"num\">{_e(median)}</td></tr>"
-        "</table>"
-    )
-
-
-def _pass_rate_html(rates: list[tuple[str, int, int]]) -> str:
-    if not rates:
-        return "<p>No exercise was graded.</p>"
-    rows = ["<table>", "<tr><th>Exercise</th><th>Passed</th><th>Graded</th><th>Pass rate</th></tr>"]
-    for exercise, passed, graded in rates:
-        share = f"{passed / graded:.0%}" if graded else "-"
-        rows.append(f"<tr><td>{_e(exercise)}</td><td class=\"num\">{passed}</td>"
-                    f"<td class=\"num\">{graded}</td><td class=\"num\">{share}</td></tr>")
-    rows.append("</table>")
-    return "\n".join(rows) + "\n" + _pass_rate_svg(rates)
-
-
-def _failures_html(failures: dict[str, list[tuple[int, str]]]) -> str:
-    if not failures:
-        return "<p>No failures.</p>"
-    parts = []
-    for exercise, groups in failures.items():
-        parts.append(f"<h3>{_e(exercise)}</h3>")
-        parts.append("<table><tr><th>Count</th><th>Example message</th></tr>")
-        for count, example in groups:
-            parts.append(f"<tr><td class=\"num\">{count}</td>"
-                         f"<td class=\"msg\">{_e(example)}</td></tr>")
-        parts.append("</table>")
-    return "\n".join(parts)
-
-
-def _problems_html(results: list[SubmissionResult]) -> str:
-    odd = [r for r in _sorted(results) if r.status != GRADED]
-    if not odd:
-        return "<p>All submissions were graded normally.</p>"
-    rows = ["<table>", "<tr><th>Student</th><th>File</th><th>Score</th><th>Status</th></tr>"]
-    for r in odd:
-        rows.append(f"<tr><td>{_e(r.student_id)}</td><td>{_e(r.source_name)}</td>"
-                    f"<td class=\"num\">{_e(format_score(r.score))} / "
-                    f"{_e(format_score(r.max_score))}</td>"
-                    f"<td class=\"msg\">{_e(r.status)}</td></tr>")
-    rows.append("</table>")
-    return "\n".join(rows)
-
-
-def _notes_html(results: list[SubmissionResult]) -> str:
-    noted = [r for r in _sorted(results) if r.notes]
-    if not noted:
-        return "<p>None.</p>"
-    rows = ["<table>", "<tr><th>Student</th><th>Notes</th></tr>"]
-    for r in noted:
-        notes = "<br>".join(_e(n) for n in r.notes)
-        rows.append(f"<tr><td>{_e(r.student_id)}</td><td class=\"msg\">{notes}</td></tr>")
-    rows.append("</table>")
-    return "\n".join(rows)
+    return [
+        ("Submissions", len(results)),
+        ("Graded normally", sum(r.status == GRADED for r in results)),
+        ("Maximum score", format_score(max_score)),
+        ("Mean score", format_score(statistics.fmean(scores)) if scores else "-"),
+        ("Median score", format_score(statistics.median(scores)) if scores else "-"),
+    ]
 
 
 def report_html(results: list[SubmissionResult], lab_title: str) -> str:
     """The instructor's class overview of one lab."""
     max_score = _class_max(results)
-    scores = [r.score for r in results]
-    rates = pass_rates(results)
-    body = "\n".join([
-        f"<h1>{_e(lab_title)}: grading report</h1>",
-        "<h2>Summary</h2>", _summary_html(results, max_score),
-        "<h2>Score histogram</h2>",
-        "<p>Bar k counts the scores from k up to (not including) k + 1.</p>",
-        _histogram_svg(score_histogram(scores, max_score)),
-        "<h2>Pass rate per exercise</h2>", _pass_rate_html(rates),
-        "<h2>Most common failure messages</h2>",
-        "<p>Messages that differ only in their numbers are counted together.</p>",
-        _failures_html(common_failures(results)),
-        "<h2>Submissions not graded normally</h2>", _problems_html(results),
-        "<h2>Instructor notes</h2>", _notes_html(results),
-    ])
-    return _page(f"{lab_title}: grading report", body)
+    ordered = _sorted(results)
+    return _render(
+        "report.html.j2", lab_title=lab_title, summary=_summary(results, max_score),
+        histogram=_histogram_chart(score_histogram([r.score for r in results], max_score)),
+        rates=_pass_rate_chart(pass_rates(results)), failures=common_failures(results),
+        not_graded=[r for r in ordered if r.status != GRADED],
+        noted=[r for r in ordered if r.notes])
 
 
 # --------------------------------------------------------------------------

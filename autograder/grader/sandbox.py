@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
 
+import psutil
 import zmq
 import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
@@ -317,18 +318,13 @@ def rlimits(limits: Limits, gpu: bool | None = None, uid: int | None = None) -> 
 
 def user_task_count(uid: int | None = None) -> int:
     """Processes and threads user ``uid`` (default: this process's) runs
-    now: what RLIMIT_NPROC counts."""
+    now: what RLIMIT_NPROC counts (by real user id)."""
     uid = os.getuid() if uid is None else uid
     count = 0
-    if not os.path.isdir("/proc"):
-        return 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry}/task"))
-            except OSError:
-                continue
+    for process in psutil.process_iter(["uids", "num_threads"]):
+        uids, threads = process.info["uids"], process.info["num_threads"]
+        if uids is not None and uids.real == uid:
+            count += threads or 0
     return count
 
 
