@@ -54,48 +54,26 @@ def _nbgrader_metadata(kind: str, grade_id: str, points) -> dict:
 def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
     """The nbgrader source notebook (solutions and hidden tests included)."""
     notebook = jupytext.read(lab.source_path, fmt="py:percent")
-    where = lab.source_path.name
     seen: set[str] = set()
     for index, cell in enumerate(notebook.cells):
-        kind = cell.metadata.pop("nbgrader", None)
-        grade_id = cell.metadata.pop("grade_id", None)
-        points = cell.metadata.pop("points", None)
-        grading = cell.metadata.pop("grading", None)
+        marker = {key: cell.metadata.pop(key, None)
+                  for key in ("nbgrader", "grade_id", "points", "grading")}
         cell.metadata.pop("lines_to_next_cell", None)
         cell.metadata.pop("jupyter", None)
         cell.source = cell.source.replace(PLACEHOLDER, labkit_requirement())
-        if cell.cell_type == "code":
-            if kind not in KINDS:
-                raise SourceError(
-                    f"{where}: code cell {index} has nbgrader={kind!r}; every code cell "
-                    f"needs one of {KINDS} with a grade_id. Cell starts: "
-                    f"{cell.source[:60]!r}"
-                )
-            if not grade_id or grade_id in seen:
-                raise SourceError(
-                    f"{where}: code cell {index} needs a unique grade_id "
-                    f"(got {grade_id!r})."
-                )
-            if kind == "tests" and not (isinstance(points, (int, float)) and points > 0):
-                raise SourceError(
-                    f"{where}: tests cell {grade_id!r} needs points=<positive number>."
-                )
-            if grading is not None and (grading != "skip" or kind != "locked"):
-                raise SourceError(
-                    f"{where}: code cell {grade_id!r} has grading={grading!r}; only a "
-                    "provided cell (nbgrader=\"locked\") may be marked, with "
-                    "grading=\"skip\" (a demonstration the grader does not run)."
-                )
-            seen.add(grade_id)
-            cell.metadata["nbgrader"] = _nbgrader_metadata(kind, grade_id, points)
-            if grading:
-                cell.metadata[SKIP_KEY] = True
-            cell.id = grade_id.replace("_", "-")
-        else:
+        if cell.cell_type != "code":
             cell.id = f"md-{index}"
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
+            continue
+        _check_marker(lab.source_path.name, index, cell.source, marker, seen)
+        grade_id = marker["grade_id"]
+        seen.add(grade_id)
+        cell.metadata["nbgrader"] = _nbgrader_metadata(marker["nbgrader"], grade_id,
+                                                       marker["points"])
+        if marker["grading"]:
+            cell.metadata[SKIP_KEY] = True
+        cell.id = grade_id.replace("_", "-")
+        cell.outputs = []
+        cell.execution_count = None
     _check_contract(lab, notebook)
     notebook.metadata = {
         "kernelspec": dict(KERNELSPEC),
@@ -103,6 +81,27 @@ def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
     }
     notebook.nbformat, notebook.nbformat_minor = 4, 5
     return notebook
+
+
+def _check_marker(where: str, index: int, source: str, marker: dict, seen: set[str]) -> None:
+    """A SourceError unless code cell ``index``'s `# %%` marker follows the conventions."""
+    kind, grade_id = marker["nbgrader"], marker["grade_id"]
+    points, grading = marker["points"], marker["grading"]
+    if kind not in KINDS:
+        raise SourceError(
+            f"{where}: code cell {index} has nbgrader={kind!r}; every code cell "
+            f"needs one of {KINDS} with a grade_id. Cell starts: {source[:60]!r}"
+        )
+    if not grade_id or grade_id in seen:
+        raise SourceError(f"{where}: code cell {index} needs a unique grade_id (got {grade_id!r}).")
+    if kind == "tests" and not (isinstance(points, (int, float)) and points > 0):
+        raise SourceError(f"{where}: tests cell {grade_id!r} needs points=<positive number>.")
+    if grading is not None and (grading != "skip" or kind != "locked"):
+        raise SourceError(
+            f"{where}: code cell {grade_id!r} has grading={grading!r}; only a "
+            "provided cell (nbgrader=\"locked\") may be marked, with "
+            "grading=\"skip\" (a demonstration the grader does not run)."
+        )
 
 
 def skipped_when_grading(lab: Lab) -> list[str]:
