@@ -26,9 +26,11 @@ def _release(args) -> int:
         path = release(lab)
         print(f"{lab.id}: wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}"
               f" ({time.monotonic() - started:.1f} s)")
-    readme = KIT_ROOT / "README.md"
-    if readme.exists() and update_readme(readme):
-        print("README.md: updated the Colab links of the labs")
+    # The kit's README and the students' (student/README.md, also labkit's
+    # package description) carry the same generated table of Colab links.
+    for readme in (KIT_ROOT / "README.md", KIT_ROOT / "student" / "README.md"):
+        if readme.exists() and update_readme(readme):
+            print(f"{readme.relative_to(KIT_ROOT)}: updated the Colab links of the labs")
     return 0
 
 

@@ -3,7 +3,7 @@
 # and jax backends on an NVIDIA GPU. Run from the repository root of a machine
 # whose python3 has PyTorch and JAX with CUDA and no registry (the device
 # machine): the kit's other packages come as wheels in .whl/ and bubblewrap as
-# Debian's .deb in .whl/deb/ (README, "GPU runtimes", says how to fill them).
+# Debian's .deb in .whl/deb/ (docs/performance.md, "GPU runtimes", says how to fill them).
 #
 #   bash benchmarks/gpu_run.sh policy          versions, memory cap, TF32, numerical policy
 #   bash benchmarks/gpu_run.sh verdicts torch  the verdict suite under one backend

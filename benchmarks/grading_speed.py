@@ -22,6 +22,9 @@ per submission, the ratio, and the projected time for 200 submissions.
     .venv/bin/python benchmarks/grading_speed.py                # labs 1-5, 40 each
     .venv/bin/python benchmarks/grading_speed.py --labs lab1 --count 10
     make bench
+
+--write-docs also rewrites the tables in docs/performance.md (block
+"grading_speed"), dated, with this machine.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import nbformat  # noqa: E402
 from autograder.labs import LABS  # noqa: E402
 from autograder.grader.source import build_source_notebook  # noqa: E402
 import plain_nbgrader as plain  # noqa: E402
+import _docs  # noqa: E402
 
 
 def class_of(lab, count: int, folder: Path) -> list[str]:
@@ -133,17 +137,22 @@ def main() -> None:
                         help="do not also time the kit with every cell run (--run-demos)")
     parser.add_argument("--skip-fresh", action="store_true",
                         help="do not also time the kit with fresh kernels (--kernels fresh)")
+    _docs.add_option(parser)
     args = parser.parse_args()
+    if args.write_docs:
+        _docs.check(["grading_speed"])
 
     import keras
     import nbgrader
+    versions = (f"nbgrader {nbgrader.__version__}, Keras {keras.__version__} "
+                f"({keras.backend.backend()}); kit --jobs {args.jobs}")
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python "
-          f"{platform.python_version()}, nbgrader {nbgrader.__version__}, Keras "
-          f"{keras.__version__} ({keras.backend.backend()}); kit --jobs {args.jobs}\n")
-    print("| lab | submissions | plain nbgrader s/sub | kit s/sub | kit vs plain | "
+          f"{platform.python_version()}, {versions}\n")
+    out = _docs.Recorder()
+    out("| lab | submissions | plain nbgrader s/sub | kit s/sub | kit vs plain | "
           "200 submissions (kit) | kit, every cell (--run-demos): s/sub, vs plain | "
           "kit, fresh kernels: s/sub | solution notebook, Run all |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    out("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     phase_rows = []
     for lab_id in args.labs:
         lab = LABS[lab_id]
@@ -173,21 +182,21 @@ def main() -> None:
                 if not args.skip_run_demos:
                     every_text += f", {plain_s / every_s:.2f}x"
             per = kit_s / args.count
-            print(f"| {lab_id} | {args.count} | {plain_text} | {per:.2f} (mean score "
-                  f"{kit_mean:.1f}) | {ratio} | {200 * per / 60:.1f} min | {every_text} | "
-                  f"{fresh_text} | "
-                  f"{run_all:.1f} s |",
-                  flush=True)
+            out(f"| {lab_id} | {args.count} | {plain_text} | {per:.2f} (mean score "
+                f"{kit_mean:.1f}) | {ratio} | {200 * per / 60:.1f} min | {every_text} | "
+                f"{fresh_text} | {run_all:.1f} s |")
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    print("\nWhere a submission's time goes in the kit (mean seconds in its worker, "
-          "notebooks that ran):\n")
-    print("| lab | kernels | " + " | ".join(PHASES) + " | other (nbgrader, files) |")
-    print("| --- " * (len(PHASES) + 3) + "|")
+    out("\nWhere a submission's time goes in the kit (mean seconds in its worker, "
+        "notebooks that ran):\n")
+    out("| lab | kernels | " + " | ".join(PHASES) + " | other (nbgrader, files) |")
+    out("| --- " * (len(PHASES) + 3) + "|")
     for lab_id, kernels, phases in phase_rows:
         other = phases["total"] - sum(phases[p] for p in PHASES if p != "total")
-        print(f"| {lab_id} | {kernels} | " + " | ".join(f"{phases[p]:.2f}" for p in PHASES)
-              + f" | {other:.2f} |")
+        out(f"| {lab_id} | {kernels} | " + " | ".join(f"{phases[p]:.2f}" for p in PHASES)
+            + f" | {other:.2f} |")
+    if args.write_docs:
+        _docs.write("grading_speed", out.text(), machine_line=_docs.machine(versions))
 
 
 if __name__ == "__main__":

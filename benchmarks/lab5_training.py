@@ -12,7 +12,8 @@ cells and the Colab cell are skipped; plots go to a non-interactive backend.
 --save writes the trained weights and their metadata (hyperparameters,
 training curves, measured time and accuracy, machine) to
 student/labkit/checkpoints/, the checkpoint that the notebook loads when
-TRAIN = False. Take timings on an otherwise idle machine: the load average
+TRAIN = False. --write-docs also rewrites the figures in docs/performance.md
+(block "lab5_training"), dated, with this machine. Take timings on an otherwise idle machine: the load average
 is printed before and after.
 """
 
@@ -28,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import _docs  # benchmarks/_docs.py: this script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "solutions" / "lab5" / "lab5_transformer.py"
@@ -80,12 +83,30 @@ def machine() -> str:
             f"with {keras.config.backend()}")
 
 
+def docs_table(namespace: dict, exact_match: float, total: float, load_before,
+               load_after) -> str:
+    """The run's figures as the Markdown table of docs/performance.md."""
+    curves = namespace["curves"]
+    return "\n".join([
+        "| epochs | training pairs | model.fit | final val. token accuracy | exact match "
+        "(greedy, held-out dates) | whole run | load average before, after |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| {len(curves['loss'])} | {len(namespace['train_pairs'])} | "
+        f"{namespace['training_seconds']:.1f} s | {curves['val_masked_accuracy'][-1]:.4f} | "
+        f"{exact_match:.2%} of {len(namespace['test_pairs'])} | {total:.1f} s | "
+        f"{load_before[0]:.2f}, {load_after[0]:.2f} |",
+    ])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, help="override the notebook's epochs")
     parser.add_argument("--save", action="store_true",
                         help="write the checkpoint to student/labkit/checkpoints/")
+    _docs.add_option(parser)
     args = parser.parse_args()
+    if args.write_docs:
+        _docs.check(["lab5_training"])
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -127,6 +148,9 @@ def main() -> int:
     print(f"exact match:      {exact_match:.2%} of {len(namespace['test_pairs'])} held-out "
           "test dates (greedy decoding)")
     print(f"whole run:        {total:.1f} s")
+    if args.write_docs:
+        _docs.write("lab5_training", docs_table(namespace, exact_match, total, load_before,
+                                                load_after), machine_line=machine())
 
     if args.save:
         CHECKPOINTS.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,9 @@ per lab for the Keras backend of the environment:
     .venv/bin/python benchmarks/numerical_policy.py            # TensorFlow
     KERAS_BACKEND=torch .venv/bin/python benchmarks/numerical_policy.py --labs lab1 lab2
 
+--write-docs also rewrites the backend's table in docs/verdicts.md (block
+"numerical_policy-<backend>"), dated, with this machine.
+
 A correct answer must stay well under 1.0 ("used"); the margin is what the
 policy leaves for other float32 orderings (GPU kernels, another backend).
 
@@ -41,6 +44,7 @@ import nbformat  # noqa: E402
 from autograder.testkernel import policy  # noqa: E402
 from autograder.labs import LABS  # noqa: E402
 from tests import verdicts  # noqa: E402
+import _docs  # noqa: E402
 
 
 def submissions(lab_id: str, folder: Path) -> int:
@@ -65,7 +69,7 @@ def _tf32(x):
     return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def simulated_tf32() -> None:
+def simulated_tf32(out=print) -> None:
     """Attention (d_k 64, 128 keys) in float32 and in simulated TF32 vs float64."""
     import numpy as np
 
@@ -82,8 +86,8 @@ def simulated_tf32() -> None:
     allowed = policy.ATOL + policy.RTOL * np.abs(exact)
     for name, rounding in (("float32", lambda a: a), ("TF32 (simulated)", _tf32)):
         difference = np.abs(attention(q, k, v, rounding) - exact)
-        print(f"scaled dot-product attention in {name}: largest abs. difference "
-              f"{difference.max():.2e}, tolerance used {float((difference / allowed).max()):.2f}")
+        out(f"scaled dot-product attention in {name}: largest abs. difference "
+            f"{difference.max():.2e}, tolerance used {float((difference / allowed).max()):.2f}")
 
 
 def main() -> None:
@@ -91,14 +95,19 @@ def main() -> None:
     parser.add_argument("--labs", nargs="+", default=list(LABS))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="parallel student kernels (default: the number of cores)")
+    _docs.add_option(parser)
     args = parser.parse_args()
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    block = f"numerical_policy-{backend}"
+    if args.write_docs:
+        _docs.check([block])
     print(f"backend {backend}; {platform.platform()}; rtol {policy.RTOL:g}, atol {policy.ATOL:g}\n")
-    simulated_tf32()
-    print()
-    print("| lab | notebooks (full marks) | comparisons | largest abs. difference | "
-          "largest rel. difference | tolerance used (max) | where | device | seconds |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    out = _docs.Recorder()
+    simulated_tf32(out)
+    out()
+    out("| lab | notebooks (full marks) | comparisons | largest abs. difference | "
+        "largest rel. difference | tolerance used (max) | where | device | seconds |")
+    out("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for lab_id in args.labs:
         work = Path(tempfile.mkdtemp(prefix=f"precision-{lab_id}-"))
         count = submissions(lab_id, work / "in")
@@ -115,13 +124,17 @@ def main() -> None:
         full = sum(float(row["score"]) >= float(row["max_score"]) for row in rows)
         entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         if not entries:
-            print(f"| {lab_id} | {full}/{count} | 0 | | | | | {device} | {seconds:.0f} |")
+            out(f"| {lab_id} | {full}/{count} | 0 | | | | | {device} | {seconds:.0f} |")
             continue
         worst = max(entries, key=lambda e: e["used"])
-        print(f"| {lab_id} | {full}/{count} | {len(entries)} | "
-              f"{max(e['max_abs'] for e in entries):.2e} | "
-              f"{max(e['max_rel'] for e in entries):.2e} | {worst['used']:.3f} | "
-              f"{worst['what'][:60]} | {device} | {seconds:.0f} |", flush=True)
+        out(f"| {lab_id} | {full}/{count} | {len(entries)} | "
+            f"{max(e['max_abs'] for e in entries):.2e} | "
+            f"{max(e['max_rel'] for e in entries):.2e} | {worst['used']:.3f} | "
+            f"{worst['what'][:60]} | {device} | {seconds:.0f} |")
+    if args.write_docs:
+        import keras
+        _docs.write(block, out.text(), machine_line=_docs.machine(
+            f"Keras {keras.__version__} ({backend}); rtol {policy.RTOL:g}, atol {policy.ATOL:g}"))
 
 
 if __name__ == "__main__":

@@ -10,15 +10,18 @@ table, each case's honest score, what plain nbgrader gave (with what the
 secrets case could read), and what this kit gives (graded here with the
 hostile suite's settings, or read from a kit run's OUT folder if given).
 
-    .venv/bin/python benchmarks/plain_nbgrader_hostile.py [KIT_OUT_DIR]
+    .venv/bin/python benchmarks/plain_nbgrader_hostile.py [KIT_OUT_DIR] [--write-docs]
 
 Cases of every lab are graded, one lab at a time (KIT_OUT_DIR then holds
 one OUT folder per lab, named after it); HOSTILE_ONLY=name,name... keeps
-only those cases, as in the hostile suite.
+only those cases, as in the hostile suite. --write-docs also rewrites the
+table in docs/security.md (block "plain_nbgrader_hostile"), dated, with
+this machine.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import re
 import shutil
@@ -34,22 +37,39 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.labs import LABS  # noqa: E402
 import plain_nbgrader as plain  # noqa: E402
+import _docs  # noqa: E402
 from tests.hostile.cases import PLANTED, labs, write_batch  # noqa: E402
 from tests.verdicts import test_cell_points  # noqa: E402
 
 
-def main(kit_out: Path | None) -> None:
-    print("| case | what | honest score | plain nbgrader 0.9.6 | this kit |")
-    print("| --- | --- | --- | --- | --- |")
-    for lab_id in labs():
-        grade_lab(LABS[lab_id], kit_out / lab_id if kit_out else None)
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kit_out", nargs="?", type=Path,
+                        help="a folder with one kit OUT folder per lab, instead of grading here")
+    _docs.add_option(parser)
+    args = parser.parse_args()
+    if args.write_docs:
+        _docs.check(["plain_nbgrader_hostile"])
+    out = _docs.Recorder()
+    out("| case | what | honest score | plain nbgrader 0.9.6 | this kit |")
+    out("| --- | --- | --- | --- | --- |")
+    batches = [grade_lab(LABS[lab_id], args.kit_out / lab_id if args.kit_out else None, out)
+               for lab_id in labs()]
+    for line in batches:
+        print(f"\n{line}")
+    if args.write_docs:
+        import nbgrader
+        _docs.write("plain_nbgrader_hostile", out.text() + "\n\n" + "\n\n".join(batches),
+                    machine_line=_docs.machine(f"nbgrader {nbgrader.__version__}"))
 
 
 def _points(lab) -> float:
     return sum(sum(cells.values()) for cells in test_cell_points(lab.id).values())
 
 
-def grade_lab(lab, kit_out: Path | None) -> None:
+def grade_lab(lab, kit_out: Path | None, out) -> str:
+    """Each case of ``lab`` graded by plain nbgrader and the kit, a row each through
+    ``out``; returns what one plain batch run of all of them gave."""
     work = Path(tempfile.mkdtemp(prefix="plain-nbgrader-"))
     skeleton = plain.make_course(lab, work / "skeleton")
     batch = work / "batch"
@@ -79,11 +99,11 @@ def grade_lab(lab, kit_out: Path | None) -> None:
         got = kit.get(case.student_id)
         kit_text = (f"{float(got['score']):g}/{total:g}, {got['status'][:60]}" if got
                     else "no row")
-        print(f"| {case.name} | {case.what} | {case.expected()} | {plain_scores[case.student_id]} "
-              f"| {kit_text} |")
-    print(f"\n{lab.id}: the same {len(written)} files in one plain `nbgrader autograde` run: "
-          f"{batch_status}\n")
+        out(f"| {case.name} | {case.what} | {case.expected()} | {plain_scores[case.student_id]} "
+            f"| {kit_text} |")
     shutil.rmtree(work, ignore_errors=True)
+    return (f"{lab.id}: the same {len(written)} files in one plain `nbgrader autograde` run: "
+            f"{batch_status}")
 
 
 def _submit(case, batch: Path, course: Path, lab) -> None:
@@ -169,4 +189,4 @@ def _plain_scores(course: Path, lab, students: list[str]) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    main()

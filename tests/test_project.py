@@ -146,12 +146,14 @@ def test_each_labs_exercises_are_the_curriculums_graded_names(lab_id):
         f"missing from solutions/{lab_id}/lab.toml")
 
 
-def test_readme_badge_table_is_up_to_date(root):
+def test_readme_badge_tables_are_up_to_date(root):
+    # The kit's README and the students' (student/README.md) carry the same table.
     from autograder.grader.release import README_BEGIN, README_END, badge_table
 
-    text = (root / "README.md").read_text()
-    block = text[text.index(README_BEGIN) + len(README_BEGIN): text.index(README_END)]
-    assert block.strip() == badge_table(), "run `make labs` to refresh the README's badges"
+    for readme in (root / "README.md", root / "student" / "README.md"):
+        text = readme.read_text()
+        block = text[text.index(README_BEGIN) + len(README_BEGIN): text.index(README_END)]
+        assert block.strip() == badge_table(), f"run `make labs` to refresh {readme.name}'s badges"
 
 
 @pytest.mark.parametrize("text,message", [
@@ -203,3 +205,17 @@ def test_database_url_gives_postgresql_the_psycopg_driver():
     assert database_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
     assert database_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
     assert database_url("postgresql+asyncpg://u@h/db") == "postgresql+asyncpg://u@h/db"
+
+
+def test_readme_is_short_and_its_links_lead_somewhere(root):
+    # The README is the kit's front page: what it is, the commands, where to read
+    # more. Rationale and figures belong in docs/ (docs/performance.md and co.).
+    readme = root / "README.md"
+    size = len(readme.read_bytes())
+    assert size < 8192, f"README.md is {size} bytes, expected under 8192: move detail to docs/"
+    for text_path in (readme, *sorted((root / "docs").glob("*.md")), root / "student" / "README.md"):
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text_path.read_text()):
+            if "://" in target:
+                continue
+            assert (text_path.parent / target).exists(), (
+                f"{text_path.relative_to(root)} links to {target}, which does not exist")
