@@ -7,7 +7,7 @@ installed (`make torch` installs PyTorch's CPU build); a backend that is not
 installed is skipped with the reason. A cell appended to the notebook prints
 the backend the student kernel really ran, so the test cannot pass on
 TensorFlow by accident. The whole verdict suite runs under a backend with
-`make test-torch` (see the README's numerical policy).
+`make test-torch` (see docs/verdicts.md, the numerical policy).
 """
 
 from __future__ import annotations
