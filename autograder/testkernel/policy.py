@@ -10,12 +10,12 @@ TF32: GPUs from Ampere on may round float32 matmuls to TF32 (relative error
 up to ~2e-3). The locked setup cell of every lab turns it off on every
 backend (labkit.configure_precision), so the same tolerances hold on
 CPU and GPU.
+
+The time a call into the student's kernel may take is a limit like the
+others, kept with them in autograder.limits (CALL_TIMEOUT_S).
 """
 
 #: Relative tolerance for float32 results against float64 references.
 RTOL = 1e-4
 #: Absolute tolerance (matters where the expected value is close to 0).
 ATOL = 1e-5
-#: Seconds a single call into the student's kernel may take before it is
-#: interrupted and counted as a failure of that test.
-CALL_TIMEOUT_S = 60
