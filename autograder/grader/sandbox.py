@@ -55,7 +55,7 @@ SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/l
                 "/opt/conda")
 #: How many threads the numerical libraries of a student kernel may use
 #: (OpenMP for PyTorch and NumPy's BLAS, MKL, TensorFlow's op pools); set by
-#: the grader when it runs several kernels at once (autograder.grader.grade).
+#: the grader when it runs several kernels at once (autograder.grader.worker.share_cores).
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 #: Arguments of a kernel started inside the sandbox. ipykernel's parent
