@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="nbgrader course folder (default: OUT/nbgrader)")
     grade.add_argument("--seed", help="seed of the hidden tests' inputs (default: random)")
     grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
-                       help=f"seconds one cell may run (default {CELL_TIMEOUT_S}; 0: no limit)")
+                       help=f"seconds one cell may run (default {CELL_TIMEOUT_S})")
     grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT_S,
                        help=f"seconds the whole notebook may run (default {NOTEBOOK_TIMEOUT_S})")
     grade.add_argument("--jobs", type=int, default=None,

@@ -39,7 +39,8 @@ NOTEBOOK_TIMEOUT_S = 900
 SETUP_CELL_TIMEOUT_S = 300
 
 #: Seconds a graded test cell may run where the instructor set no cell
-#: limit (``--cell-timeout 0``): the tests still end, as a set-up cell does.
+#: limit (``--cell-timeout 0``): the hidden tests still end, in the time a
+#: set-up cell has.
 TESTS_CELL_TIMEOUT_UNSET_S = SETUP_CELL_TIMEOUT_S
 
 #: Seconds the test kernel has to start and to run its start-up and

@@ -44,7 +44,8 @@ from autograder import limits
 from autograder.grader import tempdirs
 from autograder.testkernel.probe import hide_data
 from autograder.grader.sandbox import SandboxKernelManager, bubblewrap_works
-# The test kernel's memory cap (why 3 GiB: autograder.limits).
+# The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
+# why 3 GiB: autograder.limits.
 from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
 
 TESTS_KERNEL_STARTUP = f"""

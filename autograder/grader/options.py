@@ -39,7 +39,9 @@ class GradingOptions:
     Args:
         jobs: submissions graded at once, each in a worker process (None:
             one per core; `workers` says how many).
-        cell_timeout: seconds one student cell may run (0: no limit).
+        cell_timeout: seconds one student cell may run (0: none for the
+            student's own cells; set-up and test cells still have
+            autograder.limits' SETUP_CELL_TIMEOUT_S).
         notebook_timeout: seconds the whole notebook may run.
         seed: the hidden tests' inputs' seed (None: a fresh secret one each
             run, written nowhere: autograder.grader.grade).
@@ -75,7 +77,7 @@ class GradingOptions:
         if not _is_int(self.cell_timeout) or self.cell_timeout < 0:
             raise ValueError(
                 f"--cell-timeout {self.cell_timeout} is not a number of seconds: give the "
-                f"seconds one cell may run (default {CELL_TIMEOUT_S}; 0: no limit).")
+                f"seconds one cell may run (default {CELL_TIMEOUT_S}).")
         if not _is_int(self.notebook_timeout) or self.notebook_timeout < 1:
             raise ValueError(
                 f"--notebook-timeout {self.notebook_timeout} is not a number of seconds: "
