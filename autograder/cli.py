@@ -10,6 +10,9 @@ from pathlib import Path
 
 import warnings
 
+from autograder.grader.options import KERNELS, GradingOptions
+from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde; they
 # are noise for the instructor (the gradebook is written correctly).
@@ -59,21 +62,29 @@ def database_url(url: str | None) -> str | None:
     return f"postgresql+psycopg://{rest}"
 
 
+def grading_options(args) -> GradingOptions:
+    """The options of `grade` (or `merge`, which has only --db and --course-dir),
+    built once from the command line and checked (GradingOptions says what is wrong)."""
+    given = {"db_url": args.db, "course_dir": args.course_dir}
+    if args.command == "grade":
+        given.update(seed=args.seed, progress=not args.quiet, cell_timeout=args.cell_timeout,
+                     notebook_timeout=args.notebook_timeout, jobs=args.jobs,
+                     regrade=args.regrade, shard=args.shard, kernels=args.kernels,
+                     run_demos=args.run_demos)
+    return GradingOptions(**given)
+
+
 def _grade(args) -> int:
     args.db = database_url(args.db)
+    options = grading_options(args)
     from autograder.grader.grade import grade
     from autograder.grader.reports import write_gradebook_table
 
     started = time.monotonic()
-    results, paths = grade(args.lab, Path(args.submissions), Path(args.out),
-                           db_url=args.db, course_dir=args.course_dir, seed=args.seed,
-                           progress=not args.quiet, cell_timeout=args.cell_timeout,
-                           notebook_timeout=args.notebook_timeout, jobs=args.jobs,
-                           regrade=args.regrade, shard=getattr(args, "shard", None),
-                           kernels=args.kernels, run_demos=args.run_demos)
+    results, paths = grade(args.lab, Path(args.submissions), Path(args.out), options)
     print(write_gradebook_table(results))
     seconds = time.monotonic() - started
-    part = f" (shard {args.shard})" if getattr(args, "shard", None) else ""
+    part = f" (shard {args.shard})" if args.shard else ""
     print(f"\n{len(results)} submissions of {args.lab}{part} graded in {seconds:.1f} s.")
     print(f"Grades:   {Path(args.out) / 'grades.csv'}")
     print(f"Report:   {Path(args.out) / 'report.html'}")
@@ -83,12 +94,12 @@ def _grade(args) -> int:
 
 def _merge(args) -> int:
     args.db = database_url(args.db)
+    options = grading_options(args)
     from autograder.grader.grade import merge
     from autograder.grader.reports import write_gradebook_table
 
     started = time.monotonic()
-    results, _ = merge(args.lab, [Path(p) for p in args.shards], Path(args.out),
-                       db_url=args.db, course_dir=args.course_dir,
+    results, _ = merge(args.lab, [Path(p) for p in args.shards], Path(args.out), options,
                        allow_missing=args.allow_missing)
     print(write_gradebook_table(results))
     print(f"\n{len(results)} submissions of {args.lab} merged from {len(args.shards)} "
@@ -137,10 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--course-dir", type=Path,
                        help="nbgrader course folder (default: OUT/nbgrader)")
     grade.add_argument("--seed", help="seed of the hidden tests' inputs (default: random)")
-    grade.add_argument("--cell-timeout", type=int, default=120,
-                       help="seconds one cell may run (default 120)")
-    grade.add_argument("--notebook-timeout", type=int, default=900,
-                       help="seconds the whole notebook may run (default 900)")
+    grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
+                       help=f"seconds one cell may run (default {CELL_TIMEOUT_S})")
+    grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT_S,
+                       help=f"seconds the whole notebook may run (default {NOTEBOOK_TIMEOUT_S})")
     grade.add_argument("--jobs", type=int, default=None,
                        help="submissions graded at once (default: the number of cores)")
     grade.add_argument("--regrade", action="store_true",
@@ -148,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--shard", metavar="K/N",
                        help="grade only part K of N of the class (sorted by student id; "
                             "needs --seed); join the parts with `merge`")
-    grade.add_argument("--kernels", choices=("fork", "fresh"), default="fork",
+    grade.add_argument("--kernels", choices=KERNELS, default=GradingOptions.kernels,
                        help="fork each student kernel, libraries already imported, into its "
                             "sandbox (default), or start a fresh Python for each")
     grade.add_argument("--run-demos", action="store_true",

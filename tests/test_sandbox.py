@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from autograder.grader import grade, sandbox
+from autograder.grader import sandbox, worker
 
 BOMB = "b = bytearray(400 * 1024 * 1024); print('allocated', len(b))"
 SMALL = "b = bytearray(20 * 1024 * 1024); print('allocated', len(b))"
@@ -61,7 +61,7 @@ def test_parallel_kernels_share_the_cores_and_the_instructor_setting_wins(monkey
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     os.environ["MKL_NUM_THREADS"] = "3"          # the instructor's own choice
     os.environ["GRADER_SECRET"] = "do-not-pass"
-    grade.share_cores(4)
+    worker.share_cores(4)
     env = sandbox.kernel_environment(sandbox.SandboxSpec(scratch=tmp_path, ipc_dir=tmp_path))
     assert env["OMP_NUM_THREADS"] == "2" and env["TF_NUM_INTRAOP_THREADS"] == "2"
     assert env["MKL_NUM_THREADS"] == "3"
@@ -70,7 +70,7 @@ def test_parallel_kernels_share_the_cores_and_the_instructor_setting_wins(monkey
 
 def test_one_job_leaves_the_thread_settings_alone(monkeypatch):
     _private_environ(monkeypatch)
-    grade.share_cores(1)
+    worker.share_cores(1)
     assert not any(name in os.environ for name in sandbox.THREAD_ENV)
 
 

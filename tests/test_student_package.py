@@ -47,3 +47,20 @@ def test_wheel_holds_no_solution_or_reference_code(wheel):
                 assert marker not in text, f"{marker!r} found in {name} of the student wheel"
             leaked = [line for line in solution_lines if line in text]
             assert not leaked, f"solution code in {name}: {leaked[:2]}"
+
+
+def test_the_visible_checks_compare_with_the_graders_tolerances():
+    # labkit cannot import the grader (students install it alone), so it
+    # restates the numerical policy's tolerances: a drift would let a
+    # visible check pass what the hidden tests fail, or the reverse.
+    import inspect
+
+    from labkit import checks
+
+    from autograder.testkernel import policy
+
+    assert (checks.RTOL, checks.ATOL) == (policy.RTOL, policy.ATOL), (
+        "labkit.checks and autograder/testkernel/policy.py state different tolerances: "
+        "change both together (see policy.py's docstring)")
+    defaults = inspect.signature(checks.check_close).parameters
+    assert (defaults["rtol"].default, defaults["atol"].default) == (checks.RTOL, checks.ATOL)

@@ -40,18 +40,13 @@ from traitlets import Integer, List, Unicode
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
+from autograder import limits
 from autograder.grader import tempdirs
 from autograder.testkernel.probe import hide_data
 from autograder.grader.sandbox import SandboxKernelManager, bubblewrap_works
-
-#: The test kernel's memory cap, as data segment (RLIMIT_DATA: private
-#: writable memory, what arrays take; an address-space cap would also count
-#: what TensorFlow and CUDA reserve without using). Measured with lab2's
-#: references running Keras: 0.5 GiB of data segment, 2.2 GiB of address
-#: space (more on a GPU machine). Answers are capped at
-#: autograder.testkernel.probe.MAX_ANSWER_BYTES by their headers before they are read,
-#: and a test converts one to float64 and compares it, a few copies at most.
-TESTS_KERNEL_MEMORY_BYTES = 3 * 1024**3
+# The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
+# why 3 GiB: autograder.limits.
+from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
 
 TESTS_KERNEL_STARTUP = f"""
 import os, resource, sys, warnings
@@ -138,7 +133,7 @@ class TestsKernel:
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.kc = self.km.client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=120)
+        self.kc.wait_for_ready(timeout=limits.TESTS_KERNEL_START_TIMEOUT_S)
 
     @classmethod
     def get(cls, settings: tuple) -> tuple["TestsKernel", bool]:
@@ -196,11 +191,13 @@ class IsolatedExecute(Execute):
     lab_id = Unicode("", help="The lab being graded (selects the references).").tag(config=True)
     exercise_names = List(Unicode(), help="Names hidden tests may call.").tag(config=True)
     seed = Unicode("0", help="Secret seed of the hidden tests' inputs.").tag(config=True)
-    notebook_timeout = Integer(900, help="Seconds for the whole notebook.").tag(config=True)
+    notebook_timeout = Integer(limits.NOTEBOOK_TIMEOUT_S,
+                               help="Seconds for the whole notebook.").tag(config=True)
     skip_cells = List(Unicode(), help="grade_ids of provided demonstration cells not to run "
                       "(source.skipped_when_grading).").tag(config=True)
     setup_timeout = Integer(
-        300, help="Seconds for each provided cell before the first answer (imports).").tag(config=True)
+        limits.SETUP_CELL_TIMEOUT_S,
+        help="Seconds for each provided cell before the first answer (imports).").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxKernelManager
@@ -366,7 +363,7 @@ class IsolatedExecute(Execute):
             (Path(kernel.folder) / STUDENT_CELLS_FILE).write_text(
                 json.dumps(self._student_cells), encoding="utf-8")
             for code in ([TESTS_KERNEL_STARTUP] if new else []) + [session]:
-                status, error = self._tests_execute(code, 120)
+                status, error = self._tests_execute(code, limits.TESTS_KERNEL_START_TIMEOUT_S)
                 if status != "ok":
                     TestsKernel.discard()
                     self._tests_km = self._tests_kc = None
@@ -378,7 +375,8 @@ class IsolatedExecute(Execute):
         if self._tests_kc is not None:
             status = "dirty"
             if not self._tests_dirty:
-                status, _ = self._tests_execute(TESTS_SESSION_END, 30)
+                status, _ = self._tests_execute(TESTS_SESSION_END,
+                                                limits.TESTS_SESSION_END_TIMEOUT_S)
             if status != "ok":
                 TestsKernel.discard()
         self._tests_km = self._tests_kc = None
@@ -455,9 +453,10 @@ class IsolatedExecute(Execute):
         names = sorted(set(self.exercise_names) & names_used(cell.source)
                        - set(dir(builtins)))
         status, content = self._tests_execute(
-            f"__autograder_kernel__.bind(globals(), {names!r})", 60)
+            f"__autograder_kernel__.bind(globals(), {names!r})", limits.TESTS_BIND_TIMEOUT_S)
         if status == "ok":
-            status, content = self._tests_execute(cell.source, self.timeout or 300)
+            status, content = self._tests_execute(
+                cell.source, self.timeout or limits.TESTS_CELL_TIMEOUT_UNSET_S)
         if status == "ok":
             cell.outputs = []
             self._record["tests"][grade_id] = {"passed": True}

@@ -47,13 +47,16 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Dict, List, Type, Unicode
 
 from autograder.forkserver import server as forkserver
+from autograder.limits import (BUBBLEWRAP_CHECK_TIMEOUT_S, KERNEL_FILE_SIZE_BYTES,
+                               KERNEL_MEMORY_BYTES, KERNEL_OPEN_FILES, KERNEL_PROCESSES,
+                               SANDBOX_SCRATCH_BYTES, SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES)
 
 #: System folders the kernel may read.
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
                 "/opt/conda")
 #: How many threads the numerical libraries of a student kernel may use
 #: (OpenMP for PyTorch and NumPy's BLAS, MKL, TensorFlow's op pools); set by
-#: the grader when it runs several kernels at once (autograder.grader.grade).
+#: the grader when it runs several kernels at once (autograder.grader.worker.share_cores).
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 #: Arguments of a kernel started inside the sandbox. ipykernel's parent
@@ -86,21 +89,20 @@ BECOME = (inspect.getsource(forkserver.drop_privileges)
 
 @dataclass
 class Limits:
-    """Resource limits of one student kernel."""
+    """Resource limits of one student kernel (each default and why it is
+    that value: autograder.limits)."""
 
-    memory_bytes: int = 6 * 1024**3
-    file_size_bytes: int = 256 * 1024**2
+    memory_bytes: int = KERNEL_MEMORY_BYTES
+    file_size_bytes: int = KERNEL_FILE_SIZE_BYTES
     #: Processes and threads the kernel may start beyond those its user
-    #: already runs (RLIMIT_NPROC counts every one of the user's: where the
-    #: grader is root, those of this kernel's own user, kernel_user; else
-    #: the grader's and the other kernels' too).
-    processes: int = 4096
-    open_files: int = 4096
+    #: already runs (RLIMIT_NPROC counts every one of the user's).
+    processes: int = KERNEL_PROCESSES
+    open_files: int = KERNEL_OPEN_FILES
     #: Sizes of the sandbox's tmpfs mounts: the file systems it can write
     #: (but for its ipc folder), held in the machine's memory.
-    tmp_bytes: int = 256 * 1024**2
-    scratch_bytes: int = 512 * 1024**2
-    shm_bytes: int = 64 * 1024**2
+    tmp_bytes: int = SANDBOX_TMP_BYTES
+    scratch_bytes: int = SANDBOX_SCRATCH_BYTES
+    shm_bytes: int = SANDBOX_SHM_BYTES
 
 
 @dataclass
@@ -132,7 +134,7 @@ def bubblewrap_works() -> bool:
         result = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
              "--unshare-net", "--unshare-pid", "--die-with-parent", "true"],
-            capture_output=True, timeout=20,
+            capture_output=True, timeout=BUBBLEWRAP_CHECK_TIMEOUT_S,
         )
     except (OSError, subprocess.SubprocessError):
         return False

@@ -44,19 +44,12 @@ from pathlib import Path
 import numpy as np
 from jupyter_client import BlockingKernelClient
 
-from autograder.testkernel import policy
+# The time a call may take and the caps on an answer and on a student's
+# message (what and why: autograder.limits); names of this module too, read
+# at each use (tests lower them here).
+from autograder.limits import (CALL_TIMEOUT_S, MAX_ANSWER_BYTES, MAX_ANSWER_JSON_BYTES,
+                               MAX_MESSAGE_CHARS)
 from autograder.testkernel.testing import not_numeric
-
-#: Answers larger than this are refused unread (a student's kernel could
-#: otherwise exhaust the test kernel's memory): the arrays of one answer once
-#: loaded, by their .npy headers, before any is inflated.
-MAX_ANSWER_BYTES = 256 * 2**20
-#: The JSON part of an answer (values other than arrays: numbers, strings,
-#: references): small for every exercise, and a JSON parser needs several
-#: times its size in memory.
-MAX_ANSWER_JSON_BYTES = 8 * 2**20
-#: What a student's exception may show on their feedback page, at most.
-MAX_MESSAGE_CHARS = 300
 
 GLUE_SOURCE = (Path(__file__).parent.parent / "studentkernel" / "glue.py").read_text(encoding="utf-8")
 #: Where the student's kernel keeps the compiled glue between requests (in
@@ -89,7 +82,7 @@ class StudentKernel:
     """A client of the student's (sandboxed) kernel for hidden tests."""
 
     def __init__(self, connection_file: str, exchange_dir: str, pgid: int | None = None,
-                 lab_id: str | None = None, timeout: float = policy.CALL_TIMEOUT_S,
+                 lab_id: str | None = None, timeout: float = CALL_TIMEOUT_S,
                  exchange_identity: tuple[int, int] | None = None):
         self.exchange = Path(exchange_dir)
         self.exchange.mkdir(parents=True, exist_ok=True)

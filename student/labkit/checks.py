@@ -7,7 +7,13 @@ any Keras backend.
 
 These checks use small, hand-checkable examples. Your notebook is graded by
 other (hidden) tests on other inputs, so passing these is necessary, not
-sufficient.
+sufficient. They compare numbers with the grader's tolerances (`RTOL`,
+`ATOL`): a value that passes here is not failed there for rounding alone.
+
+(For the kit's maintainers: labkit is installed on its own in the students'
+notebooks and imports nothing of the grader, so it restates the grader's
+numerical policy here; the kit's tests/test_student_package.py fails if the
+two differ.)
 """
 
 from __future__ import annotations
@@ -18,6 +24,12 @@ __all__ = ["to_numpy", "check_close", "check_shape", "check_true", "check_tuple"
            "check_config", "check_raises"]
 
 _MAX_SHOWN = 24  # arrays up to this many values are printed in full
+
+#: Relative tolerance of `check_close`: float32 results against float64
+#: expectations (the grader's numerical policy; see the module's docstring).
+RTOL = 1e-4
+#: Absolute tolerance of `check_close` (matters where the expected value is close to 0).
+ATOL = 1e-5
 
 
 def _fail(message: str, hint: str = ""):
@@ -90,8 +102,8 @@ def check_shape(actual, expected_shape, what: str, hint: str = "") -> np.ndarray
     return array
 
 
-def check_close(actual, expected, what: str, rtol: float = 1e-4,
-                atol: float = 1e-5, hint: str = "") -> np.ndarray:
+def check_close(actual, expected, what: str, rtol: float = RTOL,
+                atol: float = ATOL, hint: str = "") -> np.ndarray:
     """Check shape, finiteness and values of ``actual`` against ``expected``.
 
     Values pass when ``|actual - expected| <= atol + rtol * |expected|``.

@@ -1,0 +1,290 @@
+"""A class graded in one batch: the workers, the class's gradebook, the resume cache.
+
+`Grader` lists the submissions, takes this run's part of them (a shard),
+sends those not finished before to the workers (autograder.grader.worker)
+and writes each result into the class's `ClassGradebook` as it comes back.
+`ClassGradebook` is the class's side of OUT: its nbgrader course folder and
+gradebook, run.json, and OUT/results/<student>.json, where each finished
+result is kept so that an interrupted run, started again, goes on where it
+stopped without grading anyone twice. Merging shards
+(autograder.grader.shards) writes the same `ClassGradebook`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import secrets
+import shutil
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+
+from autograder.grader import course, intake, names, reports
+from autograder.grader.options import GradingOptions, seed_check
+from autograder.grader.reports import clean_text
+from autograder.grader.results import ExerciseResult, SubmissionResult
+from autograder.grader.source import skipped_when_grading
+from autograder.grader.worker import WorkerSetup, lab_points, start_worker, work
+from autograder.labs import KIT_ROOT, Lab, get_lab
+
+
+class ClassGradebook:
+    """The class's gradebook and saved results in OUT, written one student at a time.
+
+    Args:
+        lab: the lab graded.
+        out_dir: OUT, where run.json, results/ and the reports go.
+        options: where the gradebook goes (``db_url``, ``course_dir``).
+        seed_check: what OUT keeps of the instructor's seed
+            (autograder.grader.options.seed_check), or None for a secret seed.
+    """
+
+    def __init__(self, lab: Lab, out_dir: Path, options: GradingOptions,
+                 seed_check: str | None = None):
+        self.lab = lab
+        self.out_dir = Path(out_dir).resolve()
+        self.root = (options.course_dir.resolve() if options.course_dir
+                     else self.out_dir / "nbgrader")
+        self.db_url = options.db_url or f"sqlite:///{self.root / 'gradebook.db'}"
+        self.seed_check = seed_check
+        self.points: dict[str, float] = {}
+
+    def prepare(self, students: list[str] | None = None,
+                shard: tuple[int, int] | None = None, class_size: int | None = None) -> None:
+        """Make OUT and the course folder, register the lab, write run.json.
+
+        run.json says what `merge` needs of this run: the lab, the seed's
+        check, the shard and the students it was to grade.
+        """
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "results").mkdir(exist_ok=True)
+        api = course.prepare_course(self.root, self.lab, self.db_url)
+        self.points = lab_points(api, self.lab)
+        run = {"lab": self.lab.id, "db_url": _redact(self.db_url),
+               "course_dir": str(self.root)}
+        if self.seed_check:
+            run["seed_check"] = self.seed_check
+        if shard:
+            run["shard"] = list(shard)
+            run["class_size"] = class_size
+        if students is not None:
+            run["students"] = students
+        (self.out_dir / "run.json").write_text(json.dumps(run, indent=1))
+
+    def saved(self, student_id: str, sha256: str) -> SubmissionResult | None:
+        """The finished result of this very file, if an earlier run into OUT saved one.
+
+        Whatever seed it was graded with is kept, except that a run with an
+        instructor's --seed regrades results of any other seed (shards must
+        agree).
+        """
+        try:
+            entry = json.loads(self._result_path(student_id).read_text())
+            if entry.get("sha256") != sha256:
+                return None
+            if self.seed_check and entry.get("seed_check") != self.seed_check:
+                return None
+            return result_from_json(entry["result"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def save(self, sha256: str, result: SubmissionResult, grades: dict[str, float],
+             timings: dict[str, float] | None = None) -> None:
+        """Keep ``result`` in OUT/results/ (written whole or not at all)."""
+        path = self._result_path(result.student_id)
+        path.with_suffix(".tmp").write_text(json.dumps(
+            {"sha256": sha256, "seed_check": self.seed_check, "result": asdict(result),
+             "grades": grades, "timings": timings or {}}))
+        path.with_suffix(".tmp").replace(path)
+
+    def record(self, result: SubmissionResult, grades: dict[str, float],
+               worker_root: Path) -> None:
+        """Write one result into the class's gradebook and course folder.
+
+        ``grades``: the score of each graded cell; ``worker_root``: the
+        course folder that holds the student's submitted and autograded
+        notebooks (a worker's, or a shard's).
+        """
+        from nbgrader.api import Gradebook
+
+        student_id = result.student_id
+        for stage in ("submitted", "autograded"):
+            source = Path(worker_root) / stage / student_id / self.lab.id
+            target = self.root / stage / student_id / self.lab.id
+            if source.exists():
+                shutil.rmtree(target, ignore_errors=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(source, target)
+        with Gradebook(self.db_url) as gradebook:
+            gradebook.update_or_create_student(student_id)
+            gradebook.update_or_create_submission(self.lab.id, student_id)
+            notebook = gradebook.find_submission_notebook(self.lab.notebook, self.lab.id,
+                                                          student_id)
+            for grade in notebook.grades:
+                grade.auto_score = grades.get(grade.name, 0.0)
+                grade.needs_manual_grade = False
+            gradebook.db.commit()
+
+    def write_reports(self, results: list[SubmissionResult],
+                      hints: dict[str, str] | None = None) -> dict:
+        """grades.csv, exercises.csv, feedback and report.html in OUT (hints: the lab's)."""
+        if hints is None:
+            hints = lab_hints(self.lab)
+        return reports.write_reports(results, self.out_dir, self.lab.title, hints)
+
+    def _result_path(self, student_id: str) -> Path:
+        return self.out_dir / "results" / f"{student_id}.json"
+
+
+class Grader:
+    """Grades the submissions of one lab into one output folder and gradebook.
+
+    Submissions are graded by `options.workers` worker processes, each in a
+    private course folder; this object alone writes their results into the
+    class's gradebook (SQLite by default, any SQLAlchemy URL with
+    `options.db_url`), copies the autograded notebooks into the class's
+    course folder, and keeps each finished result in OUT/results/.
+    """
+
+    def __init__(self, lab_id: str, out_dir: Path, options: GradingOptions):
+        self.lab = get_lab(lab_id)
+        self.options = options
+        # The instructor's seed, or a fresh secret one (autograder.grader.grade).
+        self.seed = options.seed or secrets.token_hex(16)
+        self.gradebook = ClassGradebook(
+            self.lab, out_dir, options,
+            seed_check(options.seed, self.lab.id) if options.seed else None)
+        self.out_dir = self.gradebook.out_dir
+        # The provided demonstration cells not to run: read once from the
+        # lab's source (source.skipped_when_grading), handed to every worker.
+        self.skip_cells = [] if options.run_demos else skipped_when_grading(self.lab)
+        self.hidden: list[Path] = [self.gradebook.root, self.out_dir, KIT_ROOT]
+
+    def grade_all(self, submissions_path: Path) -> list[SubmissionResult]:
+        """Grade this run's part of the class (all of it but for a shard), in order."""
+        self.hidden.append(Path(submissions_path).resolve())
+        submissions = names.collect_submissions(submissions_path, self.lab.id,
+                                                self.lab.notebook)
+        total = len(submissions)
+        if self.options.shard:
+            # Every shard lists the same folder, sorted by student id: shard
+            # K of N takes every N-th student from the K-th on.
+            index, count = self.options.shard
+            submissions = submissions[index - 1::count]
+        self.gradebook.prepare([s.student_id for s in submissions], self.options.shard, total)
+        # Each file is read here once for its digest (one at a time, not kept).
+        digests = {s.student_id: _digest(s) for s in submissions}
+        results: dict[str, SubmissionResult] = {}
+        pending = []
+        for submission in submissions:
+            saved = None if self.options.regrade else \
+                self.gradebook.saved(submission.student_id, digests[submission.student_id])
+            if saved is not None:
+                results[submission.student_id] = saved
+            else:
+                pending.append(submission)
+        bar = _progress(len(submissions), self.options.progress, initial=len(results))
+        for result, grades, worker_root, timings in self._run(pending):
+            result = self._record(result, grades, Path(worker_root))
+            self.gradebook.save(digests[result.student_id], result, grades, timings)
+            results[result.student_id] = result
+            if bar is not None:
+                bar.set_postfix_str(clean_text(result.student_id, keep_lines=False)[:20])
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        shutil.rmtree(self._workers_dir, ignore_errors=True)
+        return [results[submission.student_id] for submission in submissions]
+
+    @property
+    def _workers_dir(self) -> Path:
+        return self.gradebook.root / ".workers"
+
+    def _record(self, result: SubmissionResult, grades: dict[str, float],
+                worker_root: Path) -> SubmissionResult:
+        """Record ``result`` in the class's gradebook; the row to keep (failed if that failed)."""
+        try:
+            self.gradebook.record(result, grades, worker_root)
+            return result
+        except Exception as error:  # noqa: BLE001 - the row stays, with the reason
+            return intake.failed(result.student_id, self.lab, self.gradebook.points,
+                                 intake.grader_error(f"recording the grades failed "
+                                                     f"({type(error).__name__}: {error})"),
+                                 result.source_name, result.notes)
+
+    def _run(self, pending):
+        """Yield (result, grades, worker_root, timings) as submissions are graded."""
+        if not pending:
+            return
+        setup = WorkerSetup(
+            lab_id=self.lab.id, seed=self.seed,
+            hidden=tuple(str(path) for path in self.hidden),
+            skip_cells=tuple(self.skip_cells), options=self.options,
+            workers_dir=str(self._workers_dir),
+            jobs=min(self.options.workers, len(pending)))
+        if setup.jobs == 1:
+            start_worker(setup)
+            for submission in pending:
+                yield work(submission)
+            return
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=setup.jobs, mp_context=context,
+                                 initializer=start_worker, initargs=(setup,)) as pool:
+            futures = {pool.submit(work, submission): submission for submission in pending}
+            for future in as_completed(futures):
+                try:
+                    yield future.result()
+                except Exception as error:  # noqa: BLE001 - a worker died: keep the row
+                    submission = futures[future]
+                    yield (intake.failed(submission.student_id, self.lab, self.gradebook.points,
+                                         intake.grader_error(
+                                             f"the grading worker failed "
+                                             f"({type(error).__name__}: {error})"),
+                                         submission.source_name),
+                           {}, str(self._workers_dir / "lost"), {})
+
+
+def result_from_json(saved: dict) -> SubmissionResult:
+    """A SubmissionResult from its ``asdict`` form in OUT/results/<student>.json."""
+    exercises = [ExerciseResult(**e) for e in saved["exercises"]]
+    return SubmissionResult(**{**saved, "exercises": exercises})
+
+
+def lab_hints(lab: Lab) -> dict[str, str]:
+    """The hints the lab's references give each exercise's feedback (none without them)."""
+    import importlib
+
+    try:
+        module = importlib.import_module(f"autograder.references.{lab.id}")
+    except ImportError:
+        return {}
+    return dict(getattr(module, "HINTS", {}))
+
+
+def _digest(submission: names.Submission) -> str:
+    """What the result saved for ``submission`` was graded from (read now, not kept)."""
+    data, problem = submission.read()
+    return hashlib.sha256(data if data is not None else
+                          (submission.problem or problem).encode()).hexdigest()
+
+
+def _redact(db_url: str) -> str:
+    if "@" in db_url and "://" in db_url:
+        scheme, rest = db_url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return db_url
+
+
+def _progress(total: int, enabled: bool, initial: int = 0):
+    """A progress bar with an ETA on stderr, or None."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, desc="grading", unit="notebook",
+                file=sys.stderr, dynamic_ncols=True)

@@ -1,0 +1,141 @@
+"""How a class is graded: every option of `grade` and `merge`, checked once.
+
+The command line (autograder.cli) builds one `GradingOptions` from its
+arguments and hands it on: to `grade` (autograder.grader.grade), the batch
+(autograder.grader.batch.Grader), its worker processes
+(autograder.grader.worker) and, through nbgrader's configuration, the
+Execute step (autograder.grader.execute). Each default is written here
+once, the limits among them taken from autograder.limits; a wrong value
+is refused here, before anything is graded, with what to give instead.
+
+The seed of the hidden tests' inputs is an option too, and so is what OUT
+keeps of it (`seed_check`); a shard (``--shard K/N``) is parsed here, and
+it needs a seed (`parse_shard`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S
+
+#: How student kernels start: forked from a fork server with the libraries
+#: imported (autograder.forkserver.server), or a fresh Python each.
+KERNELS = ("fork", "fresh")
+
+#: PBKDF2 rounds of seed_check: a guessed seed costs this many hashes.
+SEED_CHECK_ROUNDS = 200_000
+
+
+@dataclass(frozen=True)
+class GradingOptions:
+    """Every choice an instructor makes about a grading run, with its default.
+
+    Args:
+        jobs: submissions graded at once, each in a worker process (None:
+            one per core; `workers` says how many).
+        cell_timeout: seconds one student cell may run (0: none for the
+            student's own cells; set-up and test cells still have
+            autograder.limits' SETUP_CELL_TIMEOUT_S).
+        notebook_timeout: seconds the whole notebook may run.
+        seed: the hidden tests' inputs' seed (None: a fresh secret one each
+            run, written nowhere: autograder.grader.grade).
+        regrade: grade everyone again, even those an earlier run into the
+            same OUT finished.
+        run_demos: also run the provided cells that only demonstrate
+            (``grading="skip"`` in the lab's source; skipped by default).
+        kernels: "fork" or "fresh" (`KERNELS`).
+        db_url: the class's gradebook, an SQLAlchemy URL (None: SQLite in
+            the course folder).
+        course_dir: the nbgrader course folder (None: OUT/nbgrader).
+        shard: this run's part of the class, (K, N) or "K/N" (needs `seed`).
+        progress: show a progress bar with an ETA on stderr.
+    """
+
+    jobs: int | None = None
+    cell_timeout: int = CELL_TIMEOUT_S
+    notebook_timeout: int = NOTEBOOK_TIMEOUT_S
+    seed: str | None = None
+    regrade: bool = False
+    run_demos: bool = False
+    kernels: str = "fork"
+    db_url: str | None = None
+    course_dir: Path | None = None
+    shard: tuple[int, int] | None = None
+    progress: bool = True
+
+    def __post_init__(self):
+        if self.jobs is not None and (not _is_int(self.jobs) or self.jobs < 1):
+            raise ValueError(
+                f"--jobs {self.jobs} is not a number of submissions to grade at once: give "
+                f"1 or more (or leave it out: one per core, {os.cpu_count() or 1} here).")
+        if not _is_int(self.cell_timeout) or self.cell_timeout < 0:
+            raise ValueError(
+                f"--cell-timeout {self.cell_timeout} is not a number of seconds: give the "
+                f"seconds one cell may run (default {CELL_TIMEOUT_S}).")
+        if not _is_int(self.notebook_timeout) or self.notebook_timeout < 1:
+            raise ValueError(
+                f"--notebook-timeout {self.notebook_timeout} is not a number of seconds: "
+                f"give the seconds the whole notebook may run (default {NOTEBOOK_TIMEOUT_S}).")
+        if self.kernels not in KERNELS:
+            raise ValueError(f"--kernels {self.kernels!r} is not one of {', '.join(KERNELS)}: "
+                             f"fork (the default) or fresh.")
+        if self.seed is not None and not isinstance(self.seed, str):
+            raise ValueError(f"--seed must be text, got {type(self.seed).__name__}: give "
+                             f"a long random word.")
+        if self.course_dir is not None:
+            object.__setattr__(self, "course_dir", Path(self.course_dir))
+        if isinstance(self.shard, str):
+            object.__setattr__(self, "shard", parse_shard(self.shard))
+        if self.shard is not None:
+            self._check_shard()
+
+    def _check_shard(self) -> None:
+        shard = tuple(self.shard)
+        if len(shard) != 2 or not all(map(_is_int, shard)) or not 1 <= shard[0] <= shard[1]:
+            parse_shard(str(self.shard))   # raises, saying what a shard is
+        object.__setattr__(self, "shard", shard)
+        if not self.seed:
+            raise ValueError(
+                f"--shard {shard[0]}/{shard[1]} needs --seed: every shard of a class must "
+                f"grade with the same hidden inputs. Pick a long random word and give it "
+                f"to every shard, e.g. --seed {secrets.token_hex(16)} (OUT keeps only a "
+                f"slow hash of it).")
+
+    @property
+    def workers(self) -> int:
+        """Submissions graded at once: ``jobs``, or one per core."""
+        return self.jobs or os.cpu_count() or 1
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N), with 1 <= K <= N."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise ValueError(
+            f"--shard {text!r} is not K/N with 1 <= K <= N. Give this machine's part of "
+            f"the class, e.g. --shard 1/4 ... --shard 4/4 on four machines (a Slurm "
+            f"array: --shard $((SLURM_ARRAY_TASK_ID+1))/$SLURM_ARRAY_TASK_COUNT)."
+        )
+    return int(match[1]), int(match[2])
+
+
+def seed_check(seed: str, lab_id: str) -> str:
+    """What OUT keeps of an instructor's --seed: a slow keyed hash, never the seed.
+
+    Shards graded with one seed have equal checks, which is all `merge`
+    needs; the seed itself (the hidden inputs) cannot be read back from
+    OUT, short of guessing it (so give a long random one).
+    """
+    return hashlib.pbkdf2_hmac("sha256", seed.encode("utf-8", "surrogatepass"),
+                               f"labkit seed check {lab_id}".encode(),
+                               SEED_CHECK_ROUNDS).hex()

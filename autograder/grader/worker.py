@@ -1,0 +1,291 @@
+"""A grading worker: one process that grades one submission at a time.
+
+The batch (autograder.grader.batch) starts ``--jobs`` of them (or grades in
+its own process with one): each is handed a `WorkerSetup` once
+(`start_worker`, the initializer of the process pool), keeps one `Worker`
+with a private nbgrader course folder, and grades the submissions sent to
+it (`work`), returning each one's result, the scores of its graded cells,
+its course folder (where the autograded notebook is) and its timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.grader import course, intake, names, tempdirs
+from autograder.grader.normalize import normalize
+from autograder.grader.options import GradingOptions
+from autograder.grader.reports import clean_text
+from autograder.grader.results import GRADED, ExerciseResult, SubmissionResult
+from autograder.labs import Lab, get_lab
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What every worker of a run is given once (sent to each process).
+
+    Args:
+        lab_id: the lab graded.
+        seed: the run's seed of the hidden tests' inputs (the instructor's,
+            or the secret one the batch drew).
+        hidden: folders the student's kernel must not see (the class's
+            course folder and OUT, the kit, the submissions).
+        skip_cells: grade_ids of the provided demonstration cells not to run
+            (autograder.grader.source.skipped_when_grading).
+        options: the run's options (timeouts, kernels).
+        workers_dir: where each worker makes its private course folder.
+        jobs: how many workers run at once (they share the cores).
+    """
+
+    lab_id: str
+    seed: str
+    hidden: tuple[str, ...]
+    skip_cells: tuple[str, ...]
+    options: GradingOptions
+    workers_dir: str
+    jobs: int = 1
+
+
+class Worker:
+    """Grades one submission at a time in a private nbgrader course folder.
+
+    Every worker has its own course folder and SQLite gradebook, so that
+    workers never write to one database at once (nbgrader's SQLite is not
+    safe for concurrent writers); the batch records what they found in the
+    class's gradebook, one submission at a time.
+    """
+
+    def __init__(self, setup: WorkerSetup, root: Path):
+        self.setup = setup
+        self.lab = get_lab(setup.lab_id)
+        self.root = Path(root).resolve()
+        self.db_url = f"sqlite:///{self.root / 'gradebook.db'}"
+        self.hidden = [Path(path) for path in setup.hidden] + [self.root]
+        self.last_grades: dict[str, float] = {}
+        self.last_timings: dict[str, float] = {}
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.api = course.prepare_course(self.root, self.lab, self.db_url)
+        self.points = lab_points(self.api, self.lab)
+
+    def grade_one(self, submission: names.Submission) -> SubmissionResult:
+        self.last_grades = {}
+        self.last_timings = {}
+        started = time.monotonic()
+        try:
+            return self._grade_one(submission)
+        finally:
+            self.last_timings["total"] = round(time.monotonic() - started, 3)
+
+    def _grade_one(self, submission: names.Submission) -> SubmissionResult:
+        """Every step of one submission, any failure becoming its row."""
+        notes = [submission.note] if submission.note else []
+        try:
+            notebook, problem = intake.take(submission, self.lab)
+            if notebook is None:
+                return self._failed(submission, problem, notes)
+            return self._autograde(submission, notebook, notes)
+        except Exception as error:  # noqa: BLE001 - never lose a student to a grader bug
+            return self._failed(submission,
+                                intake.grader_error(f"{type(error).__name__}: {error}"), notes)
+
+    def _failed(self, submission: names.Submission, status: str, notes) -> SubmissionResult:
+        return intake.failed(submission.student_id, self.lab, self.points, status,
+                             submission.source_name, notes)
+
+    def _autograde(self, submission, notebook, notes) -> SubmissionResult:
+        """Put the notebook where nbgrader looks and run its autograde on it."""
+        student_id = submission.student_id
+        notes = list(notes) + self._submit(student_id, notebook)
+        work = Path(tempdirs.make_folder("lk-"))
+        record_path = work / "record.json"
+        try:
+            config = self._config(work, record_path)
+            api = course.make_api(self.root, self.db_url, config)
+            outcome = api.autograde(self.lab.id, student_id, force=True, create=True)
+            record = json.loads(record_path.read_text()) if record_path.exists() else {}
+            self._note_timings(record)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if record.get("grader_error"):
+            return self._failed(submission, intake.grader_error(record["grader_error"]), notes)
+        if not outcome["success"]:
+            reason = _last_error_line(outcome.get("error") or outcome.get("log") or "")
+            return self._failed(submission,
+                                f"not graded: nbgrader could not autograde it ({reason})", notes)
+        return self._collect(student_id, submission.source_name, record, notes)
+
+    def _submit(self, student_id: str, notebook) -> list[str]:
+        """Write the (repaired) notebook into submitted/; the repairs made, as notes."""
+        target = self.root / "submitted" / student_id / self.lab.id / f"{self.lab.notebook}.ipynb"
+        if target.parent.exists():
+            shutil.rmtree(target.parent)
+        target.parent.mkdir(parents=True)
+        release_path = self.root / "release" / self.lab.id / f"{self.lab.notebook}.ipynb"
+        notebook, repairs = normalize(notebook, nbformat.read(release_path, as_version=4))
+        nbformat.write(notebook, target)
+        (target.parent / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+        return repairs
+
+    def _note_timings(self, record: dict) -> None:
+        """Keep the Execute step's timings (seconds by phase and by test)."""
+        self.last_timings.update(record.get("timings", {}))
+        self.last_timings.update({f"test:{grade_id}": test["seconds"] for grade_id, test
+                                  in record.get("tests", {}).items() if "seconds" in test})
+        self.last_timings["execute"] = record.get("seconds", 0.0)
+        # (a count, kept with the timings: demonstrations not run)
+        self.last_timings["cells_skipped"] = float(record.get("cells_skipped", 0))
+
+    def _config(self, work: Path, record_path: Path):
+        """nbgrader's configuration of one autograde: the Execute step and its options."""
+        from nbconvert.preprocessors import ClearMetadataPreprocessor
+        from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata,
+                                            LimitOutput, SaveAutoGrades)
+
+        from autograder.grader.execute import IsolatedExecute
+
+        options = self.setup.options
+        config = course.make_config(self.root, self.db_url)
+        config.OverwriteCells.add_missing_cells = True
+        config.Autograde.autograde_preprocessors = [
+            IsolatedExecute, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+            AssignLatePenalties, CheckCellMetadata,
+        ]
+        config.IsolatedExecute.report_file = str(record_path)
+        config.IsolatedExecute.lab_id = self.lab.id
+        config.IsolatedExecute.exercise_names = list(self.lab.exercises)
+        config.IsolatedExecute.seed = self.setup.seed
+        config.IsolatedExecute.timeout = options.cell_timeout
+        config.IsolatedExecute.notebook_timeout = options.notebook_timeout
+        config.IsolatedExecute.skip_cells = list(self.setup.skip_cells)
+        config.SandboxKernelManager.fork_kernels = options.kernels == "fork"
+        config.SandboxKernelManager.scratch = str(work / "scratch")
+        config.SandboxKernelManager.ipc_dir = str(work / "ipc")
+        config.SandboxKernelManager.hidden = [str(path) for path in self.hidden]
+        return config
+
+    def _collect(self, student_id: str, source_name: str, record: dict, notes) -> SubmissionResult:
+        """The result of a finished autograde: scores from the gradebook, messages from the record."""
+        from nbgrader.api import Gradebook
+
+        tests = record.get("tests", {})
+        scores: dict[str, float] = {}
+        messages: dict[str, list[str]] = {}
+        with Gradebook(self.db_url) as gradebook:
+            notebook = gradebook.find_submission_notebook(self.lab.notebook, self.lab.id,
+                                                          student_id)
+            for grade in notebook.grades:
+                self.last_grades[grade.name] = float(grade.score or 0.0)
+                exercise = exercise_of(grade.name)
+                if exercise not in self.lab.exercises:
+                    continue
+                scores[exercise] = scores.get(exercise, 0.0) + float(grade.score or 0.0)
+                outcome = tests.get(grade.name)
+                if outcome is None:
+                    messages.setdefault(exercise, []).append("The hidden tests did not run.")
+                elif not outcome.get("passed"):
+                    messages.setdefault(exercise, []).append(
+                        friendly(outcome.get("ename", ""), outcome.get("evalue", "")))
+        exercises = []
+        for name in self.lab.exercises:
+            if name not in self.points:
+                continue
+            score = scores.get(name, 0.0)
+            # one message per failed tests cell of the exercise, each said once
+            said = list(dict.fromkeys(messages.get(name, [])))
+            message = " ".join(said) if score < self.points[name] else ""
+            exercises.append(ExerciseResult(name, score, self.points[name], message))
+        status = GRADED
+        if record.get("stopped"):
+            status = f"partly graded: {record['stopped']}"
+        elif not record:
+            status = "partly graded: the grader kept no record of the run"
+        if record.get("sandbox") == "none":
+            notes = list(notes) + ["graded without the bubblewrap sandbox"]
+        total = sum(e.score for e in exercises)
+        return SubmissionResult(student_id, self.lab.id, total, sum(self.points.values()),
+                                status, source_name, exercises, list(notes))
+
+
+# -- the worker process ----------------------------------------------------------
+
+_WORKER: Worker | None = None
+
+
+def share_cores(jobs: int) -> None:
+    """Give each of ``jobs`` student kernels its share of the cores.
+
+    PyTorch, TensorFlow and BLAS each start one thread per core in every
+    kernel; with several kernels at once they outnumber the cores and spin
+    against each other (lab5 under torch, 4 submissions with --jobs 2 on 2
+    cores: 358 s with the default threads, 67 s with one each). Settings the
+    instructor made in the environment are kept.
+    """
+    if jobs <= 1:
+        return
+    from autograder.grader.sandbox import THREAD_ENV
+
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    for name in THREAD_ENV:
+        os.environ.setdefault(name, threads)
+
+
+def start_worker(setup: WorkerSetup) -> None:
+    """Initializer of a worker process: its own private course folder."""
+    global _WORKER
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    share_cores(setup.jobs)
+    _WORKER = Worker(setup, Path(setup.workers_dir) / f"w{os.getpid()}")
+
+
+def work(submission: names.Submission):
+    """Grade one submission in this worker process: (result, grades, course folder, timings)."""
+    assert _WORKER is not None
+    result = _WORKER.grade_one(submission)
+    return result, dict(_WORKER.last_grades), str(_WORKER.root), dict(_WORKER.last_timings)
+
+
+# -- reading nbgrader's results ------------------------------------------------------
+
+def lab_points(api, lab: Lab) -> dict[str, float]:
+    """Points of each exercise, from the gradebook (nbgrader's source of truth)."""
+    from nbgrader.api import Gradebook
+
+    points: dict[str, float] = {}
+    with Gradebook(api.coursedir.db_url) as gradebook:
+        notebook = gradebook.find_notebook(lab.notebook, lab.id)
+        for cell in notebook.grade_cells:
+            exercise = exercise_of(cell.name)
+            if exercise in lab.exercises:
+                points[exercise] = points.get(exercise, 0.0) + float(cell.max_score)
+    return points
+
+
+def exercise_of(grade_id: str) -> str:
+    """The exercise a graded cell belongs to: ``test_positional_encoding__dtype``
+    -> ``positional_encoding``."""
+    return grade_id.removeprefix("test_").split("__")[0]
+
+
+def friendly(ename: str, evalue: str) -> str:
+    """The failure message a student reads (terminal control sequences removed)."""
+    ename, evalue = clean_text(ename), clean_text(evalue)
+    if "raised NotImplementedError" in evalue:
+        name = evalue.split("`")[1] if "`" in evalue else "this exercise"
+        return f"Not answered yet: `{name}` still raises NotImplementedError."
+    if ename in ("AssertionError", "StudentCodeError", "NotGraded"):
+        return evalue or "A hidden test failed."
+    return f"{ename}: {evalue}" if evalue else ename
+
+
+def _last_error_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "no details"

@@ -1,0 +1,130 @@
+"""Every limit the grader puts on a submission, in one place, each with its reason.
+
+Time limits, memory caps and sizes that were numbers scattered through the
+command line, the grading process, the sandbox and the test kernel live
+here; those modules import them (the command line's defaults and help text
+included), so one edit changes a limit everywhere it applies. This module
+imports nothing: the test kernel (autograder.testkernel) reads it too.
+
+Limits kept where they are, by reference:
+
+- ``autograder.grader.names.MAX_FILE_BYTES``, ``MAX_ARCHIVE_BYTES``,
+  ``MAX_ARCHIVE_MEMBERS``: the bounds on a submitted file and on a zip
+  from the LMS (checked while the submissions are listed);
+- ``autograder.forkserver.server.SANDBOX_WAIT_S`` and the fork server's
+  start-up wait: that module runs as a script, by its path, in the
+  kernels' minimal environment, and imports nothing of the kit (a forked
+  kernel must carry no module a fresh kernel lacks);
+- ``autograder.studentkernel.glue``: sent as text into the student's
+  kernel, it cannot import either.
+"""
+
+# -- time ---------------------------------------------------------------------
+
+#: Seconds one student cell may run (``grade --cell-timeout``). The labs'
+#: cells run in seconds with their solutions (lab5 loads a trained model
+#: unless TRAIN = True), so 120 s leaves room for a loaded machine and a
+#: slow honest answer while an endless loop costs two minutes at most.
+CELL_TIMEOUT_S = 120
+
+#: Seconds the whole notebook may run (``grade --notebook-timeout``): a
+#: lab runs top to bottom in 10-30 s on 2 cores, so 900 s (15 min) is
+#: generous for honest work and bounds a notebook of many slow cells,
+#: each under CELL_TIMEOUT_S, to a known share of the class's run.
+NOTEBOOK_TIMEOUT_S = 900
+
+#: Seconds for each provided (locked) cell before the first answer: the
+#: instructor's set-up cells import TensorFlow and friends, which on a
+#: loaded machine can outlast CELL_TIMEOUT_S; they are not the student's code.
+SETUP_CELL_TIMEOUT_S = 300
+
+#: Seconds a graded test cell may run where the instructor set no cell
+#: limit (``--cell-timeout 0``): the hidden tests still end, in the time a
+#: set-up cell has.
+TESTS_CELL_TIMEOUT_UNSET_S = SETUP_CELL_TIMEOUT_S
+
+#: Seconds the test kernel has to start and to run its start-up and
+#: per-submission set-up code: it imports NumPy and the lab's references
+#: (Keras, for some), as long as a set-up cell of the student's at worst.
+TESTS_KERNEL_START_TIMEOUT_S = 120
+
+#: Seconds to close a submission's session in the test kernel; longer
+#: means it is stuck, and it is replaced rather than handed on.
+TESTS_SESSION_END_TIMEOUT_S = 30
+
+#: Seconds a single call from a hidden test into the student's kernel may
+#: take before it is interrupted and counted as a failure of that test: a
+#: forward pass of a lab's model on the tests' small inputs takes well
+#: under a second, so 60 s only ever stops a hung or endless answer.
+CALL_TIMEOUT_S = 60
+
+#: Seconds to bind a test cell's names to proxies into the student's
+#: kernel: one call into it, so CALL_TIMEOUT_S.
+TESTS_BIND_TIMEOUT_S = CALL_TIMEOUT_S
+
+#: Seconds to learn whether bubblewrap works on this machine (one ``true``
+#: run in a sandbox, milliseconds when it works); past that it does not.
+BUBBLEWRAP_CHECK_TIMEOUT_S = 20
+
+# -- memory and sizes -----------------------------------------------------------
+
+#: The test kernel's memory cap, as data segment (RLIMIT_DATA: private
+#: writable memory, what arrays take; an address-space cap would also count
+#: what TensorFlow and CUDA reserve without using). Measured with lab2's
+#: references running Keras: 0.5 GiB of data segment, 2.2 GiB of address
+#: space (more on a GPU machine). Answers are capped at MAX_ANSWER_BYTES by
+#: their headers before they are read, and a test converts one to float64
+#: and compares it, a few copies at most: 3 GiB.
+TESTS_KERNEL_MEMORY_BYTES = 3 * 1024**3
+
+#: Answers larger than this are refused unread (a student's kernel could
+#: otherwise exhaust the test kernel's memory): the arrays of one answer once
+#: loaded, by their .npy headers, before any is inflated. The labs' largest
+#: answers (a model's weights, a batch of logits) are a few MiB.
+MAX_ANSWER_BYTES = 256 * 2**20
+
+#: The JSON part of an answer (values other than arrays: numbers, strings,
+#: references): small for every exercise, and a JSON parser needs several
+#: times its size in memory.
+MAX_ANSWER_JSON_BYTES = 8 * 2**20
+
+#: What a student's exception may show on their feedback page, at most: a
+#: message to read, not a channel for the hidden inputs.
+MAX_MESSAGE_CHARS = 300
+
+#: A student kernel's memory (address space on a CPU machine, data segment
+#: where it sees a GPU: autograder.grader.sandbox.rlimits): the labs' models
+#: are small and every lab's solution runs under it with TensorFlow
+#: imported, while a memory bomb stops at 6 GiB instead of starving the
+#: grader and the kernels graded beside it.
+KERNEL_MEMORY_BYTES = 6 * 1024**3
+
+#: The largest file a student kernel may write (RLIMIT_FSIZE): no lab
+#: writes more than a checkpoint of a few MiB.
+KERNEL_FILE_SIZE_BYTES = 256 * 1024**2
+
+#: Processes and threads a student kernel may start beyond those its user
+#: already runs (RLIMIT_NPROC counts every one of the user's: where the
+#: grader is root, those of the kernel's own user; else the grader's and the
+#: other kernels' too). TensorFlow starts a few dozen threads a kernel;
+#: 4096 stops a fork bomb long before the machine's own limit.
+KERNEL_PROCESSES = 4096
+
+#: Files a student kernel may hold open (RLIMIT_NOFILE): ipykernel,
+#: ZeroMQ and TensorFlow need a few hundred.
+KERNEL_OPEN_FILES = 4096
+
+#: Sizes of the sandbox's tmpfs mounts, the only file systems a student
+#: kernel can write (but for its ipc folder), held in the machine's memory:
+#: so a kernel holds at most 832 MiB of files beside its memory cap
+#: (``fills_disks`` of the hostile suite). /tmp for libraries' caches,
+#: the scratch (working) folder for what a notebook saves, /dev/shm for
+#: the shared memory of multiprocessing and some BLAS builds.
+SANDBOX_TMP_BYTES = 256 * 1024**2
+SANDBOX_SCRATCH_BYTES = 512 * 1024**2
+SANDBOX_SHM_BYTES = 64 * 1024**2
+
+#: The most characters of a failure's reason kept in a student's status
+#: (grades.csv, the report): enough for the exception and its message,
+#: short enough to read in a table cell.
+MAX_STATUS_CHARS = 300
