@@ -60,14 +60,17 @@ Besides the references it holds what the grader needs:
   sublayer's output before its residual).
 - ``check_config``: get_config() holds every constructor argument and
   from_config() rebuilds the layer (the ``__config`` tests cells).
-- ``STAND_INS`` / ``STAND_IN_SOURCES``: correct, self-contained Encoder and
-  Decoder (with their own copies of the provided layers), used while the
-  student's Transformer is tested, and a greedy decoder for beam search.
-- ``HINTS``: one sentence per exercise for the feedback page.
 - helpers that let one hidden test run both under the grader (student names
   are proxies returning NumPy) and in the source notebook (the solution's own
   objects): ``to_numpy``, ``call_method``, ``constructor``, ``class_paths``,
-  ``tensor``.
+  ``tensor``, from autograder.testkernel (testing and layers), re-exported
+  for the hidden tests.
+
+The lab's other grader files sit beside it: standins.toml and standins/
+(correct, self-contained Encoder and Decoder, with their own copies of the
+provided layers, used while the student's Transformer is tested, and a
+greedy decoder for beam search; see autograder/testkernel/standins.py) and
+hints.toml (the feedback pages' hints).
 """
 
 from __future__ import annotations
@@ -75,6 +78,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from autograder.testkernel.layers import call_method, class_paths
+from autograder.testkernel.testing import constructor, tensor, to_numpy
 
 __all__ = [
     "positional_encoding",
@@ -111,77 +117,11 @@ __all__ = [
     "give_weights",
     "SET_WEIGHTS_SOURCE",
     "TRAINING_SOURCE",
-    "STAND_INS",
-    "STAND_IN_SOURCES",
-    "HINTS",
 ]
 
 
 def _float64(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
-
-
-# --- helpers for hidden tests (grader proxies or the solution in place) ------
-
-
-def to_numpy(value):
-    """A result of the student's code as NumPy (proxies already give NumPy)."""
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, (bool, int, float, list, tuple)) or value is None:
-        return np.asarray(value)
-    from keras import ops  # only in the source notebook, where tensors come back
-
-    return np.asarray(ops.convert_to_numpy(value))
-
-
-def call_method(target, name: str, *args, **kwargs):
-    """``target.name(*args, **kwargs)`` in one round trip for a proxy."""
-    from autograder.testkernel.probe import RemoteObject
-
-    if isinstance(target, RemoteObject):
-        return target.call_method(name, *args, **kwargs)
-    return getattr(target, name)(*args, **kwargs)
-
-
-def constructor(namespace: dict):
-    """The test kernel's ``construct_in_student_kernel``, or a local stand-in.
-
-    In the source notebook (no grader) the fixture is simply built in place.
-    """
-    construct = namespace.get("construct_in_student_kernel")
-    if construct is not None:
-        return construct
-
-    def construct_locally(source, name, *args, **kwargs):
-        scope: dict = {}
-        exec(compile(source, "<grader fixture>", "exec"), scope)
-        return scope[name](*args, **kwargs)
-
-    return construct_locally
-
-
-def class_paths(target) -> list[str]:
-    """"module.Class" of ``target`` and of its base classes (proxy or local object)."""
-    from autograder.testkernel.probe import RemoteObject
-
-    if isinstance(target, RemoteObject):
-        description = target.describe()
-        return [description.get("class", ""), *description.get("bases", [])]
-    kind = target if isinstance(target, type) else type(target)
-    return [f"{k.__module__}.{k.__qualname__}" for k in kind.__mro__]
-
-
-def tensor(array, like):
-    """``array`` to be passed as a backend tensor to ``like`` (a proxy or a
-    local object)."""
-    from autograder.testkernel.probe import RemoteObject, Tensor
-
-    if isinstance(like, RemoteObject):
-        return Tensor(array)
-    from keras import ops
-
-    return ops.convert_to_tensor(array)
 
 
 # --- the forward pass ----------------------------------------------------------
@@ -1000,266 +940,3 @@ def set_weights_by_sublayer(layer, kind, parameters):
         return str(problem)
     return ""
 '''
-
-
-# --- stand-ins -------------------------------------------------------------------
-
-_PROVIDED_LAYERS = '''
-import math
-
-import numpy as np
-import keras
-from keras import ops
-
-
-def _positional_table(length, depth):
-    positions = np.arange(length, dtype=np.float64)[:, None]
-    columns = np.arange(depth)[None, :]
-    angles = positions / np.power(10000.0, (columns - columns % 2) / depth)
-    return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles)).astype("float32")
-
-
-class PositionalEmbedding(keras.layers.Layer):
-    def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
-        super().__init__(**kwargs)
-        self.vocab_size, self.d_model = vocab_size, d_model
-        self.max_length, self.mask_zero = max_length, mask_zero
-        self.token_embedding = keras.layers.Embedding(vocab_size, d_model,
-                                                      name="token_embedding")
-        self.table = _positional_table(max_length, d_model)
-
-    def build(self, input_shape):
-        self.token_embedding.build(input_shape)
-
-    def call(self, token_ids):
-        length = ops.shape(token_ids)[1]
-        vectors = self.token_embedding(token_ids) * math.sqrt(self.d_model)
-        return vectors + ops.convert_to_tensor(self.table)[:length]
-
-    def compute_mask(self, token_ids, mask=None):
-        return ops.not_equal(token_ids, 0) if self.mask_zero else None
-
-
-class FeedForward(keras.layers.Layer):
-    def __init__(self, d_model, dff, dropout_rate=0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.d_model, self.dff, self.dropout_rate = d_model, dff, dropout_rate
-        self.dense1 = keras.layers.Dense(dff, activation="relu", name="dense1")
-        self.dense2 = keras.layers.Dense(d_model, name="dense2")
-        self.dropout = keras.layers.Dropout(dropout_rate)
-
-    def call(self, x, training=None):
-        return self.dropout(self.dense2(self.dense1(x)), training=training)
-
-
-class EncoderLayer(keras.layers.Layer):
-    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.self_attention = keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
-        self.ffn = FeedForward(d_model, dff, dropout_rate)
-        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6)
-        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
-        self.dropout = keras.layers.Dropout(dropout_rate)
-
-    def compute_mask(self, x, previous_mask=None):
-        return None
-
-    def call(self, x, padding_mask=None, training=None):
-        mask = None if padding_mask is None else ops.expand_dims(padding_mask, 1)
-        attention = self.self_attention(query=x, value=x, key=x, attention_mask=mask,
-                                        training=training)
-        x = self.norm1(x + self.dropout(attention, training=training))
-        return self.norm2(x + self.ffn(x, training=training))
-
-
-class DecoderLayer(keras.layers.Layer):
-    def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.self_attention = keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
-        self.cross_attention = keras.layers.MultiHeadAttention(num_heads, d_model // num_heads)
-        self.ffn = FeedForward(d_model, dff, dropout_rate)
-        self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6)
-        self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
-        self.norm3 = keras.layers.LayerNormalization(epsilon=1e-6)
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.last_attention_scores = None
-
-    def compute_mask(self, x, previous_mask=None):
-        return None
-
-    def call(self, x, context, x_padding_mask=None, context_padding_mask=None,
-             training=None):
-        length = ops.shape(x)[1]
-        positions = ops.arange(length)
-        self_mask = ops.expand_dims(positions[:, None] >= positions[None, :], 0)
-        if x_padding_mask is not None:
-            self_mask = ops.logical_and(self_mask, ops.expand_dims(x_padding_mask, 1))
-        cross_mask = None
-        if context_padding_mask is not None:
-            cross_mask = ops.expand_dims(context_padding_mask, 1)
-        attention = self.self_attention(query=x, value=x, key=x, attention_mask=self_mask,
-                                        training=training)
-        x = self.norm1(x + self.dropout(attention, training=training))
-        attention, scores = self.cross_attention(
-            query=x, value=context, key=context, attention_mask=cross_mask,
-            return_attention_scores=True, training=training)
-        self.last_attention_scores = scores
-        x = self.norm2(x + self.dropout(attention, training=training))
-        return self.norm3(x + self.ffn(x, training=training))
-'''
-
-_ENCODER_SOURCE = _PROVIDED_LAYERS + '''
-
-class Encoder(keras.layers.Layer):
-    """Stand-in: embedding, dropout, num_layers EncoderLayers (padding masked)."""
-
-    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
-                 dropout_rate=0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
-        self.vocab_size, self.max_length, self.dropout_rate = vocab_size, max_length, dropout_rate
-        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length=max_length)
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.enc_layers = [EncoderLayer(d_model, num_heads, dff, dropout_rate)
-                           for _ in range(num_layers)]
-
-    def call(self, token_ids, training=None):
-        padding_mask = ops.not_equal(token_ids, 0)
-        x = self.dropout(self.pos_embedding(token_ids), training=training)
-        for layer in self.enc_layers:
-            x = layer(x, padding_mask=padding_mask, training=training)
-        return x
-
-    def get_config(self):
-        return {**super().get_config(), "num_layers": self.num_layers,
-                "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "vocab_size": self.vocab_size, "max_length": self.max_length,
-                "dropout_rate": self.dropout_rate}
-'''
-
-_DECODER_SOURCE = _PROVIDED_LAYERS + '''
-
-class Decoder(keras.layers.Layer):
-    """Stand-in: embedding, dropout, num_layers DecoderLayers (causal, padding masked)."""
-
-    def __init__(self, num_layers, d_model, num_heads, dff, vocab_size, max_length=2048,
-                 dropout_rate=0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.num_layers, self.d_model, self.num_heads, self.dff = num_layers, d_model, num_heads, dff
-        self.vocab_size, self.max_length, self.dropout_rate = vocab_size, max_length, dropout_rate
-        self.pos_embedding = PositionalEmbedding(vocab_size, d_model, max_length=max_length)
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.dec_layers = [DecoderLayer(d_model, num_heads, dff, dropout_rate)
-                           for _ in range(num_layers)]
-        self.last_attention_scores = None
-
-    def call(self, token_ids, context, context_padding_mask=None, training=None):
-        padding_mask = ops.not_equal(token_ids, 0)
-        x = self.dropout(self.pos_embedding(token_ids), training=training)
-        for layer in self.dec_layers:
-            x = layer(x, context, x_padding_mask=padding_mask,
-                      context_padding_mask=context_padding_mask, training=training)
-        self.last_attention_scores = self.dec_layers[-1].last_attention_scores
-        return x
-
-    def get_config(self):
-        return {**super().get_config(), "num_layers": self.num_layers,
-                "d_model": self.d_model, "num_heads": self.num_heads, "dff": self.dff,
-                "vocab_size": self.vocab_size, "max_length": self.max_length,
-                "dropout_rate": self.dropout_rate}
-'''
-
-_GREEDY_DECODE_SOURCE = '''
-def greedy_decode(model, context_ids, max_length, start_id, end_id):
-    """Stand-in: (B, L) ids after start_id, end_id included, 0 after it."""
-    import numpy as np
-    from keras import ops
-
-    context_ids = np.asarray(ops.convert_to_numpy(context_ids))
-    batch = context_ids.shape[0]
-    generated = np.full((batch, 1), start_id, dtype="int32")
-    finished = np.zeros(batch, dtype=bool)
-    for _ in range(max_length):
-        logits = np.asarray(ops.convert_to_numpy(model((context_ids, generated),
-                                                       training=False)))
-        token = np.argmax(logits[:, -1, :], axis=-1).astype("int32")
-        token = np.where(finished, 0, token)
-        generated = np.concatenate([generated, token[:, None]], axis=1)
-        finished = finished | (token == end_id)
-        if finished.all():
-            break
-    return generated[:, 1:]
-'''
-
-#: For each exercise, the OTHER exercises its solution may call.
-STAND_INS = {
-    "Encoder": [],
-    "Decoder": [],
-    "Transformer": ["Encoder", "Decoder"],
-    "masked_loss": [],
-    "masked_accuracy": [],
-    "greedy_decode": [],
-    "sample_with_temperature": [],
-    # beam_width=1 is greedy decoding: a solution may hand it over.
-    "beam_search": ["greedy_decode"],
-}
-
-#: name -> source of a correct, self-contained version (imports inside),
-#: defined in the student's kernel in place of the student's own while
-#: another exercise is tested. The Encoder and Decoder bring their own copies
-#: of the provided layers: the source runs in a fresh namespace.
-STAND_IN_SOURCES = {
-    "Encoder": _ENCODER_SOURCE.strip() + "\n",
-    "Decoder": _DECODER_SOURCE.strip() + "\n",
-    "greedy_decode": _GREEDY_DECODE_SOURCE.strip() + "\n",
-}
-
-#: exercise -> one sentence shown on the feedback page of a student who lost
-#: its points.
-HINTS = {
-    "Encoder": (
-        "Create pos_embedding (the provided PositionalEmbedding), dropout and "
-        "enc_layers (num_layers separate EncoderLayer objects) in __init__; in call "
-        "embed, apply dropout, then pass padding_mask=(token_ids != 0) by keyword to "
-        "every layer, with training passed on (dropout only when training); store "
-        "each constructor argument and return them in get_config."
-    ),
-    "Decoder": (
-        "Like the Encoder with DecoderLayers (dec_layers): each layer gets the "
-        "target's own padding mask as x_padding_mask and context_padding_mask, both "
-        "by keyword, and training; keep the last layer's last_attention_scores after "
-        "the loop; return the seven constructor arguments from get_config."
-    ),
-    "Transformer": (
-        "A keras.Model with encoder, decoder and final_layer (Dense, "
-        "target_vocab_size units, no softmax); call unpacks (context_ids, "
-        "target_ids), encodes the context, gives the decoder "
-        "context_padding_mask=(context_ids != 0), and passes training to both parts; "
-        "return the eight constructor arguments from get_config."
-    ),
-    "masked_loss": (
-        "Cross-entropy from logits at every position, multiplied by the mask "
-        "y_true != 0, summed and divided by the number of real tokens (not by B*T)."
-    ),
-    "masked_accuracy": (
-        "Compare argmax(y_pred, axis=-1) with y_true only where y_true != 0, and "
-        "divide the matches by the number of real tokens."
-    ),
-    "greedy_decode": (
-        "Start every row with start_id, call model((context_ids, tokens), "
-        "training=False), append the argmax of the last position, and stop a row at "
-        "end_id (pad it with 0 after); return the ids after start_id."
-    ),
-    "sample_with_temperature": (
-        "Divide the logits by the temperature (not multiply), sample from "
-        "softmax(logits / T) with the given seed (keras.random.categorical), and "
-        "return the argmax when the temperature is 0."
-    ),
-    "beam_search": (
-        "Score each candidate by its TOTAL log-probability (the beam's score plus "
-        "the new token's log-softmax, no length normalisation), keep the beam_width "
-        "best, keep finished beams (ending in end_id) as they are, go on while an "
-        "unfinished beam scores higher than the best finished one, and return the "
-        "best sentence (finished or, at max_length, not) after start_id."
-    ),
-}
