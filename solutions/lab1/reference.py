@@ -6,12 +6,6 @@ rounding (see autograder/testkernel/policy.py). They are written independently o
 solution cells in solutions/lab1 (they share the maths, not the code).
 
 This module never ships to students: not in labs/, not in the `labkit` package.
-
-The lab's other grader files sit beside it: standins.toml and standins/ (the
-correct versions put in the student's kernel in place of the exercises an
-exercise may call, see autograder/testkernel/standins.py; a stand-in returns
-what it is given: NumPy in, NumPy out; a backend tensor in, a tensor out) and
-hints.toml (the feedback pages' hints).
 """
 
 from __future__ import annotations

@@ -16,11 +16,6 @@ scratch" layer is not one (``borrowed_attention_classes``,
 ``borrowed_in_source``). ``describe``, ``tensor`` and ``raised``, which let one
 hidden test run under the grader and in the source notebook, come from
 autograder.testkernel and are re-exported for the hidden tests.
-
-The lab's other grader files sit beside it: standins.toml and standins/ (the
-correct versions put in the student's kernel in place of the exercises an
-exercise may call, see autograder/testkernel/standins.py) and hints.toml (the
-feedback pages' hints).
 """
 
 from __future__ import annotations

@@ -10,11 +10,6 @@ the token table (and, for the learned variant, the position table) read back
 from the student's layer and rebuild the output from them.
 
 This module never ships to students: not in labs/, not in the `labkit` package.
-
-The lab's other grader files sit beside it: standins.toml and standins/ (the
-correct versions put in the student's kernel in place of the exercises an
-exercise may call, see autograder/testkernel/standins.py) and hints.toml (the
-feedback pages' hints).
 """
 
 from __future__ import annotations

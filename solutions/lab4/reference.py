@@ -34,12 +34,6 @@ layers) and are re-exported for the hidden tests: ``to_numpy``,
 ``is_keras_layer``, ``raised``, ``explain``, ``tensor``, ``sublayer``,
 ``sublayers``, ``calls``, ``read_weights``, ``set_weights``,
 ``set_sublayer_weights``.
-
-The lab's other grader files sit beside it: standins.toml and standins/ (the
-correct versions put in the student's kernel in place of the exercises an
-exercise may call, see autograder/testkernel/standins.py; like the lab's
-solutions they use ``keras.ops`` and return backend tensors) and hints.toml
-(the feedback pages' hints).
 """
 
 from __future__ import annotations

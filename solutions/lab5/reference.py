@@ -65,12 +65,6 @@ Besides the references it holds what the grader needs:
   objects): ``to_numpy``, ``call_method``, ``constructor``, ``class_paths``,
   ``tensor``, from autograder.testkernel (testing and layers), re-exported
   for the hidden tests.
-
-The lab's other grader files sit beside it: standins.toml and standins/
-(correct, self-contained Encoder and Decoder, with their own copies of the
-provided layers, used while the student's Transformer is tested, and a
-greedy decoder for beam search; see autograder/testkernel/standins.py) and
-hints.toml (the feedback pages' hints).
 """
 
 from __future__ import annotations
