@@ -66,6 +66,15 @@ class Lab:
     def available(self) -> bool:
         return self.source_path.exists()
 
+    def hints(self) -> dict[str, str]:
+        """exercise -> the hint shown to a student who lost its points (the
+        lab's hints.toml; none when the lab has no such file)."""
+        try:
+            with open(self.hints_path, "rb") as handle:
+                return {exercise: str(hint) for exercise, hint in tomllib.load(handle).items()}
+        except FileNotFoundError:
+            return {}
+
 
 def read_lab(folder: Path) -> Lab:
     """The lab declared by ``folder``/lab.toml, or a LabDefinitionError saying what to fix."""

@@ -75,3 +75,6 @@ def test_the_lab_folder_alone_is_graded(kit, tmp_path):
     assert scores == {"ada": 3.0, "bo": 1.0, "cy": 0.0}, grades
     rows = list(csv.DictReader(open(out / "exercises.csv", encoding="utf-8")))
     assert {row["exercise"] for row in rows} == {"scale", "Doubler"}
+    # The hint of the lab's hints.toml reaches the student who lost the points.
+    page = next((out / "feedback").rglob("bo*.html")).read_text(encoding="utf-8")
+    assert "multiply the array by the factor" in page

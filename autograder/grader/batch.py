@@ -132,7 +132,7 @@ class ClassGradebook:
                       hints: dict[str, str] | None = None) -> dict:
         """grades.csv, exercises.csv, feedback and report.html in OUT (hints: the lab's)."""
         if hints is None:
-            hints = lab_hints(self.lab)
+            hints = self.lab.hints()
         return reports.write_reports(results, self.out_dir, self.lab.title, hints)
 
     def _result_path(self, student_id: str) -> Path:
@@ -251,17 +251,6 @@ def result_from_json(saved: dict) -> SubmissionResult:
     """A SubmissionResult from its ``asdict`` form in OUT/results/<student>.json."""
     exercises = [ExerciseResult(**e) for e in saved["exercises"]]
     return SubmissionResult(**{**saved, "exercises": exercises})
-
-
-def lab_hints(lab: Lab) -> dict[str, str]:
-    """The hints the lab's references give each exercise's feedback (none without them)."""
-    import importlib
-
-    try:
-        module = importlib.import_module(f"autograder.references.{lab.id}")
-    except ImportError:
-        return {}
-    return dict(getattr(module, "HINTS", {}))
 
 
 def _digest(submission: names.Submission) -> str:

@@ -56,7 +56,7 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
 
     ``options``: how (autograder.grader.options; the defaults without it).
     ``hints``: the feedback's hint for each exercise (default: the lab's
-    references' HINTS).
+    hints.toml).
     """
     options = options or GradingOptions()
     submissions = Path(submissions)

@@ -9,7 +9,7 @@ layer, a bound method) stay in the student's kernel and come back as new
 remote objects, so `layer = MultiHeadAttention(2, 4); layer(x, x)` works.
 
 While an exercise is tested, the other exercises it may call are replaced in
-the student's kernel by correct stand-ins (autograder.references.<lab>), so
+the student's kernel by correct stand-ins (autograder.testkernel.standins), so
 that a mistake costs points in one exercise only. Stand-ins and grader
 fixtures are compiled here and sent as code objects (ship_code), never as
 source; what comes back is checked before it is read (read_arrays: numbers
@@ -156,18 +156,14 @@ class StudentKernel:
     def stand_ins_for(self, name: str) -> dict[str, str]:
         """The correct stand-ins for what exercise ``name`` may call, compiled
         (see ship_code)."""
-        if not self.lab_id:
-            return {}
-        import importlib
+        from autograder.labs import lab_folder
+        from autograder.testkernel import standins
 
-        try:
-            reference = importlib.import_module(f"autograder.references.{self.lab_id}")
-        except ImportError:
+        folder = lab_folder(self.lab_id) if self.lab_id else None
+        if folder is None:
             return {}
-        names = getattr(reference, "STAND_INS", {}).get(name, [])
-        sources = getattr(reference, "STAND_IN_SOURCES", {})
-        return {dependency: ship_code(sources[dependency], f"<stand-in {dependency}>")
-                for dependency in names}
+        return {dependency: ship_code(source, f"<stand-in {dependency}>")
+                for dependency, source in standins.for_exercise(folder, name).items()}
 
     def bind(self, namespace: dict, names) -> None:
         """Bind each of ``names`` in ``namespace`` to the student's object."""

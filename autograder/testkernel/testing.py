@@ -9,6 +9,12 @@ therefore run on code the student cannot touch.
 The messages they raise end up in the student's feedback: they say what was
 called, what was wrong (shape, NaN, values) and by how much, and never print
 the reference values in full.
+
+The same hidden tests also run in place, when the source notebook runs top
+to bottom: student names are then the solution's own objects and results
+are backend tensors. ``to_numpy``, ``tensor``, ``raised`` and ``constructor``
+let one test serve both (autograder.testkernel.layers does the same for
+layers and their sublayers).
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ __all__ = [
     "assert_finite",
     "assert_close",
     "assert_true",
+    "to_numpy",
+    "tensor",
+    "raised",
+    "constructor",
 ]
 
 
@@ -169,3 +179,62 @@ def assert_true(condition, message: str) -> None:
     """``assert`` that survives ``python -O`` and always carries a message."""
     if not bool(condition):
         raise AssertionError(message)
+
+
+# --- one hidden test under the grader and in the source notebook ------------------
+
+
+def to_numpy(value):
+    """A result of the student's code as NumPy (proxies already give NumPy)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bool, int, float, list, tuple)) or value is None:
+        return np.asarray(value)
+    from keras import ops  # only in the source notebook, where tensors come back
+
+    return np.asarray(ops.convert_to_numpy(value))
+
+
+def tensor(array, like):
+    """``array`` to be passed as a backend tensor to ``like`` (a student name or
+    an object it returned)."""
+    from autograder.testkernel.probe import RemoteObject, Tensor
+
+    if isinstance(like, RemoteObject):
+        return Tensor(array)
+    from keras import ops
+
+    return ops.convert_to_tensor(array)
+
+
+def raised(make) -> tuple[str | None, str]:
+    """Run ``make()``; return (the name of the exception it raised or None, message)."""
+    import re
+
+    from autograder.testkernel.probe import StudentCodeError
+
+    try:
+        make()
+    except StudentCodeError as error:
+        match = re.search(r"raised (\w+)", str(error))
+        return (match.group(1) if match else "StudentCodeError"), str(error)
+    except Exception as error:  # noqa: BLE001 - the solution run in place
+        return type(error).__name__, str(error)
+    return None, ""
+
+
+def constructor(namespace: dict):
+    """The test kernel's ``construct_in_student_kernel``, or a local stand-in.
+
+    In the source notebook (no grader) the fixture is simply built in place.
+    """
+    construct = namespace.get("construct_in_student_kernel")
+    if construct is not None:
+        return construct
+
+    def construct_locally(source, name, *args, **kwargs):
+        scope: dict = {}
+        exec(compile(source, "<grader fixture>", "exec"), scope)
+        return scope[name](*args, **kwargs)
+
+    return construct_locally

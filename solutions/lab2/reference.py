@@ -10,14 +10,12 @@ on purpose: it runs the Keras built-in layer with the student's weights copied
 in, so a hidden test can show that ``keras_mha.set_weights(student.get_weights())``
 really reproduces the student's layer.
 
-Besides the references it holds what the grader needs so that a mistake costs
-points in one exercise only (see autograder/references/lab1.py):
-
-- ``STAND_INS``: for each exercise, the OTHER exercises its solution may call.
-- ``STAND_IN_SOURCES``: a correct, self-contained version of each of those
-  (NumPy in, NumPy out; a backend tensor in, a tensor out, with ``keras.ops``).
-- ``HINTS``: one sentence per exercise for the feedback page.
-- ``borrowed_attention_classes``: what makes a "from scratch" layer not one.
+Besides the references it holds the hidden tests' checks of this lab's layers
+(``check_mha_case``, ``assert_from_scratch``) and what says that a "from
+scratch" layer is not one (``borrowed_attention_classes``,
+``borrowed_in_source``). ``describe``, ``tensor`` and ``raised``, which let one
+hidden test run under the grader and in the source notebook, come from
+autograder.testkernel and are re-exported for the hidden tests.
 """
 
 from __future__ import annotations
@@ -29,6 +27,9 @@ import re
 import symtable
 
 import numpy as np
+
+from autograder.testkernel.layers import describe
+from autograder.testkernel.testing import raised, tensor
 
 __all__ = [
     "mha_weight_shapes",
@@ -49,9 +50,6 @@ __all__ = [
     "borrowed_in_source",
     "student_cells",
     "check_mha_case",
-    "STAND_INS",
-    "STAND_IN_SOURCES",
-    "HINTS",
 ]
 
 
@@ -438,162 +436,6 @@ def borrowed_in_source(cells: list[str], name: str) -> list[str]:
         if facts[index][2]:
             found.append(ast.unparse(statements[index])[:120])
     return found
-
-
-# --- the same hidden tests under the grader and in the source notebook ----------------
-#
-# Under the grader, student names are proxies (autograder.testkernel.probe.RemoteObject);
-# when the source notebook runs top to bottom they are the solution's own
-# objects. These three helpers let one hidden test serve both.
-
-
-def _class_path(kind) -> str:
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def describe(target) -> dict:
-    """``target.describe()`` of a proxy, or the same description of a local object:
-    {"class", "bases", "sublayers": [{"name", "class", "bases"}, ...]}."""
-    from autograder.testkernel.probe import RemoteObject
-
-    if isinstance(target, RemoteObject):
-        return target.describe()
-    kind = target if isinstance(target, type) else type(target)
-    description = {"class": _class_path(kind),
-                   "bases": [_class_path(base) for base in kind.__mro__[1:]],
-                   "sublayers": []}
-    flatten = getattr(target, "_flatten_layers", None)
-    if callable(flatten) and not isinstance(target, type):
-        for layer in flatten(include_self=False, recursive=True):
-            description["sublayers"].append({
-                "name": getattr(layer, "name", ""),
-                "class": _class_path(type(layer)),
-                "bases": [_class_path(base) for base in type(layer).__mro__[1:]],
-            })
-    return description
-
-
-def tensor(array, like):
-    """``array`` to be passed as a backend tensor to ``like`` (a student name or
-    an object it returned)."""
-    from autograder.testkernel.probe import RemoteObject, Tensor
-
-    if isinstance(like, RemoteObject):
-        return Tensor(array)
-    from keras import ops
-
-    return ops.convert_to_tensor(array)
-
-
-def raised(make) -> tuple[str | None, str]:
-    """Run ``make()``; return (the name of the exception it raised or None, message)."""
-    import re
-
-    from autograder.testkernel.probe import StudentCodeError
-
-    try:
-        make()
-    except StudentCodeError as error:
-        match = re.search(r"raised (\w+)", str(error))
-        return (match.group(1) if match else "StudentCodeError"), str(error)
-    except Exception as error:  # noqa: BLE001 - the solution run in place
-        return type(error).__name__, str(error)
-    return None, ""
-
-
-#: For each exercise, the other exercises its solution may call. While the
-#: grader tests the key, each listed name is replaced in the student's kernel
-#: by its stand-in (also during calls on layers that exercise created).
-STAND_INS = {
-    "mha_weight_shapes": [],
-    "SelfAttention": [],
-    "split_heads": [],
-    "merge_heads": [],
-    "MultiHeadAttention": ["split_heads", "merge_heads", "mha_weight_shapes"],
-}
-
-
-_MHA_WEIGHT_SHAPES_SOURCE = '''
-def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
-    """The 8 weight shapes of keras.layers.MultiHeadAttention on d_model inputs."""
-    value_dim = key_dim if value_dim is None else value_dim
-    d, h, k, v = int(d_model), int(num_heads), int(key_dim), int(value_dim)
-    return [(d, h, k), (h, k), (d, h, k), (h, k), (d, h, v), (h, v), (h, v, d), (d,)]
-'''
-
-_SPLIT_HEADS_SOURCE = '''
-def split_heads(x, num_heads):
-    """(B, T, num_heads * depth) -> (B, num_heads, T, depth)."""
-    import numpy as np
-    from keras import ops
-
-    num_heads = int(num_heads)
-    if not isinstance(x, np.ndarray):  # a backend tensor (or a symbolic one)
-        batch, length, features = x.shape
-        batch = -1 if batch is None else batch
-        length = ops.shape(x)[1] if length is None else length
-        x = ops.reshape(x, (batch, length, num_heads, features // num_heads))
-        return ops.transpose(x, (0, 2, 1, 3))
-    batch, length, features = x.shape
-    return x.reshape(batch, length, num_heads, features // num_heads).transpose(0, 2, 1, 3)
-'''
-
-_MERGE_HEADS_SOURCE = '''
-def merge_heads(x):
-    """(B, num_heads, T, depth) -> (B, T, num_heads * depth)."""
-    import numpy as np
-    from keras import ops
-
-    if not isinstance(x, np.ndarray):  # a backend tensor (or a symbolic one)
-        batch, num_heads, length, depth = x.shape
-        batch = -1 if batch is None else batch
-        length = ops.shape(x)[2] if length is None else length
-        x = ops.transpose(x, (0, 2, 1, 3))
-        return ops.reshape(x, (batch, length, num_heads * depth))
-    batch, num_heads, length, depth = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(batch, length, num_heads * depth)
-'''
-
-#: name -> source of a correct, self-contained function with the curriculum
-#: signature, defined in the student's kernel in place of the student's own
-#: while another exercise is tested.
-STAND_IN_SOURCES = {
-    "mha_weight_shapes": _MHA_WEIGHT_SHAPES_SOURCE.strip() + "\n",
-    "split_heads": _SPLIT_HEADS_SOURCE.strip() + "\n",
-    "merge_heads": _MERGE_HEADS_SOURCE.strip() + "\n",
-}
-
-#: exercise -> one sentence shown on the feedback page of a student who lost
-#: its points.
-HINTS = {
-    "mha_weight_shapes": (
-        "Each input projection maps d_model numbers to num_heads vectors of key_dim "
-        "(value_dim for the value), so its kernel is (d_model, num_heads, key_dim) and "
-        "its bias (num_heads, key_dim); the output kernel (num_heads, value_dim, d_model) "
-        "maps them back, and value_dim=None means key_dim."
-    ),
-    "SelfAttention": (
-        "Project the inputs with query_dense, key_dense and value_dense, divide Q K^T by "
-        "sqrt(key_dim), give masked keys (mask False) a large negative score, take the "
-        "softmax over the keys (the last axis) and return weights @ V."
-    ),
-    "split_heads": (
-        "Reshape (B, T, H * depth) to (B, T, H, depth) first, then swap the T and H "
-        "axes with ops.transpose(x, (0, 2, 1, 3)); reshaping straight to "
-        "(B, H, T, depth) gives the right shape with the wrong numbers."
-    ),
-    "merge_heads": (
-        "Undo split_heads in reverse order: transpose (B, H, T, depth) to "
-        "(B, T, H, depth), then reshape to (B, T, H * depth)."
-    ),
-    "MultiHeadAttention": (
-        "Create the 8 weights in build in Keras's order and shapes, project with each "
-        "kernel, scale Q K^T by 1/sqrt(key_dim), combine attention_mask with the causal "
-        "mask (key j <= query i), softmax over the keys, apply dropout to the "
-        "probabilities only when training, and project back with the output kernel "
-        "to the query's size."
-    ),
-}
 
 
 # --- shared by the tests cells of MultiHeadAttention -------------------------------------

@@ -10,16 +10,6 @@ the token table (and, for the learned variant, the position table) read back
 from the student's layer and rebuild the output from them.
 
 This module never ships to students: not in labs/, not in the `labkit` package.
-
-Besides the references it holds what the grader needs so that a mistake costs
-points in one exercise only:
-
-- ``STAND_INS``: for each exercise, the OTHER exercises its solution may call.
-- ``STAND_IN_SOURCES``: for each exercise that may be called that way, the
-  source of a correct, self-contained function with the curriculum signature.
-  ``positional_encoding`` takes two integers, so its stand-in always returns a
-  NumPy float32 array (what the solution returns too).
-- ``HINTS``: one sentence per exercise for the feedback page.
 """
 
 from __future__ import annotations
@@ -32,9 +22,6 @@ __all__ = [
     "positional_embedding",
     "learned_positional_embedding",
     "padding_mask",
-    "STAND_INS",
-    "STAND_IN_SOURCES",
-    "HINTS",
 ]
 
 
@@ -98,60 +85,3 @@ def learned_positional_embedding(token_ids, token_table, position_table):
         raise ValueError(f"sequence of length {length} longer than the position table "
                          f"({position_table.shape[0]} rows)")
     return token_table[token_ids] + position_table[:length]
-
-
-#: For each exercise, the other exercises its solution may call. While the
-#: grader tests the key, it replaces each listed name in the student's kernel
-#: by its stand-in (STAND_IN_SOURCES), so an error there costs nothing here.
-STAND_INS = {
-    "positional_encoding": [],
-    # The natural solution builds its fixed table with positional_encoding.
-    "PositionalEmbedding": ["positional_encoding"],
-    "LearnedPositionalEmbedding": [],
-}
-
-
-_POSITIONAL_ENCODING_SOURCE = '''
-def positional_encoding(length, depth):
-    """Sinusoidal table, float32 NumPy (length, depth): sin on even columns,
-    cos on odd ones, angle pos / 10000^(2i / depth) for the pair (2i, 2i + 1)."""
-    import numpy as np
-
-    length, depth = int(length), int(depth)
-    positions = np.arange(length, dtype=np.float64)[:, None]  # (length, 1)
-    columns = np.arange(depth)[None, :]  # (1, depth)
-    pairs = (columns - columns % 2).astype(np.float64)  # 2i for each column
-    angles = positions / np.power(10000.0, pairs / depth)  # (length, depth)
-    table = np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))
-    return table.astype(np.float32)
-'''
-
-#: name -> source of a correct, self-contained function with the curriculum
-#: signature (imports inside the body), defined in the student's kernel in
-#: place of the student's own while another exercise is tested.
-STAND_IN_SOURCES = {
-    "positional_encoding": _POSITIONAL_ENCODING_SOURCE.strip() + "\n",
-}
-
-#: exercise -> one sentence shown on the feedback page of a student who lost
-#: its points.
-HINTS = {
-    "positional_encoding": (
-        "Columns 2i and 2i + 1 share the angle pos / 10000^(2i / depth): sine on the "
-        "even column, cosine on the odd one (so the column index c uses the exponent "
-        "c - c % 2, not c); with an odd depth the last column is a sine; return "
-        "float32."
-    ),
-    "PositionalEmbedding": (
-        "Its only weight is token_embedding's table (create it in build); multiply the "
-        "token vectors by sqrt(d_model), add the first T rows of a fixed sinusoidal "
-        "table kept as a constant (not add_weight), and return token_ids != 0 from "
-        "compute_mask when mask_zero."
-    ),
-    "LearnedPositionalEmbedding": (
-        "Build both Embedding sublayers in build (not in __init__); look up the "
-        "positions 0..T-1 (ops.arange, not the token ids) in position_embedding, add "
-        "them to the token vectors without any scaling, and raise a ValueError in call "
-        "when T is known and larger than max_length."
-    ),
-}

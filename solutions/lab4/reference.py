@@ -24,24 +24,16 @@ Mask semantics (the lab's contract, see solutions/lab4):
   values from ``context``) ignores padded context tokens. Outputs and
   attention scores at padded target positions are not graded.
 
-Besides the references it holds what the grader needs so that a mistake costs
-points in one exercise only (see autograder/references/lab1.py):
-
-- ``STAND_INS``: for each exercise, the OTHER exercises its solution may call.
-- ``STAND_IN_SOURCES``: a correct, self-contained version of each of those.
-  Like the lab's solutions they use ``keras.ops`` and return backend tensors
-  (``FeedForward`` is a ``keras.layers.Layer`` with sublayers ``dense1``,
-  ``dense2`` and ``dropout``).
-- ``HINTS``: one sentence per exercise for the feedback page.
-
-and small helpers that let one hidden test run both under the grader (student
-names are proxies, results NumPy) and in the source notebook (the solution's
-own objects, results backend tensors): ``to_numpy``, ``describe``,
+Besides the references it holds ``weight_shapes`` (the curriculum's shapes
+of the weights the grader sets, never read back from the student's layer:
+issue 18) and ``randomize_weights``, which sets them. The helpers that let
+one hidden test run both under the grader (student names are proxies,
+results NumPy) and in the source notebook (the solution's own objects,
+results backend tensors) come from autograder.testkernel (testing and
+layers) and are re-exported for the hidden tests: ``to_numpy``,
 ``is_keras_layer``, ``raised``, ``explain``, ``tensor``, ``sublayer``,
 ``sublayers``, ``calls``, ``read_weights``, ``set_weights``,
-``randomize_weights`` (the last five in one round trip each), and
-``weight_shapes``: the curriculum's shapes of the weights the grader sets
-(never read back from the student's layer: issue 18).
+``set_sublayer_weights``.
 """
 
 from __future__ import annotations
@@ -49,6 +41,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from autograder.testkernel.layers import (calls, explain, is_keras_layer, read_weights,
+                                          set_sublayer_weights, set_weights, sublayer,
+                                          sublayers)
+from autograder.testkernel.testing import raised, tensor, to_numpy
 
 __all__ = [
     "causal_mask",
@@ -67,9 +64,19 @@ __all__ = [
     "ENCODER_WEIGHTS",
     "DECODER_WEIGHTS",
     "EPSILON",
-    "STAND_INS",
-    "STAND_IN_SOURCES",
-    "HINTS",
+    "randomize_weights",
+    # helpers of autograder.testkernel, for the hidden tests
+    "to_numpy",
+    "is_keras_layer",
+    "raised",
+    "explain",
+    "tensor",
+    "sublayer",
+    "sublayers",
+    "calls",
+    "read_weights",
+    "set_weights",
+    "set_sublayer_weights",
 ]
 
 #: LayerNormalization's epsilon in every layer of the lab.
@@ -333,140 +340,7 @@ def keras_decoder_layer(x, context, weights, x_padding_mask=None,
             np.asarray(keras.ops.convert_to_numpy(scores)))
 
 
-# --- one hidden test under the grader and in the source notebook ------------------------
-#
-# Under the grader, student names are proxies (autograder.testkernel.probe.RemoteObject)
-# and every result is NumPy; when the source notebook runs top to bottom they
-# are the solution's own objects and results are backend tensors.
-
-
-def to_numpy(value):
-    """A result of the student's code as NumPy (proxies already give NumPy)."""
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, (bool, int, float, list, tuple)) or value is None:
-        return np.asarray(value)
-    from keras import ops  # only in the source notebook, where tensors come back
-
-    return np.asarray(ops.convert_to_numpy(value))
-
-
-def _class_path(kind) -> str:
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def describe(target) -> dict:
-    """``{"class", "bases", ...}`` of a proxy (its ``describe()``) or a local object."""
-    from autograder.testkernel.probe import RemoteObject
-
-    if isinstance(target, RemoteObject):
-        return target.describe()
-    kind = target if isinstance(target, type) else type(target)
-    return {"class": _class_path(kind),
-            "bases": [_class_path(base) for base in kind.__mro__[1:]],
-            "sublayers": []}
-
-
-def is_keras_layer(target, class_name: str) -> bool:
-    """Whether ``target`` is a Keras ``class_name`` (e.g. "MultiHeadAttention")
-    or a subclass of it."""
-    description = describe(target)
-    paths = [description.get("class", ""), *description.get("bases", [])]
-    return any(path.startswith("keras.") and path.endswith("." + class_name)
-               for path in paths)
-
-
-def raised(make) -> tuple[str | None, str]:
-    """Run ``make()``; return (the name of the exception it raised or None, message)."""
-    import re
-
-    from autograder.testkernel.probe import StudentCodeError
-
-    try:
-        make()
-    except StudentCodeError as error:
-        match = re.search(r"raised (\w+)", str(error))
-        return (match.group(1) if match else "StudentCodeError"), str(error)
-    except Exception as error:  # noqa: BLE001 - the solution run in place
-        return type(error).__name__, str(error)
-    return None, ""
-
-
-def explain(message: str, shapes_hint: str = "") -> str:
-    """A hint to append to a student's exception from a layer call.
-
-    Keras's own messages for the classic mask mistakes are cryptic; name the
-    cause. ``shapes_hint`` is added when the message is about shapes.
-    """
-    if "query_mask" in message:
-        return (" Pass masks to MultiHeadAttention by keyword (attention_mask=...): "
-                "its fourth positional argument is query_mask.")
-    if "must be broadcastable" in message:
-        return (" The attention mask must broadcast to (B, T_q, T_k): a padding mask "
-                "(B, T) becomes (B, 1, T).")
-    if shapes_hint and "shape" in message.lower():
-        return " " + shapes_hint
-    return ""
-
-
-def tensor(array, like):
-    """``array`` to be passed as a backend tensor to ``like`` (a student name or
-    an object it returned)."""
-    from autograder.testkernel.probe import RemoteObject, Tensor
-
-    if isinstance(like, RemoteObject):
-        return Tensor(array)
-    from keras import ops
-
-    return ops.convert_to_tensor(array)
-
-
-def sublayer(layer, path: str):
-    """``layer.ffn.dense1`` for the path "ffn.dense1"."""
-    if _is_remote(layer):
-        return layer.attribute(path)
-    for name in path.split("."):
-        layer = getattr(layer, name)
-    return layer
-
-
-def _is_remote(layer) -> bool:
-    """Whether ``layer`` is the grader's proxy of a student's layer
-    (autograder.testkernel.probe.RemoteObject), which walks a path in one request."""
-    return callable(getattr(type(layer), "call_method", None))
-
-
-def calls(layer, requests) -> list:
-    """``[sublayer(layer, path) if args is None else sublayer(layer, path)(*args)
-    for path, args in requests]``: for a proxy in one round trip (a failure
-    names the path that failed), e.g. ``[("norm1.epsilon", None),
-    ("ffn.dense1.get_weights", ())]``."""
-    if _is_remote(layer):
-        return layer.many(requests)
-    return [sublayer(layer, path) if args is None else sublayer(layer, path)(*args)
-            for path, args in requests]
-
-
-def sublayers(layer, paths) -> list:
-    """``[sublayer(layer, path) for path in paths]``, in one round trip."""
-    return calls(layer, [(path, None) for path in paths])
-
-
-def set_sublayer_weights(layer, path: str, weights) -> None:
-    """``sublayer(layer, path).set_weights(weights)``."""
-    set_weights(layer, {path: weights})
-
-
-def set_weights(layer, weights: dict) -> None:
-    """``sublayer(layer, path).set_weights(value)`` for each ``{path: value}``,
-    in one round trip."""
-    calls(layer, [(f"{path}.set_weights", (value,)) for path, value in weights.items()])
-
-
-def read_weights(layer, paths) -> dict[str, list[np.ndarray]]:
-    """``{path: sublayer.get_weights()}`` for each path, in one round trip."""
-    values = calls(layer, [(f"{path}.get_weights", ()) for path in paths])
-    return {path: [to_numpy(w) for w in value] for path, value in zip(paths, values)}
+# --- the grader's weights ------------------------------------------------------------
 
 
 def weight_shapes(paths, d_model: int, dff: int, num_heads: int | None = None) -> dict:
@@ -525,169 +399,3 @@ def randomize_weights(layer, paths, r, what: str, *, d_model: int, dff: int,
                 "MultiHeadAttention with key_dim = d_model // num_heads; LayerNormalization "
                 f"over d_model). {problem}")
     return weights
-
-
-#: For each exercise, the other exercises its solution may call. While the
-#: grader tests the key, each listed name is replaced in the student's kernel
-#: by its stand-in (also during calls on layers that exercise created, so
-#: ``EncoderLayer(...)`` builds the stand-in FeedForward).
-STAND_INS = {
-    "causal_mask": [],
-    "padding_mask": [],
-    "combine_masks": ["causal_mask"],
-    "masked_softmax": [],
-    "FeedForward": [],
-    "EncoderLayer": ["FeedForward", "causal_mask", "padding_mask", "combine_masks",
-                     "masked_softmax"],
-    "DecoderLayer": ["FeedForward", "causal_mask", "padding_mask", "combine_masks",
-                     "masked_softmax"],
-}
-
-
-_CAUSAL_MASK_SOURCE = '''
-def causal_mask(length):
-    """(length, length) bool tensor, True on and below the diagonal."""
-    from keras import ops
-
-    positions = ops.arange(length)
-    return ops.greater_equal(ops.expand_dims(positions, 1), ops.expand_dims(positions, 0))
-'''
-
-_PADDING_MASK_SOURCE = '''
-def padding_mask(token_ids, pad_id=0):
-    """(B, T) bool tensor, True for real tokens (ids other than pad_id)."""
-    from keras import ops
-
-    return ops.not_equal(ops.convert_to_tensor(token_ids), pad_id)
-'''
-
-_COMBINE_MASKS_SOURCE = '''
-def combine_masks(query_mask=None, key_mask=None, causal=False):
-    """(B, T_q, T_k) bool tensor: rows AND columns AND (causal) look-ahead.
-
-    A missing mask allows everything and gives a length-1 axis, which
-    broadcasts (with causal=True both lengths are the given mask's).
-    """
-    from keras import ops
-
-    if query_mask is None and key_mask is None:
-        raise ValueError("combine_masks needs query_mask or key_mask; got neither.")
-    mask = None
-    if query_mask is not None:
-        mask = ops.expand_dims(ops.cast(query_mask, "bool"), 2)  # (B, T_q, 1)
-    if key_mask is not None:
-        columns = ops.expand_dims(ops.cast(key_mask, "bool"), 1)  # (B, 1, T_k)
-        mask = columns if mask is None else ops.logical_and(mask, columns)
-    if causal:
-        given = query_mask if query_mask is not None else key_mask
-        rows_length = ops.shape(given)[1]
-        cols_length = ops.shape(key_mask if key_mask is not None else given)[1]
-        rows = ops.expand_dims(ops.arange(rows_length), 1)
-        cols = ops.expand_dims(ops.arange(cols_length), 0)
-        mask = ops.logical_and(mask, ops.expand_dims(ops.greater_equal(rows, cols), 0))
-    return mask
-'''
-
-_MASKED_SOFTMAX_SOURCE = '''
-def masked_softmax(scores, mask):
-    """Softmax over the last axis; mask False gets exactly 0; an all-False row -> 0."""
-    import keras
-    from keras import ops
-
-    scores = ops.convert_to_tensor(scores)
-    if not keras.backend.is_float_dtype(scores.dtype):
-        scores = ops.cast(scores, "float32")
-    allowed = ops.broadcast_to(ops.cast(mask, "bool"), ops.shape(scores))
-    hidden = ops.where(allowed, scores, ops.full_like(scores, -1e9))
-    weights = ops.softmax(hidden, axis=-1)
-    return ops.where(allowed, weights, ops.zeros_like(weights))
-'''
-
-_FEED_FORWARD_SOURCE = '''
-import keras
-
-
-class FeedForward(keras.layers.Layer):
-    """Stand-in: dense1 (dff units, ReLU), dense2 (d_model units), dropout on the
-    output; no residual."""
-
-    def __init__(self, d_model, dff, dropout_rate=0.1, **kwargs):
-        import keras
-
-        super().__init__(**kwargs)
-        self.d_model = int(d_model)
-        self.dff = int(dff)
-        self.dropout_rate = float(dropout_rate)
-        self.dense1 = keras.layers.Dense(self.dff, activation="relu")
-        self.dense2 = keras.layers.Dense(self.d_model)
-        self.dropout = keras.layers.Dropout(self.dropout_rate)
-
-    def build(self, input_shape):
-        self.dense1.build(input_shape)
-        self.dense2.build(tuple(input_shape)[:-1] + (self.dff,))
-        self.built = True
-
-    def call(self, x, training=None):
-        return self.dropout(self.dense2(self.dense1(x)), training=training)
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape)[:-1] + (self.d_model,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(d_model=self.d_model, dff=self.dff, dropout_rate=self.dropout_rate)
-        return config
-'''
-
-#: name -> source of a correct, self-contained version with the curriculum
-#: signature (keras.ops; tensors out), defined in the student's kernel in
-#: place of the student's own while another exercise is tested.
-STAND_IN_SOURCES = {
-    "causal_mask": _CAUSAL_MASK_SOURCE.strip() + "\n",
-    "padding_mask": _PADDING_MASK_SOURCE.strip() + "\n",
-    "combine_masks": _COMBINE_MASKS_SOURCE.strip() + "\n",
-    "masked_softmax": _MASKED_SOFTMAX_SOURCE.strip() + "\n",
-    "FeedForward": _FEED_FORWARD_SOURCE.strip() + "\n",
-}
-
-#: exercise -> one sentence shown on the feedback page of a student who lost
-#: its points.
-HINTS = {
-    "causal_mask": (
-        "Query i may attend to key j when j <= i: True on AND below the diagonal "
-        "(the diagonal too: a token sees itself), as a bool (length, length) tensor."
-    ),
-    "padding_mask": (
-        "Compare the ids with pad_id (ops.not_equal): True for real tokens, a bool "
-        "(B, T) tensor, and use the pad_id argument rather than a fixed 0."
-    ),
-    "combine_masks": (
-        "The query mask decides rows (query_mask[:, :, None]), the key mask columns "
-        "(key_mask[:, None, :]); AND them together and, when causal, with "
-        "causal_mask, keeping a bool (B, T_q, T_k) result."
-    ),
-    "masked_softmax": (
-        "Give masked scores a large negative value (or -inf) before a softmax over "
-        "the last axis, then set masked weights to exactly 0 so a fully masked row "
-        "stays finite; every other row must sum to 1."
-    ),
-    "FeedForward": (
-        "Create dense1 (dff units, ReLU), dense2 (d_model units) and "
-        "dropout (Dropout(dropout_rate)) in __init__, return dropout(dense2(dense1(x))) "
-        "with training passed on (no residual inside), and return d_model, dff and "
-        "dropout_rate from get_config."
-    ),
-    "EncoderLayer": (
-        "Post-norm as in the paper: x = norm1(x + dropout(self_attention(query=x, "
-        "value=x, attention_mask=...))) then x = norm2(x + ffn(x)); the padding mask "
-        "(padding first or last) goes to the keys as (B, 1, T), passed by keyword; "
-        "get_config returns every constructor argument."
-    ),
-    "DecoderLayer": (
-        "Causal self-attention (look-ahead mask, diagonal included, AND the target "
-        "padding on the keys), then cross_attention(query=x, value=context, "
-        "key=context, attention_mask=..., return_attention_scores=True), then the FFN; "
-        "each sublayer is followed by dropout, a residual add and its own "
-        "LayerNormalization (post-norm); get_config returns every constructor argument."
-    ),
-}

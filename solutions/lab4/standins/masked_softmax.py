@@ -1,0 +1,13 @@
+import keras
+from keras import ops
+
+
+def masked_softmax(scores, mask):
+    """Softmax over the last axis; mask False gets exactly 0; an all-False row -> 0."""
+    scores = ops.convert_to_tensor(scores)
+    if not keras.backend.is_float_dtype(scores.dtype):
+        scores = ops.cast(scores, "float32")
+    allowed = ops.broadcast_to(ops.cast(mask, "bool"), ops.shape(scores))
+    hidden = ops.where(allowed, scores, ops.full_like(scores, -1e9))
+    weights = ops.softmax(hidden, axis=-1)
+    return ops.where(allowed, weights, ops.zeros_like(weights))
