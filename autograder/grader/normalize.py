@@ -74,8 +74,8 @@ def drop_malformed_metadata(work: _Work) -> list[str]:
     """Drop a cell's metadata, or its nbgrader part, where it has the wrong type.
 
     nbformat accepts any JSON in ``metadata.nbgrader``, and a hand-edited or
-    generated notebook may hold a string, a list or a number there (or in
-    ``metadata``, or as the grade_id). nbgrader and the steps below expect a
+    generated notebook may hold a string, a list, a number or null there (or
+    in ``metadata``, or as the grade_id). nbgrader and the steps below expect a
     dict with a string grade_id, so such metadata is dropped first and the
     cell is then treated like one whose metadata is gone (an answer is found
     again by ``find_lost_answers``, a test is put back).
@@ -85,22 +85,27 @@ def drop_malformed_metadata(work: _Work) -> list[str]:
         if "metadata" not in cell:
             cell["metadata"] = nbformat.NotebookNode()
         if not isinstance(cell.get("metadata"), dict):
-            notes.append(f"cell {index + 1}: its metadata was a "
-                         f"{type(cell.get('metadata')).__name__}, not a dict: dropped")
+            notes.append(f"cell {index + 1}: its metadata was "
+                         f"{_described(cell.get('metadata'))}, not a dict: dropped")
             cell["metadata"] = nbformat.NotebookNode()
-        nbgrader = cell.metadata.get("nbgrader")
-        if nbgrader is None:
+        if "nbgrader" not in cell.metadata:
             continue
+        nbgrader = cell.metadata["nbgrader"]
         if not isinstance(nbgrader, dict):
-            notes.append(f"cell {index + 1}: its nbgrader metadata was a "
-                         f"{type(nbgrader).__name__}, not a dict: dropped")
+            notes.append(f"cell {index + 1}: its nbgrader metadata was "
+                         f"{_described(nbgrader)}, not a dict: dropped")
             del cell.metadata["nbgrader"]
         elif "grade_id" in nbgrader and not isinstance(nbgrader["grade_id"], str):
-            notes.append(f"cell {index + 1}: its grade_id was a "
-                         f"{type(nbgrader['grade_id']).__name__}, not a string: dropped "
+            notes.append(f"cell {index + 1}: its grade_id was "
+                         f"{_described(nbgrader['grade_id'])}, not a string: dropped "
                          f"its nbgrader metadata")
             del cell.metadata["nbgrader"]
     return notes
+
+
+def _described(value) -> str:
+    """``null`` or ``a <type>`` (``a str``, ``a list``): what a JSON value was."""
+    return "null" if value is None else f"a {type(value).__name__}"
 
 
 def drop_unknown_ids(work: _Work) -> list[str]:
