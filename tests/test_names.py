@@ -289,6 +289,8 @@ other_key:
 @pytest.mark.parametrize("text, says", [
     ("submission_1:\n  :submitters: [\n", "not valid YAML"),
     ("- submission_1\n- submission_2\n", "found a list"),
+    ("[" * 5000, "not valid YAML"),
+    ("a: *undefined_alias\n", "not valid YAML"),
 ])
 def test_malformed_gradescope_metadata_is_a_clear_error(text, says):
     with pytest.raises(ValueError, match=says):

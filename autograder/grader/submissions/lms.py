@@ -251,7 +251,9 @@ def parse_gradescope_metadata(text: str) -> dict[str, str]:
     try:
         document = yaml.load(text, Loader=_MetadataLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as error:
-        raise ValueError(f"not valid YAML ({' '.join(str(error).split())})") from None
+        raise ValueError(f"not valid YAML ({' '.join(str(error).split())[:300]})") from None
+    except RecursionError:  # PyYAML without libyaml, on lists nested thousands deep
+        raise ValueError("not valid YAML (nested too deeply)") from None
     if document is None:
         return {}
     if not isinstance(document, dict):
