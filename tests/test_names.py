@@ -1,4 +1,4 @@
-"""Finding submissions and student ids (autograder/grader/names.py)."""
+"""Finding submissions and student ids (autograder/grader/submissions/, names.py its facade)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grader import names
+from autograder.grader.submissions import archives
 from autograder.grader.names import collect_submissions, parse_gradescope_metadata, sanitize_id
 
 LAB, STEM = "lab1", "lab1_attention"
@@ -258,6 +259,80 @@ def test_parse_gradescope_metadata():
         "submission_98765": "123456", "submission_11111": "bob.b"}
 
 
+def test_gradescope_metadata_is_read_as_written():
+    # An unquoted sid keeps its leading zeros (YAML 1.1 would read an octal),
+    # a Ruby tag and a date that is no date are no errors, a group's first
+    # submitter with a sid gives the id.
+    text = """\
+:submission_1: !ruby/hash:ActiveSupport::HashWithIndifferentAccess
+  :submitters:
+  - :name: Ann
+    :sid: 0012345
+  :created_at: 2024-13-45 99:00:00 -08:00
+  :score: !ruby/object:BigDecimal 18:0.1e2
+submission_2:
+  :submitters:
+  - :name: Ben
+    :sid:
+    :email: ben@example.com
+  - :name: Cy
+    :sid: 777
+submission_3: just text
+other_key:
+  :submitters:
+  - :sid: '999'
+"""
+    assert parse_gradescope_metadata(text) == {"submission_1": "0012345", "submission_2": "777"}
+    assert parse_gradescope_metadata("") == {}
+
+
+@pytest.mark.parametrize("text, says", [
+    ("submission_1:\n  :submitters: [\n", "not valid YAML"),
+    ("- submission_1\n- submission_2\n", "found a list"),
+    ("[" * 5000, "not valid YAML"),
+    ("a: *undefined_alias\n", "not valid YAML"),
+])
+def test_malformed_gradescope_metadata_is_a_clear_error(text, says):
+    with pytest.raises(ValueError, match=says):
+        parse_gradescope_metadata(text)
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_malformed_gradescope_metadata_leaves_folder_ids_with_a_note(tmp_path, as_zip):
+    files = {"submission_metadata.yml": "submission_98765:\n  :submitters: [\n  - :sid: 1\n",
+             "submission_98765/lab1_attention.ipynb": NOTEBOOK,
+             "submission_11111/lab1_attention.ipynb": NOTEBOOK}
+    path = make_zip(tmp_path / "s.zip", files) if as_zip else make_folder(tmp_path / "s", files)
+    found = collect(path)
+    assert sorted(found) == ["submission_11111", "submission_98765"]
+    note = found["submission_98765"].note
+    assert "'submission_metadata.yml' could not be read: not valid YAML" in note, note
+    assert "the ids are the submission folders' names" in note
+    assert found["submission_98765"].problem == ""
+
+
+def test_gradescope_metadata_past_its_bound_is_not_parsed(tmp_path, monkeypatch):
+    from autograder.grader.submissions import lms
+
+    monkeypatch.setattr(lms, "MAX_METADATA_BYTES", 100)
+    files = {"submission_metadata.yml": GRADESCOPE_METADATA,
+             "submission_98765/lab1_attention.ipynb": NOTEBOOK}
+    found = collect(make_folder(tmp_path, files))
+    assert list(found) == ["submission_98765"]
+    size = len(GRADESCOPE_METADATA.encode())
+    assert f"could not be read ({size:,} bytes, more than the 100 parsed)" \
+        in found["submission_98765"].note
+
+
+def test_names_is_the_facade_of_the_submissions_package():
+    from autograder.grader import submissions
+
+    assert names.collect_submissions is submissions.collect_submissions
+    assert names.Submission is submissions.Submission
+    assert set(names.__all__) == set(submissions.__all__)
+    assert all(hasattr(names, name) for name in names.__all__)
+
+
 def test_other_lab_notebook_in_student_folder(tmp_path):
     found = collect(make_folder(tmp_path, {"alice/lab2_multihead_attention.ipynb": NOTEBOOK}))
     assert found["alice"].problem == (
@@ -388,7 +463,7 @@ def test_noise_is_ignored(tmp_path):
 
 
 def test_zip_member_too_large(tmp_path, monkeypatch):
-    monkeypatch.setattr(names, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(archives, "MAX_FILE_BYTES", 100)
     found = collect(make_zip(tmp_path / "s.zip", {"alice.ipynb": b"x" * 200,
                                                    "bob.ipynb": NOTEBOOK[:90]}))
     assert found["alice"].data is None
@@ -401,7 +476,7 @@ def test_zip_member_lying_about_its_size(tmp_path, monkeypatch):
     path = make_zip(tmp_path / "s.zip", {"alice.ipynb": b"x" * 200})
     archive = zipfile.ZipFile(path)
     archive.infolist()[0].file_size = 10
-    entries = names._zip_entries(archive)
+    entries = archives.zip_entries(archive)
     assert entries[0].data() is None
     assert entries[0].problem.startswith("could not read the file")
     archive.close()
@@ -409,9 +484,9 @@ def test_zip_member_lying_about_its_size(tmp_path, monkeypatch):
 
 def test_read_is_cut_at_the_limit(monkeypatch):
     import io
-    monkeypatch.setattr(names, "MAX_FILE_BYTES", 100)
-    entry = names._Entry("a.ipynb", ("a.ipynb",), 10, 0.0,
-                         names._entry_reader(lambda: io.BytesIO(b"x" * 1000)))
+    monkeypatch.setattr(archives, "MAX_FILE_BYTES", 100)
+    entry = archives.Entry("a.ipynb", ("a.ipynb",), 10, 0.0,
+                            archives.entry_reader(lambda: io.BytesIO(b"x" * 1000)))
     assert entry.data() is None
     assert entry.problem.startswith("file too large")
 
@@ -476,13 +551,13 @@ def test_single_notebook_path_error(tmp_path):
 
 
 def test_a_zip_bomb_is_refused_as_a_whole_and_nothing_is_kept_in_memory(tmp_path, monkeypatch):
-    monkeypatch.setattr(names, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 1000)
     bomb = make_zip(tmp_path / "bomb.zip", {f"s{i}.ipynb": b" " * 600 for i in range(2)})
     with pytest.raises(ValueError) as error:
         collect_submissions(bomb, LAB, STEM)
     assert "bomb.zip" in str(error.value) and "unpack to" in str(error.value)
-    monkeypatch.setattr(names, "MAX_ARCHIVE_BYTES", 2000)
-    monkeypatch.setattr(names, "MAX_ARCHIVE_MEMBERS", 1)
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 2000)
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_MEMBERS", 1)
     with pytest.raises(ValueError, match="more than the 1 a class download has"):
         collect_submissions(bomb, LAB, STEM)
 

@@ -1,0 +1,168 @@
+"""Choosing the one file graded for each student, and the Submission made of it.
+
+When a student has several files, the one graded is chosen by content
+first, then by name: a file without a problem before one with a problem; the
+notebook with the most of this lab's exercises answered (an answer cell, or
+a cell defining the exercise, that no longer raises NotImplementedError);
+a notebook named like the lab notebook (exact or a "Copy of"/"(1)"
+duplicate) before another notebook; the newest (file or zip mtime); the
+fewest duplicate markers; the first by name. So a newer ``alice (1).ipynb``
+that is the blank notebook, or another lab's, does not replace alice's
+work. Grading every file and keeping the best is not done: it would reward
+uploading many guesses (and cost a grading per file). Which file was graded
+and why is said in ``note`` (remarks for the instructor, in the student's
+row of grades.csv), never in ``problem`` (reasons that stop grading).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from autograder.grader.submissions.archives import TooLarge, read_origin, too_large_problem
+from autograder.grader.submissions.lms import LAB_NOTEBOOK, OTHER_LAB, Candidate, Group
+
+_MAX_LISTED = 5
+
+
+@dataclass
+class Submission:
+    """One student's file, chosen for grading.
+
+    Attributes:
+        student_id: sanitized, unique id (see lms.py, rule 7).
+        source_name: the file's path relative to the folder or zip given,
+            with ``/`` separators, as found there (U+FFFD for bytes of the
+            name that are not UTF-8).
+        origin: where the content is read from: ``("file", path)`` or
+            ``("zip", zip_path, member_index)``; None when it is not read
+            (too large, not a regular file). Plain values, so that a
+            Submission travels to a worker process without its content.
+        problem: "" when the file can be graded, else why not ("empty file",
+            "not a notebook: .py uploaded; expected a .ipynb", ...).
+        note: remarks for the instructor that do not stop grading (which
+            file was graded and why, late submission...).
+    """
+
+    student_id: str
+    source_name: str
+    origin: tuple | None
+    problem: str = ""
+    note: str = ""
+
+    def read(self) -> tuple[bytes | None, str]:
+        """The content (read now, never kept), or None and why it cannot be read."""
+        if self.origin is None:
+            return None, self.problem or "not read"
+        try:
+            return read_origin(self.origin), ""
+        except TooLarge:
+            return None, too_large_problem()
+        except Exception as error:  # noqa: BLE001 - becomes the student's status
+            return None, f"could not read the file: {type(error).__name__}: {error}"
+
+    @property
+    def data(self) -> bytes | None:
+        """The content, or None when it cannot be read (see ``read``)."""
+        return self.read()[0]
+
+
+def choose(group: Group, exercises: tuple[str, ...]) -> Submission:
+    """The submission graded for one student (its id still ""), and notes on the others.
+
+    Several notebooks without a problem are read (one at a time, none
+    kept) to count their answers to ``exercises``; a single file is not
+    read here.
+    """
+    problems = {id(c): _problem_of(c) for c in group.candidates}
+    readable = [c for c in group.candidates if not problems[id(c)] and c.kind < OTHER_LAB]
+    answers = {id(c): answered(c.entry.data(), exercises) if len(readable) > 1 else 0
+               for c in readable}
+
+    def rank(c: Candidate):
+        return (bool(problems[id(c)]), -answers.get(id(c), -1), c.kind, -c.entry.mtime,
+                c.markers, c.entry.source_name)
+
+    ordered = sorted(group.candidates, key=rank)
+    best = ordered[0]
+    notes = list(group.notes)
+    if best.note:
+        notes.append(best.note)
+    if len(ordered) > 1:
+        notes.append(_choice_note(best, ordered[1:], problems, answers, len(exercises)))
+    return Submission(
+        student_id="",
+        source_name=best.entry.source_name,
+        origin=None if best.entry.problem else best.entry.origin,
+        problem=best.entry.problem or problems[id(best)],
+        note="; ".join(notes),
+    )
+
+
+def answered(data: bytes | None, exercises: tuple[str, ...]) -> int:
+    """How many of ``exercises`` the notebook ``data`` answers; -1 if it is no notebook.
+
+    An exercise is answered by a code cell that is its answer cell (by
+    nbgrader's grade_id) or defines it (``def softmax``), and no longer
+    raises NotImplementedError as the blank notebook does. Only the
+    structure is read: a damaged notebook counts what can be seen.
+    """
+    try:
+        cells = json.loads(data)["cells"]
+    except Exception:  # noqa: BLE001 - anything unreadable is not a notebook
+        return -1
+    if not isinstance(cells, list):
+        return -1
+    found = set()
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(map(str, source)) if isinstance(source, list) else str(source)
+        if "NotImplementedError" in source:
+            continue
+        found.update(e for e in exercises if _answers(cell, source, e))
+    return len(found)
+
+
+def _answers(cell: dict, source: str, exercise: str) -> bool:
+    """Is the code cell ``cell`` (its ``source`` joined) the answer to ``exercise``?"""
+    metadata = cell.get("metadata")
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    grade_id = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
+    return grade_id == exercise or re.search(
+        rf"^(?:def|class)\s+{re.escape(exercise)}\b", source, re.MULTILINE) is not None
+
+
+def _problem_of(candidate: Candidate) -> str:
+    """The candidate's problem, reading it when needed to see it is empty."""
+    entry = candidate.entry
+    if entry.problem:
+        return entry.problem
+    if entry.is_empty():
+        return f"empty file ({entry.size} bytes): nothing to grade"
+    return candidate.problem
+
+
+def _choice_note(best: Candidate, others: list[Candidate], problems: dict,
+                 answers: dict, exercises: int) -> str:
+    """Which of a student's files was graded and why, and which were not."""
+    runner = others[0]
+    mine, theirs = answers.get(id(best), -1), answers.get(id(runner), -1)
+    if problems[id(runner)] and not problems[id(best)]:
+        why = "the only one without a problem"
+    elif id(runner) in answers and mine != theirs:
+        why = (f"the most exercises answered: {mine} of {exercises}, against "
+               f"{max(theirs, 0)} in {runner.entry.source_name!r}")
+    elif runner.kind != best.kind:
+        why = "named like the lab notebook" if best.kind == LAB_NOTEBOOK else "a notebook"
+    elif runner.entry.mtime != best.entry.mtime:
+        why = "the newest"
+    else:
+        why = "the closest name to the lab notebook"
+    listed = [repr(c.entry.source_name) for c in others[:_MAX_LISTED]]
+    if len(others) > _MAX_LISTED:
+        listed.append(f"and {len(others) - _MAX_LISTED} more")
+    return (f"{len(others) + 1} files for this student: graded {best.entry.source_name!r} "
+            f"({why}); ignored {', '.join(listed)}")

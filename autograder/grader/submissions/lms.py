@@ -1,0 +1,511 @@
+"""The LMS naming rules: which student a file belongs to, read from its path.
+
+Student id rules (``lab_id="lab1"``, ``notebook_stem="lab1_attention"``);
+paths are relative to the folder or zip given:
+
+1. A file in the top folder: the file stem.
+   ``alice.ipynb`` -> ``alice``; ``s1234567.ipynb`` -> ``s1234567``.
+   Browser/Colab duplicate markers are removed first, so that
+   ``alice (1).ipynb`` and ``alice.ipynb`` are the same student ``alice``
+   (which one is graded: see choice.py). The content is not checked here: a top-level
+   ``lab2_multihead_attention.ipynb`` is the student ``lab2_multihead_attention``
+   (with a note that the name looks like a lab notebook, not a student id).
+2. Canvas bulk download (top folder):
+   ``<name>_<userid>_<submissionid>_<original file name>``, optionally with
+   ``LATE_`` before the user id -> ``<name>_<userid>``.
+   ``doejane_12345_6789_lab1_attention.ipynb`` -> ``doejane_12345``;
+   ``doejane_LATE_12345_6789_Copy of lab1_attention.ipynb`` -> ``doejane_12345``
+   (note: submitted late). The original file name (``lab1_attention-1.ipynb``
+   after a resubmission) is checked like a file in a student folder (rule 3).
+3. Any file below a folder: the top-most folder below ``path``.
+   ``alice/lab1_attention.ipynb`` -> ``alice``;
+   ``alice/lab1/lab1_attention.ipynb`` -> ``alice``;
+   ``alice/Copy of lab1_attention.ipynb``, ``alice/lab1_attention (1).ipynb``,
+   ``alice/Copy of Copy of lab1_attention.ipynb`` -> ``alice``.
+   Another lab's notebook (``alice/lab2_multihead_attention.ipynb`` while
+   grading lab1) is still ``alice``'s Submission, with the problem
+   "this looks like lab2's notebook (lab2_multihead_attention.ipynb), not lab1's".
+4. Moodle assignment download: folder
+   ``<full name>_<participant id>_assignsubmission_<plugin>_`` ->
+   ``<full name>_<participant id>``, sanitized:
+   ``Jane Doe_123456_assignsubmission_file_/lab1_attention.ipynb`` ->
+   ``Jane_Doe_123456``. The ``file`` and ``onlinetext`` folders of one
+   participant are one student.
+5. Gradescope export: folder ``submission_<n>``. When a
+   ``submission_metadata.yml`` is present (read with PyYAML's safe loader,
+   see ``parse_gradescope_metadata``), the id is the submitter's ``:sid:``,
+   else the local part of their ``:email:``:
+   ``submission_98765/lab1_attention.ipynb`` -> ``123456`` (sid in the
+   metadata) or ``submission_98765`` (no metadata, or metadata that cannot
+   be read: then with a note saying why).
+6. A single wrapping folder is looked through: when everything is inside one
+   folder that holds several student entries (``export/alice.ipynb``,
+   ``export/bob.ipynb``; Gradescope's ``assignment_1_export/submission_1/...``),
+   the ids come from the level below it: ``alice``, ``bob``. A folder that
+   itself holds the lab notebook (``alice/lab1_attention.ipynb``) is a
+   student folder, never a wrapper.
+7. Ids are sanitized to ``[A-Za-z0-9_.-]``: accents are removed, white space
+   becomes ``_``, other characters are dropped, leading/trailing ``._-`` are
+   stripped: ``José María.ipynb`` -> ``Jose_Maria``. An id that would be empty
+   falls back to the sanitized file stem, then to ``student``. Two different
+   students whose ids come out equal get ``-2``, ``-3``...:
+   ``jane doe.ipynb`` -> ``jane_doe`` and ``jane_doe.ipynb`` -> ``jane_doe-2``
+   (in sorted order of their file names). A name that is not UTF-8 gives its
+   id from what is left (``ren\\xe9e.ipynb`` -> ``rene``), with a note.
+
+Noise is ignored: ``__MACOSX/``, ``.ipynb_checkpoints/`` and any other path
+part starting with ``.``, ``__pycache__/``, ``submission_metadata.yml``,
+``Thumbs.db``, ``desktop.ini`` and Office lock files (``~$...``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+import yaml
+
+from autograder.grader.submissions.archives import Entry
+
+_NOISE_PARTS = {"__macosx", "__pycache__"}
+_NOISE_FILES = {"submission_metadata.yml", "thumbs.db", "desktop.ini"}
+_METADATA_NAME = "submission_metadata.yml"
+#: Gradescope's metadata larger than this is not parsed (its ids fall back to
+#: the submission folders, with a note). An export of 3,000 students with
+#: autograder output is about 7 MB, parsed in about 1 s by libyaml.
+MAX_METADATA_BYTES = 20 * 1024 * 1024
+_MAX_ID_LENGTH = 100
+
+_CANVAS = re.compile(
+    r"^(?P<name>[^_/]+)_(?P<late>(?i:late)_)?(?P<uid>\d+)_(?P<sub>\d+)_(?P<orig>.+)$"
+)
+_MOODLE = re.compile(
+    r"^(?P<name>.+)_(?P<pid>\d+)_assignsubmission_[a-z]+_?$", re.IGNORECASE
+)
+_GRADESCOPE = re.compile(r"^submission_\d+$")
+_GRADESCOPE_KEY = re.compile(r"^:?(submission_\d+)$")
+_LAB_NUMBER = re.compile(r"^lab[ _-]?0*(\d+)(?!\d)", re.IGNORECASE)
+
+# Duplicate markers added by browsers, Colab, Windows and macOS.
+_PREFIX_MARKERS = [re.compile(r"^copy[ _]of[ _]+", re.IGNORECASE)]
+_SUFFIX_MARKERS = [
+    re.compile(r"\s*\(\d+\)$"),  # "lab1_attention (1)"
+    re.compile(r"\s+-\s+copy(\s*\(\d+\))?$", re.IGNORECASE),  # Windows
+    re.compile(r"\s+copy(\s+\d+)?$", re.IGNORECASE),  # macOS
+]
+_DASH_NUMBER = re.compile(r"-\d+$")  # Canvas resubmission: "lab1_attention-1"
+
+# Browsers sometimes append an extension to a downloaded notebook.
+_RENAMED_NOTEBOOK = (".ipynb.txt", ".ipynb.json")
+
+#: What a Candidate is, best first (choice.py ranks by it).
+LAB_NOTEBOOK, OTHER_NOTEBOOK, OTHER_LAB, NOT_A_NOTEBOOK = range(4)
+
+
+@dataclass
+class Candidate:
+    """An entry with what its name says about it."""
+
+    entry: Entry
+    kind: int  # LAB_NOTEBOOK, OTHER_NOTEBOOK, OTHER_LAB or NOT_A_NOTEBOOK
+    markers: int  # duplicate markers removed from its name ("Copy of", "(1)")
+    problem: str
+    note: str
+
+
+@dataclass
+class Group:
+    """One student's files, before one is chosen (choice.py)."""
+
+    key: tuple
+    raw_id: str
+    fallback: str
+    candidates: list[Candidate] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        """Add ``text`` to the notes unless it is there already."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+def group_entries(entries: list[Entry], lab_id: str, notebook_stem: str) -> list[Group]:
+    """The entries that are not noise, grouped by student (rules 1-6), in sorted order."""
+    metadata, metadata_problem = gradescope_metadata(entries)
+    files = [e for e in entries if not is_noise(e.parts)]
+    depth = _wrapper_depth(files, notebook_stem)
+    groups: dict[tuple, Group] = {}
+    rules = _Rules(groups, metadata, metadata_problem, lab_id, notebook_stem)
+    for entry in sorted(files, key=lambda e: e.source_name):
+        rules.assign(entry, entry.parts[depth:])
+    for group in groups.values():
+        if any("\ufffd" in c.entry.source_name for c in group.candidates):
+            group.notes.append("a file name has bytes that are not UTF-8 (shown as \ufffd); "
+                               "the id is made from the rest of the name")
+    return list(groups.values())
+
+
+def is_noise(parts: tuple[str, ...]) -> bool:
+    """Is the path ``parts`` an OS's, an editor's or an LMS's file, not the student's?"""
+    if not parts:
+        return True
+    for part in parts:
+        if part.startswith(".") or part.lower() in _NOISE_PARTS:
+            return True
+    base = parts[-1]
+    return base.lower() in _NOISE_FILES or base.startswith("~$")
+
+
+# -- ids (rule 7) --------------------------------------------------------------
+
+
+def sanitize_id(raw: str) -> str:
+    """``raw`` reduced to ``[A-Za-z0-9_.-]`` ("" when nothing is left).
+
+    >>> sanitize_id("José María")
+    'Jose_Maria'
+    """
+    text = unicodedata.normalize("NFKD", raw).strip()
+    text = re.sub(r"\s+", "_", text)
+    text = re.sub(r"[^A-Za-z0-9_.-]", "", text)
+    return text.strip("._-")[:_MAX_ID_LENGTH].strip("._-")
+
+
+def unique_ids(wanted: list[tuple[str, str, str]]) -> list[str]:
+    """Sanitized, unique ids for ``(raw_id, fallback, source_name)``, in that order.
+
+    The id is ``raw_id`` sanitized, else ``fallback`` sanitized, else
+    ``student``; equal ids get ``-2``, ``-3``... in sorted order of
+    (id, source_name), never becoming another student's id.
+    """
+    bases = [sanitize_id(raw) or sanitize_id(fallback) or "student"
+             for raw, fallback, _ in wanted]
+    taken = set(bases)
+    used: set[str] = set()
+    ids = [""] * len(wanted)
+    for index in sorted(range(len(wanted)), key=lambda i: (bases[i], wanted[i][2])):
+        base = student_id = bases[index]
+        number = 2
+        while student_id in used or (student_id != base and student_id in taken):
+            student_id = f"{base}-{number}"
+            number += 1
+        used.add(student_id)
+        ids[index] = student_id
+    return ids
+
+
+# -- Gradescope's metadata (rule 5) --------------------------------------------
+
+
+class _MetadataLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """PyYAML's safe loader (libyaml's when there is one), reading ids as written.
+
+    Every scalar but null is text, as written: an unquoted ``:sid: 0012345``
+    stays ``0012345`` (the safe loader's YAML 1.1 would read the octal 5349),
+    and a malformed date in ``:created_at:`` is no error. A tag the safe
+    loader does not know (Ruby's ``!ruby/object:...`` in an export) is read
+    as the plain mapping, list or text it tags. Nothing else changes: only
+    str, list, dict and None are ever built.
+    """
+
+
+_MetadataLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag == "tag:yaml.org,2002:null"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _construct_untagged(loader, suffix, node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node)
+    return loader.construct_scalar(node)
+
+
+_MetadataLoader.add_multi_constructor("!", _construct_untagged)
+
+
+def parse_gradescope_metadata(text: str) -> dict[str, str]:
+    """Map ``submission_<n>`` to a student id from Gradescope's metadata.
+
+    ``text`` is ``submission_metadata.yml``, read with PyYAML's safe loader
+    (``_MetadataLoader``). The id of a submission is the first submitter's
+    ``:sid:`` that is not empty, else the local part of the first ``:email:``
+    that is not; submissions without either are left out::
+
+        submission_98765:            # or :submission_98765: (a Ruby symbol)
+          :submitters:
+          - :name: Jane Doe
+            :sid: '123456'
+            :email: jane@example.com
+
+    gives ``{"submission_98765": "123456"}``.
+
+    Raises:
+        ValueError: ``text`` is not YAML, or not a mapping of submissions;
+            the message says where and what was expected.
+    """
+    try:
+        document = yaml.load(text, Loader=_MetadataLoader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as error:
+        raise ValueError(f"not valid YAML ({' '.join(str(error).split())[:300]})") from None
+    except RecursionError:  # PyYAML without libyaml, on lists nested thousands deep
+        raise ValueError("not valid YAML (nested too deeply)") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ValueError(f"expected a mapping of submission_<n> to submissions, "
+                         f"found a {type(document).__name__}")
+    mapping = {}
+    for key, block in document.items():
+        match = _GRADESCOPE_KEY.match(str(key))
+        student = _submitter_id(block) if match else ""
+        if student:
+            mapping[match.group(1)] = student
+    return mapping
+
+
+def _submitter_id(block) -> str:
+    """The first sid of a submission's submitters, else the first email's local part."""
+    submitters = _field(block, "submitters")
+    if not isinstance(submitters, list):
+        return ""
+    for name in ("sid", "email"):
+        for submitter in submitters:
+            value = _field(submitter, name)
+            value = "" if value is None or isinstance(value, (dict, list)) else str(value).strip()
+            if value:
+                return value.split("@")[0] if name == "email" else value
+    return ""
+
+
+def _field(mapping, name: str):
+    """``mapping[":name"]`` (Gradescope writes Ruby symbols), else ``mapping["name"]``."""
+    if not isinstance(mapping, dict):
+        return None
+    return mapping.get(f":{name}", mapping.get(name))
+
+
+def gradescope_metadata(entries: list[Entry]) -> tuple[dict[str, str], str]:
+    """Gradescope's submission -> student map from the shallowest metadata file.
+
+    Returns the map and why the file could not be read ("" when it could,
+    or when there is none): a metadata file that is too large or malformed
+    leaves the submission folders' names as ids, with that note.
+    """
+    found = [e for e in entries if e.parts and e.parts[-1].lower() == _METADATA_NAME]
+    if not found:
+        return {}, ""
+    entry = min(found, key=lambda e: (len(e.parts), e.source_name))
+    where = f"Gradescope's {entry.source_name!r} could not be read"
+    fallback = "the ids are the submission folders' names"
+    if entry.size > MAX_METADATA_BYTES:
+        return {}, (f"{where} ({entry.size:,} bytes, more than the {MAX_METADATA_BYTES:,} "
+                    f"parsed); {fallback}")
+    data = entry.data()
+    if data is None:
+        return {}, (f"{where} ({entry.problem}); {fallback}" if entry.problem else "")
+    if not data:
+        return {}, ""
+    try:
+        return parse_gradescope_metadata(data.decode("utf-8", errors="replace")), ""
+    except ValueError as error:
+        return {}, f"{where}: {error}; {fallback}"
+
+
+# -- file names ----------------------------------------------------------------
+
+
+def split_ext(name: str) -> tuple[str, str, bool]:
+    """(stem, lower-case extension, renamed) of a file name.
+
+    ``renamed`` is True for a notebook the browser renamed (``x.ipynb.txt``).
+    """
+    lower = name.lower()
+    for suffix in _RENAMED_NOTEBOOK:
+        if lower.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], ".ipynb", True
+    stem, ext = os.path.splitext(name)
+    if not stem:  # ".ipynb" alone
+        return name, "", False
+    return stem, ext.lower(), False
+
+
+def _strip_markers(stem: str, dash_number: bool) -> tuple[str, int]:
+    """``stem`` without duplicate markers, and how many were removed.
+
+    ``Copy of Copy of lab1_attention (1)`` -> (``lab1_attention``, 3).
+    ``dash_number`` also removes a final ``-1`` (Canvas resubmissions).
+    """
+    count = 0
+    changed = True
+    patterns = _PREFIX_MARKERS + _SUFFIX_MARKERS + ([_DASH_NUMBER] if dash_number else [])
+    while changed:
+        changed = False
+        for pattern in patterns:
+            new = pattern.sub("", stem, count=1).strip()
+            if new and new != stem:
+                stem, count, changed = new, count + 1, True
+    return stem, count
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[\s-]+", "_", name.strip().lower())
+
+
+def _lab_number(text: str) -> str | None:
+    match = _LAB_NUMBER.match(text.strip())
+    return match.group(1) if match else None
+
+
+def _looks_like_lab_notebook(name: str, notebook_stem: str) -> bool:
+    """Is ``name`` a lab notebook's file name (this lab's or another's)?"""
+    stem, ext, _ = split_ext(name)
+    if ext != ".ipynb":
+        return False
+    base, _ = _strip_markers(stem, dash_number=True)
+    return _normal(base) == _normal(notebook_stem) or _lab_number(base) is not None
+
+
+def _not_a_notebook(ext: str) -> str:
+    what = f"{ext} uploaded" if ext else "a file without extension uploaded"
+    return (
+        f"not a notebook: {what}; expected a .ipynb "
+        "(in Jupyter or Colab: File > Download > Download .ipynb)"
+    )
+
+
+def classify(entry: Entry, name: str, lab_id: str, notebook_stem: str,
+             named_by_student: bool) -> Candidate:
+    """What the file name ``name`` says about ``entry``.
+
+    ``named_by_student``: the name is the student's own file name (inside a
+    student folder, or Canvas's original name), so it should be the lab's.
+    """
+    stem, ext, renamed = split_ext(name)
+    note = f"{name!r} was renamed by the browser; graded as a .ipynb" if renamed else ""
+    if ext != ".ipynb":
+        return Candidate(entry, NOT_A_NOTEBOOK, 0, _not_a_notebook(ext), "")
+    base, markers = _strip_markers(stem, dash_number=named_by_student)
+    kind, problem = OTHER_NOTEBOOK, ""
+    if _normal(base) == _normal(notebook_stem):
+        kind = LAB_NOTEBOOK
+    elif named_by_student:
+        theirs, ours = _lab_number(base), _lab_number(lab_id)
+        if theirs is not None and ours is not None and theirs != ours:
+            kind = OTHER_LAB
+            problem = f"this looks like lab{theirs}'s notebook ({name}), not {lab_id}'s"
+    return Candidate(entry, kind, markers, problem, note)
+
+
+# -- folders (rule 6) ----------------------------------------------------------
+
+
+def _wrapper_depth(files: list[Entry], notebook_stem: str) -> int:
+    """How many single wrapping folders to look through (rule 6)."""
+    depth = 0
+    while True:
+        if not files or any(len(e.parts) <= depth + 1 for e in files):
+            return depth
+        tops = {e.parts[depth] for e in files}
+        if len(tops) != 1:
+            return depth
+        root = tops.pop()
+        if _MOODLE.match(root) or _GRADESCOPE.match(root):
+            return depth
+        if any(len(e.parts) == depth + 2 and _looks_like_lab_notebook(e.parts[-1], notebook_stem)
+               for e in files):
+            return depth  # the root holds the lab notebook: a student folder
+        if _student_like_children(files, depth + 1, notebook_stem) < 2:
+            return depth
+        depth += 1
+
+
+def _student_like_children(files: list[Entry], level: int, notebook_stem: str) -> int:
+    """How many entries at ``level`` look like one student's submission."""
+    students = set()
+    for entry in files:
+        child = entry.parts[level]
+        if len(entry.parts) == level + 1:  # a file
+            _, ext, _ = split_ext(child)
+            if ext == ".ipynb" and not _looks_like_lab_notebook(child, notebook_stem):
+                students.add(child)
+            elif _CANVAS.match(child):
+                students.add(child)
+        elif _MOODLE.match(child) or _GRADESCOPE.match(child):
+            students.add(child)
+        elif _lab_number(child) is None and _normal(child) != _normal(notebook_stem):
+            if split_ext(entry.parts[-1])[1] == ".ipynb":
+                students.add(child)
+    return len(students)
+
+
+# -- assigning a file to its student (rules 1-5) --------------------------------
+
+
+@dataclass
+class _Rules:
+    """The rules 1-5, applied to one listing: puts each file in its student's group."""
+
+    groups: dict[tuple, Group]
+    metadata: dict[str, str]
+    metadata_problem: str
+    lab_id: str
+    notebook_stem: str
+
+    def assign(self, entry: Entry, parts: tuple[str, ...]) -> None:
+        """Put ``entry`` (at ``parts`` below the wrapping folders) in its student's group."""
+        if len(parts) == 1:
+            if not self._canvas(entry, parts[0]):
+                self._top_file(entry, parts[0])
+        else:
+            self._in_folder(entry, parts[0], parts[-1])
+
+    def _group(self, key: tuple, raw_id: str, name: str) -> Group:
+        if key not in self.groups:
+            self.groups[key] = Group(key, raw_id, split_ext(name)[0])
+        return self.groups[key]
+
+    def _add(self, group: Group, entry: Entry, name: str, named_by_student: bool) -> None:
+        group.candidates.append(
+            classify(entry, name, self.lab_id, self.notebook_stem, named_by_student))
+
+    def _canvas(self, entry: Entry, name: str) -> bool:
+        """Rule 2: a Canvas bulk-download name; False when ``name`` is not one."""
+        canvas = _CANVAS.match(name)
+        if not canvas:
+            return False
+        group = self._group(("canvas", canvas["name"], canvas["uid"]),
+                            f"{canvas['name']}_{canvas['uid']}", name)
+        if canvas["late"]:
+            group.note("submitted late (Canvas: LATE)")
+        self._add(group, entry, canvas["orig"], named_by_student=True)
+        return True
+
+    def _top_file(self, entry: Entry, name: str) -> None:
+        """Rule 1: a file in the top folder is the student of its stem."""
+        base, _ = _strip_markers(split_ext(name)[0], dash_number=False)
+        group = self._group(("file", base), base, name)
+        if _looks_like_lab_notebook(name, self.notebook_stem):
+            group.note(f"the file name {name!r} looks like a lab notebook, not a student id; "
+                       f"used {base!r} as the student id")
+        self._add(group, entry, name, named_by_student=False)
+
+    def _in_folder(self, entry: Entry, folder: str, name: str) -> None:
+        """Rules 3-5: a file below a folder is the student of that folder."""
+        moodle = _MOODLE.match(folder)
+        if moodle:
+            group = self._group(("moodle", moodle["name"], moodle["pid"]),
+                                f"{moodle['name']}_{moodle['pid']}", name)
+        elif _GRADESCOPE.match(folder) and folder in self.metadata:
+            student = self.metadata[folder]
+            group = self._group(("gradescope", student), student, name)
+            group.note(f"Gradescope {folder}")
+        else:
+            group = self._group(("folder", folder), folder, name)
+            if _GRADESCOPE.match(folder) and self.metadata_problem:
+                group.note(self.metadata_problem)
+        self._add(group, entry, name, named_by_student=True)
