@@ -8,7 +8,7 @@ imports nothing: the test kernel (autograder.testkernel) reads it too.
 
 Limits kept where they are, by reference:
 
-- ``autograder.grader.names.MAX_FILE_BYTES``, ``MAX_ARCHIVE_BYTES``,
+- ``autograder.grader.submissions.archives.MAX_FILE_BYTES``, ``MAX_ARCHIVE_BYTES``,
   ``MAX_ARCHIVE_MEMBERS``: the bounds on a submitted file and on a zip
   from the LMS (checked while the submissions are listed);
 - ``autograder.forkserver.server.SANDBOX_WAIT_S`` and the fork server's

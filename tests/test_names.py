@@ -1,4 +1,4 @@
-"""Finding submissions and student ids (autograder/grader/submissions/, names.py its facade)."""
+"""Finding submissions and student ids (autograder/grader/submissions/, submissions.py its facade)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import names
+from autograder.grader import submissions
 from autograder.grader.submissions import archives
-from autograder.grader.names import collect_submissions, parse_gradescope_metadata, sanitize_id
+from autograder.grader.submissions import collect_submissions, parse_gradescope_metadata, sanitize_id
 
 LAB, STEM = "lab1", "lab1_attention"
 NOTEBOOK = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
@@ -36,7 +36,7 @@ def make_zip(path: Path, files: dict[str, bytes | str],
     return path
 
 
-def collect(path) -> dict[str, names.Submission]:
+def collect(path) -> dict[str, submissions.Submission]:
     found = collect_submissions(path, LAB, STEM)
     by_id = {s.student_id: s for s in found}
     assert len(by_id) == len(found), "student ids must be unique"
@@ -322,15 +322,6 @@ def test_gradescope_metadata_past_its_bound_is_not_parsed(tmp_path, monkeypatch)
     size = len(GRADESCOPE_METADATA.encode())
     assert f"could not be read ({size:,} bytes, more than the 100 parsed)" \
         in found["submission_98765"].note
-
-
-def test_names_is_the_facade_of_the_submissions_package():
-    from autograder.grader import submissions
-
-    assert names.collect_submissions is submissions.collect_submissions
-    assert names.Submission is submissions.Submission
-    assert set(names.__all__) == set(submissions.__all__)
-    assert all(hasattr(names, name) for name in names.__all__)
 
 
 def test_other_lab_notebook_in_student_folder(tmp_path):

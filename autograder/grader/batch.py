@@ -22,7 +22,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.grader import course, intake, names, reports
+from autograder.grader import course, intake, reports
+from autograder.grader.submissions import Submission, collect_submissions
 from autograder.grader.options import GradingOptions, seed_check
 from autograder.grader.reports import clean_text
 from autograder.grader.results import ExerciseResult, SubmissionResult
@@ -166,8 +167,7 @@ class Grader:
     def grade_all(self, submissions_path: Path) -> list[SubmissionResult]:
         """Grade this run's part of the class (all of it but for a shard), in order."""
         self.hidden.append(Path(submissions_path).resolve())
-        submissions = names.collect_submissions(submissions_path, self.lab.id,
-                                                self.lab.notebook)
+        submissions = collect_submissions(submissions_path, self.lab.id, self.lab.notebook)
         total = len(submissions)
         if self.options.shard:
             # Every shard lists the same folder, sorted by student id: shard
@@ -253,7 +253,7 @@ def result_from_json(saved: dict) -> SubmissionResult:
     return SubmissionResult(**{**saved, "exercises": exercises})
 
 
-def _digest(submission: names.Submission) -> str:
+def _digest(submission: Submission) -> str:
     """What the result saved for ``submission`` was graded from (read now, not kept)."""
     data, problem = submission.read()
     return hashlib.sha256(data if data is not None else

@@ -5,7 +5,7 @@ The steps, for `python -m autograder grade LAB SUBMISSIONS --out OUT`:
 1. Lay out an nbgrader course folder (OUT/nbgrader unless --course-dir) and
    register the lab with nbgrader's generate_assignment (source notebook,
    graded cells and their checksums go into the gradebook).
-2. Find the submissions and their student ids (autograder.grader.names).
+2. Find the submissions and their student ids (autograder.grader.submissions).
 3. For each student, in a worker process (autograder.grader.worker): check
    the notebook can be read (autograder.grader.intake), put it in
    submitted/<student>/<lab>/ and run nbgrader's autograde, whose Execute step

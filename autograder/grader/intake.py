@@ -13,13 +13,13 @@ import json
 
 import nbformat
 
-from autograder.grader import names
+from autograder.grader import submissions
 from autograder.grader.results import ExerciseResult, SubmissionResult
 from autograder.labs import Lab
 from autograder.limits import MAX_STATUS_CHARS
 
 
-def take(submission: names.Submission, lab: Lab) -> tuple[nbformat.NotebookNode | None, str]:
+def take(submission: submissions.Submission, lab: Lab) -> tuple[nbformat.NotebookNode | None, str]:
     """The notebook of ``submission``, ready to grade for ``lab``; or None and why not.
 
     The file is read here, once, and not kept: only the parsed notebook

@@ -35,7 +35,7 @@ class SubmissionResult:
     """One student's submission of one lab.
 
     Attributes:
-        student_id: the id taken from the file name (see names.py).
+        student_id: the id taken from the file name (autograder.grader.submissions.lms).
         lab: the lab id, e.g. "lab1".
         score: total points earned.
         max_score: total points available for the lab.

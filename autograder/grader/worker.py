@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grader import course, intake, names, tempdirs
+from autograder.grader import course, intake, submissions, tempdirs
 from autograder.grader.normalize import normalize
 from autograder.grader.options import GradingOptions
 from autograder.grader.reports import clean_text
@@ -74,7 +74,7 @@ class Worker:
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = lab_points(self.api, self.lab)
 
-    def grade_one(self, submission: names.Submission) -> SubmissionResult:
+    def grade_one(self, submission: submissions.Submission) -> SubmissionResult:
         self.last_grades = {}
         self.last_timings = {}
         started = time.monotonic()
@@ -83,7 +83,7 @@ class Worker:
         finally:
             self.last_timings["total"] = round(time.monotonic() - started, 3)
 
-    def _grade_one(self, submission: names.Submission) -> SubmissionResult:
+    def _grade_one(self, submission: submissions.Submission) -> SubmissionResult:
         """Every step of one submission, any failure becoming its row."""
         notes = [submission.note] if submission.note else []
         try:
@@ -95,7 +95,7 @@ class Worker:
             return self._failed(submission,
                                 intake.grader_error(f"{type(error).__name__}: {error}"), notes)
 
-    def _failed(self, submission: names.Submission, status: str, notes) -> SubmissionResult:
+    def _failed(self, submission: submissions.Submission, status: str, notes) -> SubmissionResult:
         return intake.failed(submission.student_id, self.lab, self.points, status,
                              submission.source_name, notes)
 
@@ -246,7 +246,7 @@ def start_worker(setup: WorkerSetup) -> None:
     _WORKER = Worker(setup, Path(setup.workers_dir) / f"w{os.getpid()}")
 
 
-def work(submission: names.Submission):
+def work(submission: submissions.Submission):
     """Grade one submission in this worker process: (result, grades, course folder, timings)."""
     assert _WORKER is not None
     result = _WORKER.grade_one(submission)

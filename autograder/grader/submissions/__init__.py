@@ -14,8 +14,6 @@ Three steps, one module each:
   student, a file per student) group the files by student and make the ids;
 - choice.py: of a student's files, the one graded is chosen (most answers,
   the lab's name, the newest...), with a note saying why.
-
-``autograder.grader.names`` re-exports this package's public names.
 """
 
 from __future__ import annotations
