@@ -4,7 +4,9 @@ A lab is declared by its folder alone (docs/authoring.md): ``lab.toml``
 (title, notebook name and the curriculum's exercise names, in order), the
 source ``<notebook>.py`` (solutions, visible checks, hidden tests with their
 points), ``reference.py`` (the hidden tests' references, imported in the test
-kernel as ``autograder.references.<lab>``), ``hints.toml`` (feedback hints),
+kernel as ``autograder.references.<lab>``), ``standins/`` and
+``standins.toml`` (correct versions of the exercises, and which exercise may
+call which), ``hints.toml`` (feedback hints),
 and, for the kit's own tests, ``samples.py``, ``verdicts.py`` and
 ``test_reference.py``. Every list of labs (the CLI, the tests, the
 benchmarks, the README's table) is read from here, so adding a lab touches
