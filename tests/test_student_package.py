@@ -1,4 +1,5 @@
-"""What a student installs (labkit) holds no solutions, references or tests."""
+"""What a student installs (labkit): no solutions, references or tests; and the
+helpers the labs' layers share (argument checks, the mask value), literal by literal."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import subprocess
 import sys
 import zipfile
 
+import numpy as np
 import pytest
 
 from autograder.labs import available_labs
+from labkit import masking, validation
 
 FORBIDDEN = ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "autograder", "STAND_IN",
              "solutions/")
@@ -64,3 +67,86 @@ def test_the_visible_checks_compare_with_the_graders_tolerances():
         "change both together (see policy.py's docstring)")
     defaults = inspect.signature(checks.check_close).parameters
     assert (defaults["rtol"].default, defaults["atol"].default) == (checks.RTOL, checks.ATOL)
+
+
+# --- labkit.validation: the argument checks of every lab's layers ------------------------
+
+
+@pytest.mark.parametrize("value", [1, 7, np.int64(3)])
+def test_positive_int_returns_a_python_int(value):
+    checked = validation.positive_int("num_heads", value)
+    assert checked == value and type(checked) is int
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.0, "4", True, None])
+def test_positive_int_names_the_argument_the_expectation_and_the_value(value):
+    with pytest.raises(ValueError) as error:
+        validation.positive_int("num_heads", value)
+    assert str(error.value) == ("Received an invalid value for argument `num_heads`, expected "
+                                f"a positive integer. Received: num_heads={value!r}")
+
+
+def test_positive_int_may_allow_none():
+    assert validation.positive_int("value_dim", None, allow_none=True) is None
+    with pytest.raises(ValueError, match=r"positive integer or None\. Received: value_dim=0"):
+        validation.positive_int("value_dim", 0, allow_none=True)
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 0.1, np.float32(0.5), 0.999])
+def test_rate_accepts_zero_up_to_one_excluded(value):
+    checked = validation.rate("dropout", value)
+    assert checked == pytest.approx(float(value)) and type(checked) is float
+
+
+@pytest.mark.parametrize("value", [1, 1.0, 1.5, -0.1, "0.1", None, True])
+def test_rate_names_the_argument_the_range_and_the_value(value):
+    with pytest.raises(ValueError) as error:
+        validation.rate("dropout_rate", value)
+    assert str(error.value) == ("Received an invalid value for argument `dropout_rate`, "
+                                "expected a number in [0, 1), such as 0.1. Received: "
+                                f"dropout_rate={value!r}")
+
+
+def test_multiple_of_lists_the_divisors():
+    assert validation.multiple_of("d_model", 6, "num_heads", 3) == 6
+    with pytest.raises(ValueError) as error:
+        validation.multiple_of("d_model", 6, "num_heads", 4)
+    assert str(error.value) == ("Received d_model=6 and num_heads=4: `d_model` must be a "
+                                "multiple of `num_heads`. Choose num_heads among the divisors "
+                                "of d_model (1, 2, 3, 6).")
+    with pytest.raises(ValueError, match=r"\(1, 2, 4, 8, 16, 32, 64, \.\.\.\)\.$"):
+        validation.multiple_of("d_model", 512, "num_heads", 7)
+
+
+def test_validate_layer_arguments_reads_each_argument_by_its_name():
+    validation.validate_layer_arguments(num_layers=2, d_model=8, num_heads=2, dff=16,
+                                        vocab_size=20, max_length=64, dropout_rate=0.0)
+    validation.validate_layer_arguments(num_heads=2, key_dim=4, dropout=0.5)
+    for bad, named in [(dict(d_model=6, dff=0), "`dff`"),
+                       (dict(d_model=6, dff=24, dropout_rate=1.0), "`dropout_rate`"),
+                       (dict(num_heads=2, dropout=-0.5), "`dropout`"),
+                       (dict(d_model=6, num_heads=4, dff=24), "`num_heads`"),
+                       (dict(vocab_size=np.int64(0)), "`vocab_size`")]:
+        with pytest.raises(ValueError, match=named):
+            validation.validate_layer_arguments(**bad)
+
+
+# --- labkit.masking: a mask value that stays finite ---------------------------------------
+
+def test_large_negative_is_keras_softmax_value_for_each_dtype():
+    assert masking.large_negative("float16") == -3e4
+    assert masking.large_negative(np.float16) == -3e4
+    for dtype in ("float32", "float64", "bfloat16", np.float32):
+        assert masking.large_negative(dtype) == -1e9
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "bfloat16"])
+def test_a_fully_masked_row_stays_finite_in_every_float_dtype(dtype):
+    from keras import ops
+
+    scores = ops.convert_to_tensor(np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), dtype=dtype)
+    allowed = np.array([[False, False, False], [True, False, True]])
+    masked = ops.where(allowed, scores, masking.large_negative(scores.dtype))
+    weights = ops.convert_to_numpy(ops.cast(ops.softmax(masked, axis=-1), "float32"))
+    np.testing.assert_allclose(weights, [[1 / 3, 1 / 3, 1 / 3], [0.1192, 0.0, 0.8808]],
+                               atol=2e-3)

@@ -58,8 +58,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size, self.d_model = vocab_size, d_model
         self.max_length, self.mask_zero = max_length, mask_zero
         self.token_embedding = keras.layers.Embedding(vocab_size, d_model)
@@ -90,8 +90,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length

@@ -54,6 +54,7 @@ import matplotlib.pyplot as plt
 
 import labkit
 from labkit import checks, plots
+from labkit.masking import large_negative
 
 # Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
 # tolerances hold on any machine.
@@ -664,8 +665,10 @@ plt.show()
 #
 # A boolean `mask` (`True` = may attend) broadcasts against the scores
 # `(..., T_q, T_k)`; a masked score must end with weight 0, e.g. by replacing it
-# with a large negative number such as `-1e9` before the softmax. A row whose keys
-# are all masked must still give finite numbers (no NaN). Write it with `keras.ops`
+# with a large negative number before the softmax: `large_negative(scores.dtype)`
+# (from `labkit.masking`) gives -1e9, or -3e4 in float16, where -1e9 would round
+# to `-inf`. A row whose keys are all masked must still give finite numbers (no
+# NaN), which `-inf` would not. Write it with `keras.ops`
 # (`ops.matmul`, `ops.swapaxes`, `ops.where`, `ops.softmax`) so it runs on any backend.
 
 # %% nbgrader="solution" grade_id="scaled_dot_product_attention"
@@ -693,7 +696,8 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     scores = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., T_q, T_k)
     scores = scores / ops.sqrt(ops.cast(d_k, scores.dtype))
     if mask is not None:
-        scores = ops.where(ops.cast(mask, "bool"), scores, ops.full_like(scores, -1e9))
+        allowed = ops.cast(mask, "bool")  # True where a query may attend to a key
+        scores = ops.where(allowed, scores, large_negative(scores.dtype))
     weights = ops.softmax(scores, axis=-1)  # (..., T_q, T_k)
     output = ops.matmul(weights, value)  # (..., T_q, d_v)
     return output, weights
@@ -732,7 +736,7 @@ checks.check_true(np.all(np.isfinite(checks.to_numpy(output))) and
                   "finite numbers",
                   "NaN or inf in the output or the weights",
                   hint="with -inf every score of the row is -inf and softmax gives 0/0; mask "
-                       "with a large negative number such as -1e9 instead.")
+                       "with a large negative number instead: large_negative(scores.dtype).")
 output = checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8), "float32"),
                                                          np.ones((2, 4, 5, 8), "float32"),
                                                          np.ones((2, 4, 5, 6), "float32"))[0],
@@ -777,8 +781,8 @@ def _hidden_test_scaled_dot_product_attention():
         if not live.all():
             assert_true(np.all(np.isfinite(weights)) and np.all(np.isfinite(output)),
                         f"{what}: a query whose keys are all masked gives NaN or inf; "
-                        "it must stay finite (mask with a large negative number such "
-                        "as -1e9 rather than -inf).")
+                        "it must stay finite (mask with a large negative number, "
+                        "large_negative(scores.dtype), rather than -inf).")
         weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
         output = assert_finite(output, f"{what}, output").astype(np.float64)
         if mask is not None:  # (fully masked rows are not graded, only finite)

@@ -57,7 +57,8 @@ from keras import ops
 import matplotlib.pyplot as plt
 
 import labkit
-from labkit import checks, plots
+from labkit import checks, plots, validation
+from labkit.masking import large_negative
 
 # Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
 # tolerances hold on any machine.
@@ -257,8 +258,9 @@ for key_dim in (2, 5):
 # sublayers of `key_dim` units, named `query_dense`, `key_dense` and `value_dense`:
 # create them in `__init__`, build them in `build`. A boolean `attention_mask`
 # (True = may attend) broadcasts against the scores `(B, T, T)`; give masked
-# scores a large negative value such as `-1e9` (or `-inf`, if a fully masked
-# row still gives finite numbers) before the softmax.
+# scores a large negative value before the softmax: `large_negative(scores.dtype)`
+# is -1e9, or -3e4 in float16, where -1e9 rounds to `-inf` (with `-inf`, a query
+# whose keys are all masked gets 0 / 0 = NaN; its numbers must stay finite).
 #
 # **What is graded** (2 points): the outputs and weights, with and without
 # masks, for random projections, computed by your own code (no Keras attention
@@ -266,7 +268,9 @@ for key_dim in (2, 5):
 # returned by `get_config()`, so that `SelfAttention.from_config(layer.get_config())`
 # rebuilds the layer (0.25); a `ValueError` in `__init__` when `key_dim` is not a
 # positive integer, any message (0.25): a clear error at once beats a shape
-# error three cells later.
+# error three cells later. `validation.positive_int("key_dim", key_dim)` (from
+# `labkit`) raises one that names the argument and returns the value; a check
+# of your own is just as good.
 
 # %% nbgrader="solution" grade_id="SelfAttention"
 class SelfAttention(keras.layers.Layer):
@@ -309,12 +313,7 @@ class SelfAttention(keras.layers.Layer):
     def __init__(self, key_dim, **kwargs):
         super().__init__(**kwargs)
         ### BEGIN SOLUTION
-        if not isinstance(key_dim, int) or isinstance(key_dim, bool) or key_dim <= 0:
-            raise ValueError(
-                "Received an invalid value for argument `key_dim`, expected a positive "
-                f"integer (the size of each query, key and value). Received: key_dim={key_dim!r}"
-            )
-        self.key_dim = key_dim
+        self.key_dim = validation.positive_int("key_dim", key_dim)
         self.query_dense = keras.layers.Dense(key_dim, name="query")
         self.key_dense = keras.layers.Dense(key_dim, name="key")
         self.value_dense = keras.layers.Dense(key_dim, name="value")
@@ -334,8 +333,8 @@ class SelfAttention(keras.layers.Layer):
         scores = ops.matmul(queries, ops.swapaxes(keys, -1, -2))  # (B, T, T)
         scores = scores / math.sqrt(self.key_dim)
         if attention_mask is not None:
-            hidden = ops.logical_not(ops.cast(attention_mask, "bool"))
-            scores = ops.where(hidden, ops.full_like(scores, -1e9), scores)
+            allowed = ops.cast(attention_mask, "bool")  # True where a query may attend
+            scores = ops.where(allowed, scores, large_negative(scores.dtype))
         weights = ops.softmax(scores, axis=-1)  # each row sums to 1 over the keys
         output = ops.matmul(weights, values)  # (B, T, key_dim)
         if return_attention_scores:
@@ -380,7 +379,8 @@ checks.check_true(all(np.all(np.isfinite(checks.to_numpy(part))) for part in hid
                   "SelfAttention: a query that may see no key still gives finite numbers",
                   "NaN or inf in the output or the weights",
                   hint="with -inf every score of that row is -inf and softmax gives 0/0; "
-                       "mask with a large negative number such as -1e9 instead.")
+                       "mask with a large negative number instead: "
+                       "large_negative(scores.dtype).")
 
 # Visible check 2: random weights, compared with NumPy.
 demo_rng = np.random.default_rng(2)
@@ -792,7 +792,8 @@ print("head 0 after a plain reshape to (B, H, T, depth):\n", labelled.reshape(1,
 # 2. **Score.** $QK^\top / \sqrt{\text{key\_dim}}$ for every head: `(B, H, T_q, T_k)`.
 # 3. **Mask.** `attention_mask` `(B, T_q, T_k)` holds for every head (add a head axis).
 #    `use_causal_mask=True` also hides the future: query `i` may see key `j` only when
-#    `j <= i`. Both can come together: a key is visible when both allow it.
+#    `j <= i`. Both can come together: a key is visible when both allow it. Hidden
+#    keys get `large_negative(scores.dtype)`, as in `SelfAttention`.
 # 4. **Softmax** over the keys, then **dropout** on these probabilities, only when
 #    `training` is true (a `keras.layers.Dropout` sublayer does exactly that).
 #    With `return_attention_scores=True` return the probabilities before dropout.
@@ -815,7 +816,7 @@ print("head 0 after a plain reshape to (B, H, T, depth):\n", labelled.reshape(1,
 # | masks: `attention_mask` and `use_causal_mask`, alone and together (a query whose keys are all hidden is not graded, but its numbers must be finite) | 1 |
 # | dropout: nothing when `training` is False or left out; when training, each attention probability dropped with probability `dropout` and the kept ones scaled by `1 / (1 - dropout)`, new at every call; the scores returned are the probabilities before dropout | 1 |
 # | each constructor argument stored under its own name (`self.dropout` is the rate: give the Dropout sublayer another name) and returned by `get_config()`, so that `MultiHeadAttention.from_config(layer.get_config())` rebuilds the layer | 0.25 |
-# | invalid arguments raise a `ValueError` in `__init__`: `num_heads` or `key_dim` not a positive integer, `dropout` outside [0, 1). Any message is accepted; a good one names the argument, what was expected and what was received | 0.25 |
+# | invalid arguments raise a `ValueError` in `__init__`: `num_heads` or `key_dim` not a positive integer, `dropout` outside [0, 1). Any message is accepted; a good one names the argument, what was expected and what was received, as `validation.positive_int` and `validation.rate` (from `labkit`) do | 0.25 |
 
 # %% nbgrader="solution" grade_id="MultiHeadAttention"
 class MultiHeadAttention(keras.layers.Layer):
@@ -874,23 +875,10 @@ class MultiHeadAttention(keras.layers.Layer):
                  **kwargs):
         super().__init__(**kwargs)
         ### BEGIN SOLUTION
-        for name, value in [("num_heads", num_heads), ("key_dim", key_dim),
-                            ("value_dim", 1 if value_dim is None else value_dim)]:
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, expected a positive "
-                    f"integer{' or None' if name == 'value_dim' else ''}. "
-                    f"Received: {name}={value!r}"
-                )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(
-                "Received an invalid value for argument `dropout`, expected a rate in "
-                f"[0, 1), e.g. 0.1. Received: dropout={dropout!r}"
-            )
-        self.num_heads = num_heads
-        self.key_dim = key_dim
-        self.value_dim = value_dim
-        self.dropout = dropout
+        self.num_heads = validation.positive_int("num_heads", num_heads)
+        self.key_dim = validation.positive_int("key_dim", key_dim)
+        self.value_dim = validation.positive_int("value_dim", value_dim, allow_none=True)
+        self.dropout = validation.rate("dropout", dropout)
         self.use_bias = use_bias
         self.attention_dropout = keras.layers.Dropout(dropout)
         ### END SOLUTION
@@ -940,27 +928,27 @@ class MultiHeadAttention(keras.layers.Layer):
 
         scores = ops.matmul(queries, ops.swapaxes(keys, -1, -2))  # (B, H, T_q, T_k)
         scores = scores / math.sqrt(self.key_dim)
-        visible = None
+        allowed = None  # True where a query may attend to a key
         if attention_mask is not None:
-            visible = ops.expand_dims(ops.cast(attention_mask, "bool"), axis=1)  # (B, 1, T_q, T_k)
+            allowed = ops.expand_dims(ops.cast(attention_mask, "bool"), axis=1)  # (B, 1, T_q, T_k)
         if use_causal_mask:
             query_positions = ops.expand_dims(ops.arange(ops.shape(scores)[-2]), 1)
             key_positions = ops.expand_dims(ops.arange(ops.shape(scores)[-1]), 0)
             causal = ops.less_equal(key_positions, query_positions)  # (T_q, T_k)
-            visible = causal if visible is None else ops.logical_and(visible, causal)
-        if visible is not None:
-            scores = ops.where(visible, scores, ops.full_like(scores, -1e9))
-        probabilities = ops.softmax(scores, axis=-1)  # over the keys
-        dropped = self.attention_dropout(probabilities, training=training)
+            allowed = causal if allowed is None else ops.logical_and(allowed, causal)
+        if allowed is not None:
+            scores = ops.where(allowed, scores, large_negative(scores.dtype))
+        weights = ops.softmax(scores, axis=-1)  # (B, H, T_q, T_k), over the keys
+        dropped_weights = self.attention_dropout(weights, training=training)
 
-        context = merge_heads(ops.matmul(dropped, values))  # (B, T_q, H * value_dim)
+        context = merge_heads(ops.matmul(dropped_weights, values))  # (B, T_q, H * value_dim)
         heads, value_dim, d_query = self.output_kernel.shape
         output = ops.matmul(context, ops.reshape(self.output_kernel,
                                                  (heads * value_dim, d_query)))
         if self.output_bias is not None:
             output = output + self.output_bias  # (B, T_q, d_query)
         if return_attention_scores:
-            return output, probabilities
+            return output, weights
         return output
         ### END SOLUTION
 
@@ -999,14 +987,14 @@ def _split_and_merge_work():
         return False
 
 
-def _diagnose(got_scores, want_scores, query_size, key_dim, masked):
+def _scores_hint(got_scores, want_scores, query_size, key_dim, allowed):
     """One hint for what is wrong with the scores, from how they differ."""
     got, want = checks.to_numpy(got_scores).astype(np.float64), np.asarray(want_scores)
     if got.shape != want.shape:
         return "scores are (B, num_heads, T_q, T_k): split the heads before Q K^T."
     if not np.allclose(got.sum(-1), 1.0, atol=1e-4):
         return "each query's weights must sum to 1: softmax over the keys (the last axis)."
-    if masked is not None and np.any(np.abs(got[~np.broadcast_to(masked, got.shape)]) > 1e-6):
+    if allowed is not None and np.any(np.abs(got[~np.broadcast_to(allowed, got.shape)]) > 1e-6):
         return ("hidden keys must get weight 0: attention_mask is True where a query may "
                 "attend; with use_causal_mask=True query i sees keys j <= i; when both are "
                 "given a key is visible only when both allow it.")
@@ -1029,17 +1017,17 @@ def _compare(mine, config, query, value, what, **arguments):
                              what, hint="return output, scores when return_attention_scores=True.")
     want = [checks.to_numpy(part) for part in
             theirs(query, value, return_attention_scores=True, **arguments)]
-    visible = np.ones(want[1].shape, dtype=bool)
+    allowed = np.ones(want[1].shape, dtype=bool)
     if "attention_mask" in arguments:
-        visible &= np.asarray(arguments["attention_mask"], dtype=bool)[:, None]
+        allowed &= np.asarray(arguments["attention_mask"], dtype=bool)[:, None]
     if arguments.get("use_causal_mask"):
-        visible &= np.tril(np.ones(want[1].shape[-2:], dtype=bool))
+        allowed &= np.tril(np.ones(want[1].shape[-2:], dtype=bool))
     helpers = "" if _split_and_merge_work() else (
         " Your split_heads or merge_heads fails its own check above: if your layer "
         "calls them, fix them first.")
     checks.check_close(got[1], want[1], f"{what}: scores", atol=1e-5,
-                       hint=_diagnose(got[1], want[1], query.shape[-1], config["key_dim"],
-                                      visible if (~visible).any() else None) + helpers)
+                       hint=_scores_hint(got[1], want[1], query.shape[-1], config["key_dim"],
+                                         allowed if (~allowed).any() else None) + helpers)
     checks.check_close(got[0], want[0], f"{what}: output", atol=1e-4,
                        hint="the scores are right: multiply them with the values, merge the "
                             "heads (B, T_q, H * value_dim), then apply the output kernel and "
@@ -1084,7 +1072,7 @@ checks.check_true(np.all(np.isfinite(checks.to_numpy(output))) and
                   "a query that may see no key still gives finite numbers",
                   "NaN or inf in the output or the scores",
                   hint="with -inf every score of that row is -inf and softmax gives 0/0; mask "
-                       "with a large negative number such as -1e9 instead.")
+                       "with a large negative number instead: large_negative(scores.dtype).")
 
 layer = MultiHeadAttention(num_heads=2, key_dim=3, use_bias=False)
 layer(query, value)

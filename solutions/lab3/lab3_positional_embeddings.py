@@ -56,6 +56,7 @@ import matplotlib.pyplot as plt
 
 import labkit
 from labkit import checks, plots
+from labkit.validation import validate_layer_arguments
 
 # Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
 # tolerances hold on any machine.
@@ -419,20 +420,10 @@ print("same dot products between positions:",
 #   own names (added to the base config), so that
 #   `PositionalEmbedding.from_config(layer.get_config())` rebuilds the same layer.
 #
-# The arguments are checked for you (a bad value is a `ValueError` at once), and
+# The arguments are checked for you (`validate_layer_arguments`, from `labkit`:
+# a size that is not a positive integer is a `ValueError` at once), and
 # `compute_output_shape` is given (it tells Keras the output shape without running
 # `call`). Use `keras.ops` only, so the layer runs on TensorFlow, JAX and PyTorch.
-
-# %% nbgrader="locked" grade_id="argument_checks"
-def require_positive_integers(layer_name, **arguments):
-    """Raise a clear ValueError for each argument that is not a positive integer."""
-    for name, value in arguments.items():
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise ValueError(
-                f"Received an invalid value for argument `{name}` of {layer_name}, "
-                f"expected a positive integer. Received: {name}={value!r}"
-            )
-
 
 # %% nbgrader="solution" grade_id="PositionalEmbedding"
 class PositionalEmbedding(keras.layers.Layer):
@@ -475,8 +466,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         ### BEGIN SOLUTION
         self.vocab_size = vocab_size
         self.d_model = d_model
@@ -939,8 +930,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         ### BEGIN SOLUTION
         self.vocab_size = vocab_size
         self.d_model = d_model

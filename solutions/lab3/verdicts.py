@@ -2,9 +2,9 @@
 
 Every source is a whole answer cell as a student would fill it. The notebook's
 setup cell has already run `import math`, `import numpy as np`, `import keras`,
-`from keras import ops`, `import matplotlib.pyplot as plt` and
-`from labkit import checks, plots`; a locked cell defines
-`require_positive_integers`.
+`from keras import ops`, `import matplotlib.pyplot as plt`,
+`from labkit import checks, plots` and
+`from labkit.validation import validate_layer_arguments`.
 """
 
 from tests.verdicts import Mistake
@@ -79,8 +79,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length
@@ -118,8 +118,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size, self.d_model = vocab_size, d_model
         self.max_length, self.mask_zero = max_length, mask_zero
         self.token_embedding = keras.layers.Embedding(vocab_size, d_model, mask_zero=mask_zero)
@@ -154,8 +154,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length
@@ -196,8 +196,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length
@@ -234,8 +234,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self._arguments = dict(vocab_size=vocab_size, d_model=d_model,
                                max_length=max_length, mask_zero=mask_zero)
         for name, value in self._arguments.items():
@@ -268,8 +268,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length=2048, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("PositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length
@@ -301,8 +301,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length
@@ -343,8 +343,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size, self.d_model = vocab_size, d_model
         self.max_length, self.mask_zero = max_length, mask_zero
         self.token_embedding = keras.layers.Embedding(input_dim=vocab_size, output_dim=d_model,
@@ -382,8 +382,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length
@@ -431,8 +431,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.config_arguments = {"vocab_size": vocab_size, "d_model": d_model,
                                  "max_length": max_length, "mask_zero": mask_zero}
         self.vocab_size, self.d_model = vocab_size, d_model
@@ -473,8 +473,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, vocab_size, d_model, max_length, mask_zero=True, **kwargs):
         super().__init__(**kwargs)
-        require_positive_integers("LearnedPositionalEmbedding", vocab_size=vocab_size,
-                                  d_model=d_model, max_length=max_length)
+        validate_layer_arguments(vocab_size=vocab_size, d_model=d_model,
+                                 max_length=max_length)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_length = max_length

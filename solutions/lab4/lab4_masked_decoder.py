@@ -62,6 +62,8 @@ import matplotlib.pyplot as plt
 
 import labkit
 from labkit import checks, plots
+from labkit.masking import large_negative
+from labkit.validation import validate_layer_arguments
 
 # Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
 # tolerances hold on any machine.
@@ -70,7 +72,7 @@ np.set_printoptions(precision=4, suppress=True)
 print(f"Keras {keras.__version__}, backend {keras.config.backend()}, {precision}")
 
 # %% nbgrader="locked" grade_id="helpers"
-# Two helpers for this lab: draw a boolean mask, and check a layer's arguments.
+# A helper for this lab: draw a boolean mask.
 
 
 def show_mask(mask, row_labels=None, col_labels=None, title="", ax=None,
@@ -92,33 +94,6 @@ def show_mask(mask, row_labels=None, col_labels=None, title="", ax=None,
         ax.set_yticklabels(row_labels)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     return ax
-
-
-def validate_layer_arguments(**arguments):
-    """Raise a ValueError at once for an invalid layer argument.
-
-    Sizes (`d_model`, `num_heads`, `dff`) must be positive integers,
-    `dropout_rate` a number in [0, 1), and `d_model` a multiple of `num_heads`.
-    """
-    for name, value in arguments.items():
-        if name == "dropout_rate":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0 <= value < 1:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, expected a "
-                    f"number in [0, 1) (the fraction of values dropped while "
-                    f"training). Received: {name}={value!r}")
-        elif isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                or value <= 0:
-            raise ValueError(
-                f"Received an invalid value for argument `{name}`, expected a "
-                f"positive integer. Received: {name}={value!r}")
-    if "num_heads" in arguments and arguments["d_model"] % arguments["num_heads"]:
-        raise ValueError(
-            f"Received d_model={arguments['d_model']} and "
-            f"num_heads={arguments['num_heads']}: d_model must be a multiple of "
-            f"num_heads, since each head gets key_dim = d_model // num_heads "
-            f"features. Choose num_heads among the divisors of d_model.")
 
 
 # %% nbgrader="locked" grade_id="numpy_helpers"
@@ -636,11 +611,13 @@ plt.show()
 #
 # $$w_{ij} = \frac{m_{ij}\, e^{s_{ij}}}{\sum_k m_{ik}\, e^{s_{ik}}}, \qquad m_{ij} \in \{0, 1\}.$$
 #
-# The usual way: replace masked scores with a large negative number (`-1e9`)
-# before `ops.softmax(..., axis=-1)`. A row whose keys are *all* masked (a padded
-# query) has no sensible answer, but it must stay finite: no NaN. `-inf` gives
-# NaN there, and `-1e9` gives a uniform row; either way, setting the masked
-# weights to 0 afterwards (`ops.where`) makes every masked weight exactly 0.
+# The usual way: replace masked scores with a large negative number before
+# `ops.softmax(..., axis=-1)`: `large_negative(scores.dtype)` (from
+# `labkit.masking`) is -1e9, or -3e4 in float16, where -1e9 rounds to `-inf`. A
+# row whose keys are *all* masked (a padded query) has no sensible answer, but it
+# must stay finite: no NaN. `-inf` gives NaN there, and a large negative number
+# gives a uniform row; either way, setting the masked weights to 0 afterwards
+# (`ops.where`) makes every masked weight exactly 0.
 # `mask` broadcasts against `scores`, e.g. `(T_q, T_k)` or `(B, 1, T_k)`.
 
 # %% nbgrader="solution" grade_id="masked_softmax"
@@ -659,8 +636,8 @@ def masked_softmax(scores, mask):
     ### BEGIN SOLUTION
     scores = ops.convert_to_tensor(scores)
     allowed = ops.broadcast_to(ops.cast(mask, "bool"), ops.shape(scores))  # (..., T_q, T_k)
-    hidden = ops.where(allowed, scores, ops.full_like(scores, -1e9))
-    weights = ops.softmax(hidden, axis=-1)  # (..., T_q, T_k)
+    masked_scores = ops.where(allowed, scores, large_negative(scores.dtype))
+    weights = ops.softmax(masked_scores, axis=-1)  # (..., T_q, T_k)
     return ops.where(allowed, weights, ops.zeros_like(weights))  # masked: exactly 0
     ### END SOLUTION
 
@@ -692,7 +669,8 @@ checks.check_close(
         (numpy_softmax(np.where(look_ahead, raw_scores, -1e9), axis=0) * look_ahead,
          "the softmax runs over the last axis (the keys), axis=-1."),
         (numpy_softmax(raw_scores * look_ahead),
-         "a masked score becomes a large negative number (-1e9), not 0."),
+         "a masked score becomes a large negative number "
+         "(large_negative(scores.dtype)), not 0."),
         (numpy_softmax(np.where(look_ahead, -1e9, raw_scores)),
          "True means 'may attend': the large negative value goes where the mask is False."),
         (numpy_softmax(np.where(look_ahead, raw_scores / 2, -1e9)),
@@ -705,7 +683,8 @@ all_masked = masked_softmax(np.array([[1.0, 2.0], [3.0, 4.0]], "float32"),
                             np.array([[False, False], [True, False]]))  # the first row: no key
 checks.check_true(np.all(np.isfinite(checks.to_numpy(all_masked))),
                   "a fully masked row stays finite", "it contains NaN",
-                  hint="use -1e9 rather than -inf, or set masked weights to 0 with ops.where.")
+                  hint="use large_negative(scores.dtype) rather than -inf, or set masked "
+                       "weights to 0 with ops.where.")
 padded_keys = np.array([[[True, True, False, True]], [[True, False, False, False]]])  # (2, 1, 4)
 weights = checks.check_close(masked_softmax(np.ones((2, 3, 4), "float32"), padded_keys),
                              np.broadcast_to([[[1 / 3, 1 / 3, 0, 1 / 3]], [[1, 0, 0, 0]]],
@@ -808,12 +787,13 @@ plt.show()
 # the output while training. Write it as a Keras layer, the way `keras.layers`
 # are written:
 #
-# - `__init__` checks its arguments at once (`validate_layer_arguments`, given:
-#   `d_model` and `dff` must be positive integers and `dropout_rate` a number in
-#   [0, 1), anything else raises a `ValueError`), stores each one under its own
-#   name (`self.d_model`, `self.dff`, `self.dropout_rate`; `build` reads
-#   `self.dff`), and creates the sublayers `dense1` (`dff` units, ReLU), `dense2`
-#   (`d_model` units) and `dropout`, a `keras.layers.Dropout(dropout_rate)`;
+# - `__init__` checks its arguments at once (`validate_layer_arguments` from
+#   `labkit`, given: `d_model` and `dff` must be positive integers and
+#   `dropout_rate` a number in [0, 1), anything else raises a `ValueError`),
+#   stores each one under its own name (`self.d_model`, `self.dff`,
+#   `self.dropout_rate`; `build` reads `self.dff`), and creates the sublayers
+#   `dense1` (`dff` units, ReLU), `dense2` (`d_model` units) and `dropout`, a
+#   `keras.layers.Dropout(dropout_rate)`;
 # - `build` (given) builds the sublayers, so the weights exist before the first
 #   call;
 # - `call` applies them: `dropout(dense2(dense1(x)))`, passing `training` on;
@@ -1650,11 +1630,11 @@ class DecoderLayer(keras.layers.Layer):
         self.num_heads = num_heads
         self.dff = dff
         self.dropout_rate = dropout_rate
-        head_size = d_model // num_heads  # key_dim of each head
+        key_dim = d_model // num_heads  # the size of each head
         self.self_attention = keras.layers.MultiHeadAttention(
-            num_heads=num_heads, key_dim=head_size, name="self_attention")
+            num_heads=num_heads, key_dim=key_dim, name="self_attention")
         self.cross_attention = keras.layers.MultiHeadAttention(
-            num_heads=num_heads, key_dim=head_size, name="cross_attention")
+            num_heads=num_heads, key_dim=key_dim, name="cross_attention")
         self.ffn = FeedForward(d_model=d_model, dff=dff, dropout_rate=dropout_rate, name="ffn")
         self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm1")
         self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm2")

@@ -65,6 +65,7 @@ import matplotlib.pyplot as plt
 
 import labkit
 from labkit import checks, datasets, plots
+from labkit.validation import validate_layer_arguments
 
 # Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
 # tolerances hold on any machine.
@@ -165,32 +166,6 @@ print(f"{answer!r}: decoder input {TOY.encode([answer], start=True)[0]}, "
 # encoder and decoder layers return no Keras mask (`compute_mask` gives `None`).
 
 # %% nbgrader="locked" grade_id="provided_embedding"
-def validate_layer_arguments(**arguments):
-    """Raise a ValueError at once for an invalid layer argument.
-
-    Sizes must be positive integers, `dropout_rate` a number in [0, 1), and
-    `d_model` a multiple of `num_heads`.
-    """
-    for name, value in arguments.items():
-        if name == "dropout_rate":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0 <= value < 1:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, expected a "
-                    f"number in [0, 1) (the fraction of values dropped while "
-                    f"training). Received: {name}={value!r}")
-        elif isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                or value <= 0:
-            raise ValueError(
-                f"Received an invalid value for argument `{name}`, expected a "
-                f"positive integer. Received: {name}={value!r}")
-    if "num_heads" in arguments and arguments["d_model"] % arguments["num_heads"]:
-        raise ValueError(
-            f"Received d_model={arguments['d_model']} and "
-            f"num_heads={arguments['num_heads']}: d_model must be a multiple of "
-            f"num_heads (each head gets key_dim = d_model // num_heads features).")
-
-
 def positional_encoding(length, depth):
     """The sinusoidal table `(length, depth)`, float32 (lab 3).
 
@@ -237,9 +212,9 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def call(self, token_ids):
         length = ops.shape(token_ids)[1]
-        vectors = self.token_embedding(token_ids) * math.sqrt(self.d_model)  # (B, T, d_model)
-        table = ops.convert_to_tensor(self.positional_table)[:length]  # (T, d_model)
-        return vectors + ops.cast(table, vectors.dtype)
+        token_vectors = self.token_embedding(token_ids) * math.sqrt(self.d_model)  # (B, T, d_model)
+        positions = ops.convert_to_tensor(self.positional_table)[:length]  # (T, d_model)
+        return token_vectors + ops.cast(positions, token_vectors.dtype)
 
     def compute_mask(self, token_ids, mask=None):
         return ops.not_equal(token_ids, 0) if self.mask_zero else None

@@ -3,13 +3,17 @@
 - ``labkit.configure_precision()``: full float32 matmuls on every backend (no TF32).
 - ``labkit.checks``: the visible checks that follow each exercise.
 - ``labkit.plots``: small matplotlib helpers (attention heat maps, bar charts).
+- ``labkit.validation``: argument checks for layers (``positive_int``, ``rate``,
+  ``validate_layer_arguments``), raising ValueErrors in Keras's words.
+- ``labkit.masking``: ``large_negative(dtype)``, the number that masks
+  attention scores (finite in float16 too).
 
 This package holds no solutions, no reference implementations and no hidden
 tests.
 """
 
-from labkit import checks, plots
+from labkit import checks, masking, plots, validation
 from labkit.precision import configure_precision
 
-__all__ = ["checks", "plots", "configure_precision"]
+__all__ = ["checks", "masking", "plots", "validation", "configure_precision"]
 __version__ = "0.1.0"
