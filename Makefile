@@ -1,6 +1,7 @@
 # Transformer lab kit. Everything installs through this file:
 #   make demo   build .venv if missing, regenerate the labs, grade the samples
 #   make test   build .venv if missing, run the whole test suite
+#   make test-fast  the same without the tests marked slow (batches graded, notebooks run): minutes
 #   make labs   regenerate labs/ from solutions/
 
 PYTHON ?= python3
@@ -9,10 +10,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs demo test test-torch test-jax bench clean help
+.PHONY: env sandbox postgres torch jax labs demo test test-fast test-torch test-jax bench clean help
 
 help:
-	@echo "make demo | make test | make labs | make bench | make clean"
+	@echo "make demo | make test | make test-fast | make labs | make bench | make clean"
 
 $(STAMP): pyproject.toml student/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,9 +71,12 @@ demo: env labs
 test: env postgres torch
 	$(PY) -m pytest
 
+# Everything but the tests marked slow (pyproject.toml lists the markers).
+test-fast: env
+	$(PY) -m pytest -m "not slow"
+
 # The verdict suite and every lab's grading tests under another backend.
-BACKEND_TESTS = tests/test_verdicts.py tests/test_grading_lab1.py tests/test_grading_lab2.py \
-	tests/test_grading_lab3.py tests/test_grading_lab4.py tests/test_grading_lab5.py
+BACKEND_TESTS = tests/test_verdicts.py tests/test_grading.py
 test-torch: env torch
 	KERAS_BACKEND=torch $(PY) -m pytest $(BACKEND_TESTS)
 

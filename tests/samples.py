@@ -40,6 +40,7 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
+from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
@@ -165,11 +166,12 @@ def _saved_by_colab(notebook, name: str):
     return notebook
 
 
-def build(lab_id: str) -> dict[str, dict[str, float]]:
-    """Write data/sample_submissions/<lab_id>/ afresh; return expectations(lab_id)."""
+def build(lab_id: str, folder: Path | None = None) -> dict[str, dict[str, float]]:
+    """Write the samples of ``lab_id`` afresh into ``folder`` (default:
+    data/sample_submissions/<lab_id>/); return expectations(lab_id)."""
     samples, lab = load(lab_id), LABS[lab_id]
     student = nbformat.read(lab.student_path, as_version=4)
-    folder = SAMPLES_ROOT / lab_id
+    folder = Path(folder or SAMPLES_ROOT / lab_id)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, changes in samples.SAMPLES.items():
