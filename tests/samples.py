@@ -68,9 +68,21 @@ def swap(source: str, old: str, new: str) -> str:
     return source.replace(old, new)
 
 
+#: What every solutions/<lab>/samples.py defines (this module's docstring says what each is).
+INTERFACE = ("POINTS", "PARTS", "MAIN_SHARE", "CORRECT", "VARIANTS", "MISTAKES", "SAMPLES",
+             "UNTOUCHED", "COLAB", "CUT_SHORT", "FEEDBACK_WORDS", "FEEDBACK_PAGE_WORDS")
+
+
 def load(lab_id: str) -> ModuleType:
-    """solutions/<lab_id>/samples.py."""
-    return importlib.import_module(f"solutions.{lab_id}.samples")
+    """solutions/<lab_id>/samples.py, checked to define the whole interface."""
+    module = importlib.import_module(f"solutions.{lab_id}.samples")
+    missing = [name for name in INTERFACE if not hasattr(module, name)]
+    if missing:
+        raise AttributeError(
+            f"solutions/{lab_id}/samples.py lacks {', '.join(missing)}; every lab's samples "
+            f"define {', '.join(INTERFACE)} (see tests/samples.py; None or an empty "
+            f"list/dict where a lab has none).")
+    return module
 
 
 def labs_with_samples() -> list[str]:

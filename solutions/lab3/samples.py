@@ -110,6 +110,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 }
 
 
+VARIANTS: dict[str, tuple[str, str]] = {}
+
 _SOLUTION_TABLE = '''
 def positional_encoding(length, depth):
     positions = np.arange(length)[:, None]
@@ -196,8 +198,6 @@ SAMPLES = {
 UNTOUCHED = "dave.ipynb"
 COLAB = None
 CUT_SHORT = None
-
-VARIANTS: dict[str, tuple[str, str]] = {}
 
 FEEDBACK_WORDS = [
     ("bob", "positional_encoding", "swapped"),
