@@ -339,6 +339,7 @@ def test_one_notebook_never_stops_a_serial_batch_nor_its_resumption(tmp_path):
         assert report.rstrip().endswith("</html>") and "not UTF-8 (shown as \ufffd)" in report
 
 
+@pytest.mark.slow
 def test_a_zip_bomb_does_not_fill_the_graders_memory(tmp_path):
     """12 members of 50 MB of spaces (0.6 MB zipped): each student's file is
     read when graded and not kept, so the grader's peak stays far below the
