@@ -1,6 +1,8 @@
 # Transformer lab kit. Everything installs through this file:
 #   make demo   build .venv if missing, regenerate the labs, grade the samples
 #   make test   build .venv if missing, lint (make lint), run the whole test suite
+#   make test-fast  lint, then the suite without the tests marked slow (batches graded,
+#               notebooks run): a few minutes
 #   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
 #   make labs   regenerate labs/ from solutions/
 
@@ -10,10 +12,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs demo lint test test-torch test-jax bench clean help
+.PHONY: env sandbox postgres torch jax labs demo lint test test-fast test-torch test-jax bench clean help
 
 help:
-	@echo "make demo | make test | make lint | make labs | make bench | make clean"
+	@echo "make demo | make test | make test-fast | make lint | make labs | make bench | make clean"
 
 $(STAMP): pyproject.toml student/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,9 +77,12 @@ lint: $(STAMP)
 test: env lint postgres torch
 	$(PY) -m pytest
 
+# Everything but the tests marked slow (pyproject.toml lists the markers).
+test-fast: env lint
+	$(PY) -m pytest -m "not slow"
+
 # The verdict suite and every lab's grading tests under another backend.
-BACKEND_TESTS = tests/test_verdicts.py tests/test_grading_lab1.py tests/test_grading_lab2.py \
-	tests/test_grading_lab3.py tests/test_grading_lab4.py tests/test_grading_lab5.py
+BACKEND_TESTS = tests/test_verdicts.py tests/test_grading.py
 test-torch: env torch
 	KERAS_BACKEND=torch $(PY) -m pytest $(BACKEND_TESTS)
 

@@ -22,6 +22,8 @@ from autograder.labs import available_labs
 from tests import verdicts
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow
+
 BACKENDS = ["torch", "jax"]
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from autograder.labs import LABS
 from tests.conftest import ROOT, gradebook_scores, run_cli
@@ -37,6 +38,7 @@ def test_an_empty_folder_grades_nothing_and_succeeds(tmp_path):
         "student_id,lab,score,max_score,status,file,notes"]
 
 
+@pytest.mark.slow
 def test_db_url_puts_the_gradebook_where_asked_and_limits_stop_a_loop(tmp_path):
     batch = tmp_path / "in"
     batch.mkdir()
@@ -66,6 +68,7 @@ def test_db_url_puts_the_gradebook_where_asked_and_limits_stop_a_loop(tmp_path):
     assert students == {"alice", "loopy"} and assignments == {lab.id}
 
 
+@pytest.mark.slow
 def test_parallel_grading_equals_serial_and_a_rerun_resumes(tmp_path):
     batch = tmp_path / "in"
     batch.mkdir()
@@ -90,6 +93,7 @@ def test_parallel_grading_equals_serial_and_a_rerun_resumes(tmp_path):
     assert (serial / "grades.csv").read_text() == (parallel / "grades.csv").read_text()
 
 
+@pytest.mark.slow
 def test_sharded_grading_merged_equals_unsharded_row_for_row(tmp_path):
     batch = tmp_path / "in"
     batch.mkdir()
@@ -135,6 +139,7 @@ def test_sharded_grading_merged_equals_unsharded_row_for_row(tmp_path):
         ["alice", "bob", "carol", "dave"]
 
 
+@pytest.mark.slow
 def test_nothing_a_student_kernel_writes_to_its_descriptors_reaches_the_instructor(tmp_path):
     """Neither kernel's fd 1 and 2 are the grader's terminal: TensorFlow's C++
     start-up logs (in lab2 the test kernel's references import Keras too) and
@@ -174,6 +179,7 @@ def test_the_demo_grades_every_lab_with_every_option_of_grade(monkeypatch, tmp_p
         assert args["regrade"] and args["seed"] == "demo" and args["kernels"] == "fork"
 
 
+@pytest.mark.slow
 def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
     import json
 
@@ -198,6 +204,7 @@ def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
     assert found["fork"][1] == ({1.0} if bubblewrap_works() else {0.0})
 
 
+@pytest.mark.slow
 def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
     """Skipping the provided demonstration cells changes no grade (the verdict
     suite grades every variant and mistake with them skipped); the feedback
@@ -261,6 +268,7 @@ def _inputs_seen(out) -> str:
     return printed[0].split()[1]
 
 
+@pytest.mark.slow
 def test_every_run_draws_a_secret_seed_and_none_is_kept_in_out(tmp_path):
     """Resumed or regraded, a run into the same OUT uses new hidden inputs
     (inputs leaked by one run answer nothing in the next) unless the
@@ -297,6 +305,7 @@ def test_every_run_draws_a_secret_seed_and_none_is_kept_in_out(tmp_path):
         and "seed_check" in json.loads((out / "run.json").read_text())
 
 
+@pytest.mark.slow
 def test_one_notebook_never_stops_a_serial_batch_nor_its_resumption(tmp_path):
     """--jobs 1: a cell whose metadata.nbgrader is a string, a file name that
     is not UTF-8 and one with terminal escapes, beside a classmate. Every
@@ -330,6 +339,7 @@ def test_one_notebook_never_stops_a_serial_batch_nor_its_resumption(tmp_path):
         assert report.rstrip().endswith("</html>") and "not UTF-8 (shown as \ufffd)" in report
 
 
+@pytest.mark.slow
 def test_a_zip_bomb_does_not_fill_the_graders_memory(tmp_path):
     """12 members of 50 MB of spaces (0.6 MB zipped): each student's file is
     read when graded and not kept, so the grader's peak stays far below the

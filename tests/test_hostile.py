@@ -18,6 +18,8 @@ from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
 from tests.hostile.cases import PLANTED, all_cases, labs, write_batch
 from tests.verdicts import test_cell_points as cell_points
 
+pytestmark = [pytest.mark.slow, pytest.mark.hostile]
+
 SECRET = "s3cr3t-token-of-the-grader"
 
 

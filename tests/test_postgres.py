@@ -22,6 +22,8 @@ import pytest
 from autograder.labs import LABS
 from tests.conftest import ROOT, gradebook_scores, run_cli
 
+pytestmark = pytest.mark.slow
+
 LAB = LABS["lab1"]
 
 

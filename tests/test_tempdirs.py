@@ -87,6 +87,7 @@ def test_the_workers_lock_keeps_a_run_whose_first_process_died(short_tmp):
     assert tempdirs.remove_dead_runs(short_tmp) == [Path(folder)]
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_one_folder_that_the_next_run_removes(short_tmp, tmp_path):
     """SIGKILL to the CLI and its process group while a kernel runs: what is
     left lies in the run's folder, and the next run into the same OUT

@@ -25,6 +25,8 @@ from autograder.labs import LABS
 from tests import verdicts
 from tests.conftest import VERDICT_TABLE, run_cli
 
+pytestmark = pytest.mark.verdicts
+
 LABS_WITH_SPECS = [lab_id for lab_id in LABS if verdicts.spec(lab_id) is not None]
 SEED = os.environ.get("VERDICT_SEED", "verdicts")
 #: Parallel student kernels (2 on CI's 2 cores; more on a bigger grading machine).
@@ -98,6 +100,7 @@ def test_the_spec_is_complete(lab_id):
             assert source.strip() != solution[exercise].strip(), f"{exercise}: a variant is the solution"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
 def test_variants_get_full_marks_and_mistakes_lose_points_only_in_their_exercise(graded, lab_id):
     expected, got, grades, _, _ = graded(lab_id)
@@ -116,6 +119,7 @@ def test_variants_get_full_marks_and_mistakes_lose_points_only_in_their_exercise
     assert not wrong, f"{lab_id}: {len(wrong)} wrong verdicts:\n" + "\n".join(wrong)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
 def test_secondary_property_mistakes_lose_only_that_property(graded, lab_id):
     """A missing get_config or argument check costs its own tests cells, never the
@@ -137,6 +141,7 @@ def test_secondary_property_mistakes_lose_only_that_property(graded, lab_id):
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
 def test_visible_checks_pass_every_correct_variant(graded, lab_id):
     """An honest, correct answer is never told by its visible check that it is wrong."""
@@ -146,6 +151,7 @@ def test_visible_checks_pass_every_correct_variant(graded, lab_id):
     assert not wrong, f"visible checks that fail correct variants: {wrong}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
 def test_visible_checks_catch_every_mistake_not_listed_as_hidden_only(graded, lab_id):
     """What the hidden tests grade, the visible check exercises: a mistake fails the

@@ -1,32 +1,31 @@
-"""Build the lab5 sample submissions of data/sample_submissions/lab5/.
+"""Sample submissions of lab 5 (the Transformer): the interface is tests/samples.py's.
 
-Each sample is the student notebook of labs/lab5 with its answer cells filled
-in the way a real student might: correct answers written differently from the
-solution (implicit `training`, a fixed-size token buffer in greedy decoding,
-NumPy Gumbel-max sampling, a beam search that keeps finished beams in the
-beam and scores one beam per call), the mistakes students really make, and
-the untouched notebook. `expectations()` says what each one must score:
-full marks, or the points it keeps in an exercise where it is wrong (the
-tests cells of the properties it gets right: an exercise's points are split
-between its main computation, its training mode, its config...);
-tests/test_grading_lab5.py checks it through the real CLI. Run
-`python data/sample_submissions/samples_lab5.py` after changing lab 5.
+Correct answers written differently from the solution (implicit `training`, a
+fixed-size token buffer in greedy decoding, NumPy Gumbel-max sampling, a beam
+search that keeps finished beams in the beam and scores one beam per call),
+the mistakes students really make, and the untouched notebook. An exercise's
+points are split between its tests cells, one per property (its main
+computation, its training mode, its config...), so each mistake names the
+cells it fails. `python data/sample_submissions/build.py lab5` rebuilds
+data/sample_submissions/lab5/ after the lab changes.
 """
 
-from __future__ import annotations
+from tests.samples import Mistake, swap
 
-import json
-import shutil
-from pathlib import Path
-
-import nbformat
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-LAB = "lab5"
-NOTEBOOK = ROOT / "labs" / LAB / "lab5_transformer.ipynb"
-EXERCISES = ("Encoder", "Decoder", "Transformer", "masked_loss", "masked_accuracy",
-             "greedy_decode", "sample_with_temperature", "beam_search")
+#: The points of each exercise, as the lab's source gives them.
+POINTS = {"Encoder": 2.5, "Decoder": 2.5, "Transformer": 2.5, "masked_loss": 2,
+          "masked_accuracy": 1, "greedy_decode": 2, "sample_with_temperature": 2,
+          "beam_search": 3.5}
+#: The tests cells of each exercise graded in parts, and their points (the main
+#: computation first).
+PARTS = {
+    "Encoder": {"test_Encoder": 1.5, "test_Encoder__training": 0.5, "test_Encoder__config": 0.5},
+    "Decoder": {"test_Decoder": 1.5, "test_Decoder__training": 0.5, "test_Decoder__config": 0.5},
+    "Transformer": {"test_Transformer": 1.5, "test_Transformer__training": 0.5,
+                    "test_Transformer__config": 0.5},
+    "beam_search": {"test_beam_search": 2.5, "test_beam_search__finished": 1},
+}
+MAIN_SHARE = 0.6
 
 # Correct answers, written differently from the solution. The attribute names
 # stay those of the lab, so the shipped weights load into these models too.
@@ -187,28 +186,25 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
 ''',
 }
 
+VARIANTS: dict[str, tuple[str, str]] = {}
 
-def _swap(source: str, old: str, new: str) -> str:
-    assert old in source, old
-    return source.replace(old, new)
-
-
-# mistake -> (the exercise it is in, the answer cell with the mistake)
+# mistake -> Mistake(the exercise it is in, the answer cell with the mistake, the
+# tests cells it fails: all of its exercise's unless named)
 MISTAKES = {
     # The mean over all B*T positions: padding counts.
-    "loss_counts_padding": ("masked_loss", '''
+    "loss_counts_padding": Mistake("masked_loss", '''
 def masked_loss(y_true, y_pred):
     losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
     return ops.mean(losses)
 '''),
     # The padded positions, predicted as padding, count as hits.
-    "accuracy_counts_padding": ("masked_accuracy", '''
+    "accuracy_counts_padding": Mistake("masked_accuracy", '''
 def masked_accuracy(y_true, y_pred):
     guesses = ops.cast(ops.argmax(y_pred, axis=-1), "int32")
     return ops.mean(ops.cast(ops.equal(ops.cast(y_true, "int32"), guesses), "float32"))
 '''),
     # Always max_length tokens: end_id is never looked at.
-    "greedy_never_stops": ("greedy_decode", '''
+    "greedy_never_stops": Mistake("greedy_decode", '''
 def greedy_decode(model, context_ids, max_length, start_id, end_id):
     tokens = np.full((len(context_ids), 1), start_id)
     for _ in range(max_length):
@@ -217,115 +213,86 @@ def greedy_decode(model, context_ids, max_length, start_id, end_id):
     return tokens[:, 1:]
 '''),
     # The start id left at the front of every row.
-    "greedy_keeps_start": ("greedy_decode", _swap(
+    "greedy_keeps_start": Mistake("greedy_decode", swap(
         CORRECT["greedy_decode"], "return buffer[:, 1:]", "return buffer")),
     # logits * T: a high temperature sharpens, T = 0 is uniform.
-    "temperature_multiplies": ("sample_with_temperature", '''
+    "temperature_multiplies": Mistake("sample_with_temperature", '''
 def sample_with_temperature(logits, temperature, seed=None):
     scaled = ops.convert_to_tensor(logits, "float32") * temperature
     return keras.random.categorical(scaled, 1, seed=seed)[:, 0]
 '''),
-    # Each candidate scored by its last token's log-probability only.
-    "beam_last_step_only": ("beam_search", _swap(
+    # Each candidate scored by its last token's log-probability only: it also
+    # returns a longer sentence when a finished one is best (the finished-beams
+    # cell): nothing kept.
+    "beam_last_step_only": Mistake("beam_search", swap(
         CORRECT["beam_search"], "(score + log_p[token], tokens + [token])",
         "(log_p[token], tokens + [token])")),
-    # The encoder's layers never see the padding mask.
-    "encoder_no_mask": ("Encoder", _swap(
-        CORRECT["Encoder"], "x = layer(x, padding_mask=real)", "x = layer(x)")),
-    # The decoder attends to the padded positions of the context.
-    "transformer_no_context_mask": ("Transformer", _swap(
+    # The encoder's layers never see the padding mask: its outputs cost 1.5; its
+    # training mode (tested without padding) and its config keep 0.5 each.
+    "encoder_no_mask": Mistake("Encoder", swap(
+        CORRECT["Encoder"], "x = layer(x, padding_mask=real)", "x = layer(x)"),
+        ("test_Encoder",)),
+    # The decoder attends to the padded positions of the context: only the outputs'
+    # 1.5 are lost (training mode is tested without padding).
+    "transformer_no_context_mask": Mistake("Transformer", swap(
         CORRECT["Transformer"], "decoded = self.decoder(target_ids, encoded, training=training,\n"
         "                               context_padding_mask=ops.greater(context_ids, 0))",
-        "decoded = self.decoder(target_ids, encoded, training=training)")),
-    # The first layer's cross-attention weights kept instead of the last one's.
-    "decoder_first_scores": ("Decoder", _swap(
+        "decoded = self.decoder(target_ids, encoded, training=training)"),
+        ("test_Transformer",)),
+    # The first layer's cross-attention weights kept instead of the last one's:
+    # the outputs' 1.5 are lost.
+    "decoder_first_scores": Mistake("Decoder", swap(
         CORRECT["Decoder"], "last = self.dec_layers[len(self.dec_layers) - 1]",
-        "last = self.dec_layers[0]")),
-    # get_config left as the stub's `super().get_config()`: no constructor argument.
-    "decoder_config_stub": ("Decoder", _swap(
+        "last = self.dec_layers[0]"),
+        ("test_Decoder",)),
+    # get_config left as the stub's `super().get_config()`: no constructor argument;
+    # the computation is right (0.5 lost).
+    "decoder_config_stub": Mistake("Decoder", swap(
         CORRECT["Decoder"], """        for name in ["num_layers", "d_model", "num_heads", "dff", "vocab_size", "max_length",
                      "dropout_rate"]:
             config[name] = getattr(self, name)
-""", "")),
-    # At max_length, any finished sentence is preferred to a better unfinished one.
-    "beam_prefers_finished": ("beam_search", _swap(
+""", ""),
+        ("test_Decoder__config",)),
+    # At max_length, any finished sentence is preferred to a better unfinished one:
+    # the ranking is right, the finished-beams cell (1) lost.
+    "beam_prefers_finished": Mistake("beam_search", swap(
         CORRECT["beam_search"], "    return np.array(beams[0][1][1:])",
         "    finished = [beam for beam in beams if beam[1][-1] == end_id]\n"
-        "    return np.array((finished or beams)[0][1][1:])")),
+        "    return np.array((finished or beams)[0][1][1:])"),
+        ("test_beam_search__finished",)),
 }
 
-# student file -> (mistakes in it, {exercise that loses points: the points it keeps}).
-# Points: Encoder, Decoder and Transformer 1.5 (outputs) + 0.5 (training mode) + 0.5
-# (config); beam_search 2.5 (ranking) + 1 (finished beams); the others one cell each.
+# student file -> the mistakes in it
 SAMPLES = {
-    "alice.ipynb": (set(), {}),
-    "bob.ipynb": ({"loss_counts_padding"}, {"masked_loss": 0}),
-    "carol.ipynb": ({"greedy_never_stops", "temperature_multiplies"},
-                    {"greedy_decode": 0, "sample_with_temperature": 0}),
+    "alice.ipynb": set(),
+    "bob.ipynb": {"loss_counts_padding"},
+    "carol.ipynb": {"greedy_never_stops", "temperature_multiplies"},
     # erin's beam search could hand beam_width=1 to her wrong greedy decoder;
-    # the grader's stand-in keeps that from costing her twice. Scored by the last
-    # step only, it also returns a longer sentence when a finished one is best
-    # (the finished-beams cell): nothing kept.
-    "erin.ipynb": ({"greedy_keeps_start", "beam_last_step_only"},
-                   {"greedy_decode": 0, "beam_search": 0}),
-    # frank's encoder ignores padding: its outputs cost 1.5; its training mode (tested
-    # without padding) and its config keep 0.5 each.
-    "frank.ipynb": ({"encoder_no_mask", "accuracy_counts_padding"},
-                    {"Encoder": 1.0, "masked_accuracy": 0}),
+    # the grader's stand-in keeps that from costing her twice.
+    "erin.ipynb": {"greedy_keeps_start", "beam_last_step_only"},
+    "frank.ipynb": {"encoder_no_mask", "accuracy_counts_padding"},
     # grace's Transformer uses her Encoder and Decoder; stand-ins replace them
-    # while it is tested, so only the missing context mask costs points, and only
-    # the outputs' 1.5 (training mode is tested without padding). Her Decoder's
-    # wrong scores cost its outputs' 1.5 too.
-    "grace.ipynb": ({"transformer_no_context_mask", "decoder_first_scores"},
-                    {"Transformer": 1.0, "Decoder": 1.0}),
-    # heidi's Decoder computes right but has no config (0.5 lost); her beam search
-    # ranks right but, at max_length, prefers a finished sentence (1 lost).
-    "heidi.ipynb": ({"decoder_config_stub", "beam_prefers_finished"},
-                    {"Decoder": 2.0, "beam_search": 2.5}),
+    # while it is tested, so only the missing context mask costs points there.
+    "grace.ipynb": {"transformer_no_context_mask", "decoder_first_scores"},
+    # Right computations, two secondary properties missed.
+    "heidi.ipynb": {"decoder_config_stub", "beam_prefers_finished"},
 }
 
 UNTOUCHED = "dave.ipynb"
+COLAB = None
+CUT_SHORT = None
 
-
-def _fill(notebook, answers: dict[str, str]):
-    for cell in notebook.cells:
-        nbgrader = cell.metadata.get("nbgrader", {})
-        if nbgrader.get("solution") and nbgrader.get("grade_id") in answers:
-            cell.source = answers[nbgrader["grade_id"]].strip("\n")
-    return notebook
-
-
-def _copy(notebook):
-    return nbformat.from_dict(json.loads(json.dumps(notebook)))
-
-
-def expectations() -> dict[str, dict[str, str | float]]:
-    """What each sample must score: {file: {exercise: 'kept' (full marks) or the
-    points it keeps}}."""
-    expected = {name: {e: losing.get(e, "kept") for e in EXERCISES}
-                for name, (_, losing) in SAMPLES.items()}
-    expected[UNTOUCHED] = {e: 0 for e in EXERCISES}
-    return expected
-
-
-def build() -> dict[str, dict[str, str | float]]:
-    """Write data/sample_submissions/lab5/; return expectations()."""
-    student = nbformat.read(NOTEBOOK, as_version=4)
-    folder = HERE / LAB
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    for name, (mistakes, losing) in SAMPLES.items():
-        answers = dict(CORRECT)
-        for mistake in mistakes:
-            exercise, code = MISTAKES[mistake]
-            assert exercise in losing, (name, mistake)
-            answers[exercise] = code
-        nbformat.write(_fill(_copy(student), answers), folder / name)
-    # Untouched: the released notebook as downloaded.
-    nbformat.write(student, folder / UNTOUCHED)
-    return expectations()
-
-
-if __name__ == "__main__":
-    for sample, outcome in build().items():
-        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept in full")
+FEEDBACK_WORDS = [
+    ("bob", "masked_loss", "padded positions count"),
+    ("carol", "greedy_decode", "after the end id"),
+    ("carol", "sample_with_temperature", "Divide the logits by the temperature"),
+    ("erin", "greedy_decode", "starts with the start id"),
+    ("erin", "beam_search", "TOTAL log-probability"),
+    ("frank", "Encoder", "padding_mask"),
+    ("frank", "masked_accuracy", "padded positions count"),
+    ("grace", "Transformer", "context_padding_mask"),
+    ("grace", "Decoder", "LAST layer"),
+    ("heidi", "Decoder", "get_config()"),
+    ("heidi", "beam_search", "finished or not"),
+]
+FEEDBACK_PAGE_WORDS: list[tuple[str, str]] = []

@@ -1,44 +1,33 @@
-"""Build the lab3 sample submissions of data/sample_submissions/lab3/.
+"""Sample submissions of lab 3 (positional embeddings): the interface is tests/samples.py's.
 
-Each sample is the student notebook of labs/lab3 with its answer cells filled
-in the way a real student might: correct answers written differently from the
-solution (a `keras.ops` table returned as a tensor, the table made in `build`,
-the mask delegated to the Embedding), the mistakes students really make, and
-the untouched notebook. `expectations()` says what each one must score,
-worked out from the hidden tests cells each mistake fails (CELL_POINTS:
-every exercise is graded in parts, so a mistake in one property keeps the
-points of the others); tests/test_grading_lab3.py checks it through the real
-CLI. Run `python data/sample_submissions/samples_lab3.py` after changing lab 3.
+Correct answers written differently from the solution (a `keras.ops` table
+returned as a tensor, the table made in `build`, the mask delegated to the
+Embedding), the mistakes students really make, and the untouched notebook.
+Every exercise is graded in parts (tests cells test_<exercise>__<property>),
+so a mistake in one property keeps the points of the others: each mistake
+names the tests cells it fails. `python data/sample_submissions/build.py lab3`
+rebuilds data/sample_submissions/lab3/ after the lab changes.
 """
 
-from __future__ import annotations
+from tests.samples import Mistake, swap
 
-import json
-import shutil
-from pathlib import Path
-
-import nbformat
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-LAB = "lab3"
-NOTEBOOK = ROOT / "labs" / LAB / "lab3_positional_embeddings.ipynb"
-EXERCISES = ("positional_encoding", "PositionalEmbedding", "LearnedPositionalEmbedding")
-
-#: The hidden tests cells of the lab and their points (as in the lab's source;
-#: tests/test_grading_lab3.py checks that they agree).
-CELL_POINTS = {
-    "test_positional_encoding": 2.0,              # the values, even depths
-    "test_positional_encoding__odd_depth": 0.5,
-    "test_positional_encoding__dtype": 0.5,       # float32
-    "test_PositionalEmbedding": 3.0,              # values and weights
-    "test_PositionalEmbedding__mask": 0.5,
-    "test_PositionalEmbedding__config": 0.5,
-    "test_LearnedPositionalEmbedding": 2.5,       # values and weights
-    "test_LearnedPositionalEmbedding__validation": 0.5,   # the ValueError past max_length
-    "test_LearnedPositionalEmbedding__mask": 0.25,
-    "test_LearnedPositionalEmbedding__config": 0.25,
+#: The points of each exercise, as the lab's source gives them.
+POINTS = {"positional_encoding": 3, "PositionalEmbedding": 4, "LearnedPositionalEmbedding": 3.5}
+#: The points, property by property (tests cell -> points).
+PARTS = {
+    "positional_encoding": {"test_positional_encoding": 2.0,              # the values, even depths
+                            "test_positional_encoding__odd_depth": 0.5,
+                            "test_positional_encoding__dtype": 0.5},      # float32
+    "PositionalEmbedding": {"test_PositionalEmbedding": 3.0,              # values and weights
+                            "test_PositionalEmbedding__mask": 0.5,
+                            "test_PositionalEmbedding__config": 0.5},
+    "LearnedPositionalEmbedding": {
+        "test_LearnedPositionalEmbedding": 2.5,                           # values and weights
+        "test_LearnedPositionalEmbedding__validation": 0.5,   # the ValueError past max_length
+        "test_LearnedPositionalEmbedding__mask": 0.25,
+        "test_LearnedPositionalEmbedding__config": 0.25},
 }
+MAIN_SHARE = 0.6
 
 # Correct answers, written differently from the solution.
 CORRECT = {
@@ -121,10 +110,7 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 }
 
 
-def _swap(source: str, old: str, new: str) -> str:
-    assert old in source, old
-    return source.replace(old, new)
-
+VARIANTS: dict[str, tuple[str, str]] = {}
 
 _SOLUTION_TABLE = '''
 def positional_encoding(length, depth):
@@ -135,64 +121,64 @@ def positional_encoding(length, depth):
     return table.astype("float32")
 '''
 
-# mistake -> (the exercise it is in, the answer cell with the mistake, the hidden
-# tests cells it fails)
+# mistake -> Mistake(the exercise it is in, the answer cell with the mistake, the
+# hidden tests cells it fails)
 MISTAKES = {
     # cos in the even columns, sin in the odd ones: every value is wrong, for
     # even and odd depths; the table is still float32.
-    "sin_cos_swapped": ("positional_encoding", _swap(
+    "sin_cos_swapped": Mistake("positional_encoding", swap(
         _SOLUTION_TABLE, "np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"),
-        {"test_positional_encoding", "test_positional_encoding__odd_depth"}),
+        ("test_positional_encoding", "test_positional_encoding__odd_depth")),
     # pos / 10000^(i / depth) with i the pair index: the frequencies fall too slowly,
     # at any depth; still float32.
-    "exponent_i": ("positional_encoding", _swap(
+    "exponent_i": Mistake("positional_encoding", swap(
         _SOLUTION_TABLE, "2 * i / depth", "i / depth"),
-        {"test_positional_encoding", "test_positional_encoding__odd_depth"}),
+        ("test_positional_encoding", "test_positional_encoding__odd_depth")),
     # The right values in float64: only the dtype is wrong.
-    "float64_table": ("positional_encoding", _swap(
+    "float64_table": Mistake("positional_encoding", swap(
         _SOLUTION_TABLE, 'return table.astype("float32")', "return table"),
-        {"test_positional_encoding__dtype"}),
+        ("test_positional_encoding__dtype",)),
     # Token vectors added as they are: the values are wrong, the weights, the mask
     # and the config are right.
-    "no_sqrt_scaling": ("PositionalEmbedding", _swap(
+    "no_sqrt_scaling": Mistake("PositionalEmbedding", swap(
         CORRECT["PositionalEmbedding"], "self.scale = math.sqrt(d_model)", "self.scale = 1.0"),
-        {"test_PositionalEmbedding"}),
+        ("test_PositionalEmbedding",)),
     # The sinusoidal table as a trainable weight: right numbers, wrong weights (the
     # values-and-weights cell), right mask and config.
-    "trainable_table": ("PositionalEmbedding", _swap(
+    "trainable_table": Mistake("PositionalEmbedding", swap(
         CORRECT["PositionalEmbedding"],
         "self.table = ops.convert_to_tensor(positional_encoding(self.max_length, self.d_model))",
         "self.table = self.add_weight(shape=(self.max_length, self.d_model),\n"
         "                                     initializer=\"zeros\", trainable=True)\n"
         "        self.table.assign(positional_encoding(self.max_length, self.d_model))"),
-        {"test_PositionalEmbedding"}),
+        ("test_PositionalEmbedding",)),
     # get_config left as the base config (the stub's lines kept, nothing added):
     # only the config is wrong.
-    "no_get_config": ("PositionalEmbedding", _swap(
+    "no_get_config": Mistake("PositionalEmbedding", swap(
         CORRECT["PositionalEmbedding"],
         '''        config["vocab_size"] = self.vocab_size
         config["d_model"] = self.d_model
         config["max_length"] = self.max_length
         config["mask_zero"] = self.mask_zero
 ''', ""),
-        {"test_PositionalEmbedding__config"}),
+        ("test_PositionalEmbedding__config",)),
     # No check of the length: the look-up past the table fails (TensorFlow) or
     # silently clamps (JAX), never with a clear ValueError. Only the length limit
     # is wrong.
-    "learned_no_length_check": ("LearnedPositionalEmbedding", _swap(
+    "learned_no_length_check": Mistake("LearnedPositionalEmbedding", swap(
         CORRECT["LearnedPositionalEmbedding"],
         "        if T is not None and T > self.max_length:\n"
         "            raise ValueError(f\"sequence length {T} exceeds max_length={self.max_length}\")\n",
         ""),
-        {"test_LearnedPositionalEmbedding__validation"}),
+        ("test_LearnedPositionalEmbedding__validation",)),
     # The scaling of the sinusoidal layer copied into the learned one: the values
     # are wrong; the length limit, the mask and the config are right.
-    "learned_scaled": ("LearnedPositionalEmbedding", _swap(
+    "learned_scaled": Mistake("LearnedPositionalEmbedding", swap(
         CORRECT["LearnedPositionalEmbedding"],
         "return self.token_embedding(token_ids) + self.position_embedding(positions)",
         "return self.token_embedding(token_ids) * math.sqrt(self.d_model) + "
         "self.position_embedding(positions)"),
-        {"test_LearnedPositionalEmbedding"}),
+        ("test_LearnedPositionalEmbedding",)),
 }
 
 # student file -> mistakes in it
@@ -210,65 +196,17 @@ SAMPLES = {
 }
 
 UNTOUCHED = "dave.ipynb"
+COLAB = None
+CUT_SHORT = None
 
-
-def _fill(notebook, answers: dict[str, str]):
-    for cell in notebook.cells:
-        nbgrader = cell.metadata.get("nbgrader", {})
-        if nbgrader.get("solution") and nbgrader.get("grade_id") in answers:
-            cell.source = answers[nbgrader["grade_id"]].strip("\n")
-    return notebook
-
-
-def _copy(notebook):
-    return nbformat.from_dict(json.loads(json.dumps(notebook)))
-
-
-def _exercise_of(grade_id: str) -> str:
-    return grade_id.removeprefix("test_").split("__")[0]
-
-
-def expectations() -> dict[str, dict[str, object]]:
-    """What each sample must score: {file: {exercise: "kept" | points}}: "kept" is
-    full marks; otherwise the points of the tests cells its mistakes do not fail."""
-    expected = {}
-    for name, mistakes in SAMPLES.items():
-        failed = set().union(*(MISTAKES[mistake][2] for mistake in mistakes))
-        expected[name] = {}
-        for exercise in EXERCISES:
-            cells = {cell: points for cell, points in CELL_POINTS.items()
-                     if _exercise_of(cell) == exercise}
-            if failed.isdisjoint(cells):
-                expected[name][exercise] = "kept"
-            else:
-                expected[name][exercise] = sum(points for cell, points in cells.items()
-                                               if cell not in failed)
-    expected[UNTOUCHED] = {e: 0.0 for e in EXERCISES}
-    return expected
-
-
-def build() -> dict[str, dict[str, object]]:
-    """Write data/sample_submissions/lab3/; return expectations()."""
-    student = nbformat.read(NOTEBOOK, as_version=4)
-    folder = HERE / LAB
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    for name, mistakes in SAMPLES.items():
-        answers = dict(CORRECT)
-        for mistake in mistakes:
-            exercise, code, _failed = MISTAKES[mistake]
-            assert exercise not in answers or answers[exercise] == CORRECT[exercise], \
-                (name, mistake, "two mistakes in one exercise")
-            answers[exercise] = code
-        nbformat.write(_fill(_copy(student), answers), folder / name)
-    # Untouched: the released notebook as downloaded.
-    nbformat.write(student, folder / UNTOUCHED)
-    return expectations()
-
-
-if __name__ == "__main__":
-    for sample, outcome in build().items():
-        total = sum(sum(points for cell, points in CELL_POINTS.items()
-                        if _exercise_of(cell) == exercise) if value == "kept" else value
-                    for exercise, value in outcome.items())
-        print(sample, f"{total:g} / {sum(CELL_POINTS.values()):g}")
+FEEDBACK_WORDS = [
+    ("bob", "positional_encoding", "swapped"),
+    ("carol", "positional_encoding", "2i / depth"),
+    ("carol", "LearnedPositionalEmbedding", "ValueError"),
+    ("erin", "PositionalEmbedding", "sqrt(d_model)"),
+    ("frank", "PositionalEmbedding", "not a weight"),
+    ("grace", "LearnedPositionalEmbedding", "unscaled"),
+    ("heidi", "positional_encoding", "float32"),
+    ("heidi", "PositionalEmbedding", "get_config()"),
+]
+FEEDBACK_PAGE_WORDS: list[tuple[str, str]] = []

@@ -1,11 +1,10 @@
-"""Build the lab4 sample submissions of data/sample_submissions/lab4/.
+"""Sample submissions of lab 4 (masks, encoder and decoder layers): the interface
+is tests/samples.py's.
 
-Each sample is the student notebook of labs/lab4 with its answer cells filled
-in the way a real student might: correct answers written differently from the
-solution (a mask from `ops.tril`, float masks multiplied, a softmax by hand,
-the ReLU applied in `call`, dropout inside the attention layer, query rows
-masked as well as key columns), the mistakes students really make, and the
-untouched notebook.
+Correct answers written differently from the solution (a mask from `ops.tril`,
+float masks multiplied, a softmax by hand, the ReLU applied in `call`,
+dropout inside the attention layer, query rows masked as well as key
+columns), the mistakes students really make, and the untouched notebook.
 
 The correct layers call the student's own mask functions and `FeedForward`,
 so a sample with a wrong `causal_mask`, `combine_masks` or `FeedForward`
@@ -15,27 +14,27 @@ together, and only in exercises that do not call one another.
 
 The layers give per-property credit (tests cells `test_<X>`, `test_<X>__padding`,
 `__training`, `__config`), so a mistake in a layer may cost only some of its
-points: `expectations()` says what each sample must score, exercise by
-exercise ("kept": full marks, "lost": 0, or the points it keeps), each number
-reasoned from what the mistake breaks; tests/test_grading_lab4.py checks it
-through the real CLI. Run
-`.venv/bin/python data/sample_submissions/samples_lab4.py` after changing lab 4.
+points: each mistake names the tests cells it fails, reasoned from what it
+breaks. `python data/sample_submissions/build.py lab4` rebuilds
+data/sample_submissions/lab4/ after the lab changes.
 """
 
-from __future__ import annotations
+from tests.samples import Mistake, swap
 
-import json
-import shutil
-from pathlib import Path
-
-import nbformat
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-LAB = "lab4"
-NOTEBOOK = ROOT / "labs" / LAB / "lab4_masked_decoder.ipynb"
-EXERCISES = ("causal_mask", "padding_mask", "combine_masks", "masked_softmax",
-             "FeedForward", "EncoderLayer", "DecoderLayer")
+#: The points of each exercise, as the lab's source gives them.
+POINTS = {"causal_mask": 1, "padding_mask": 1, "combine_masks": 2, "masked_softmax": 2,
+          "FeedForward": 2, "EncoderLayer": 4, "DecoderLayer": 4}
+#: The layers' points, property by property (tests cell -> points).
+PARTS = {
+    "combine_masks": {"test_combine_masks": 1.5, "test_combine_masks__broadcast": 0.5},
+    "FeedForward": {"test_FeedForward": 1.5, "test_FeedForward__training": 0.25,
+                    "test_FeedForward__config": 0.25},
+    "EncoderLayer": {"test_EncoderLayer": 2.75, "test_EncoderLayer__padding": 0.5,
+                     "test_EncoderLayer__training": 0.25, "test_EncoderLayer__config": 0.5},
+    "DecoderLayer": {"test_DecoderLayer": 2.75, "test_DecoderLayer__padding": 0.5,
+                     "test_DecoderLayer__training": 0.25, "test_DecoderLayer__config": 0.5},
+}
+MAIN_SHARE = 0.6
 
 # Correct answers, written differently from the solution.
 CORRECT = {
@@ -182,27 +181,23 @@ class DecoderLayer(keras.layers.Layer):
 ''',
 }
 
+VARIANTS: dict[str, tuple[str, str]] = {}
 
-def _swap(source: str, old: str, new: str) -> str:
-    """``source`` with one exact line changed (fails loudly if it is not there)."""
-    assert source.count(old) == 1, old
-    return source.replace(old, new)
-
-
-# mistake name -> (the exercise it is in, the answer cell with the mistake)
+# mistake name -> Mistake(the exercise it is in, the answer cell with the mistake,
+# the tests cells it fails: all of its exercise's unless named)
 MISTAKES = {
     # The diagonal left out: a token may not look at itself.
-    "causal_no_diagonal": ("causal_mask", '''
+    "causal_no_diagonal": Mistake("causal_mask", '''
 def causal_mask(length):
     return ops.cast(ops.tril(ops.ones((length, length)), k=-1), "bool")
 '''),
     # pad_id ignored: always compares with 0.
-    "padding_fixed_zero": ("padding_mask", '''
+    "padding_fixed_zero": Mistake("padding_mask", '''
 def padding_mask(token_ids, pad_id=0):
     return ops.not_equal(ops.convert_to_tensor(token_ids), 0)
 '''),
     # Padding mask on the wrong axis: the key mask hides rows, the query mask columns.
-    "combine_wrong_axis": ("combine_masks", '''
+    "combine_wrong_axis": Mistake("combine_masks", '''
 def combine_masks(query_mask=None, key_mask=None, causal=False):
     mask = None
     for m, axis in ((query_mask, 1), (key_mask, 2)):
@@ -215,34 +210,49 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
     return mask
 '''),
     # The softmax is taken first and the masked weights zeroed: rows no longer sum to 1.
-    "softmax_not_renormalised": ("masked_softmax", '''
+    "softmax_not_renormalised": Mistake("masked_softmax", '''
 def masked_softmax(scores, mask):
     weights = ops.softmax(ops.convert_to_tensor(scores), axis=-1)
     return weights * ops.cast(mask, weights.dtype)
 '''),
-    # A residual inside the feed-forward block.
-    "ffn_residual_inside": ("FeedForward", _swap(
+    # A residual inside the feed-forward block: only the config cell is kept (0.25
+    # of 2): the residual changes the outputs at inference, and while training the
+    # outputs are no longer "0 or the inference value / (1 - rate)" (x is added
+    # after the dropout).
+    "ffn_residual_inside": Mistake("FeedForward", swap(
         CORRECT["FeedForward"],
         "        return self.dropout(self.dense2(ops.relu(self.dense1(x))), training=training)",
-        "        return x + self.dropout(self.dense2(ops.relu(self.dense1(x))), training=training)")),
+        "        return x + self.dropout(self.dense2(ops.relu(self.dense1(x))), training=training)"),
+        ("test_FeedForward", "test_FeedForward__training")),
     # Padding mask on the wrong axis in the layer: (B, T, 1) hides padded queries,
-    # not padded keys.
-    "encoder_padding_wrong_axis": ("EncoderLayer", _swap(
+    # not padded keys. It only matters with padding: the padding cell (0.5) is lost,
+    # 3.5 of 4 kept.
+    "encoder_padding_wrong_axis": Mistake("EncoderLayer", swap(
         CORRECT["EncoderLayer"],
         "            mask = combine_masks(query_mask=padding_mask, key_mask=padding_mask)",
-        "            mask = ops.expand_dims(ops.cast(padding_mask, 'bool'), -1)  # (B, T, 1)")),
-    # The residual around the feed-forward block is missing.
-    "encoder_no_residual": ("EncoderLayer", _swap(
+        "            mask = ops.expand_dims(ops.cast(padding_mask, 'bool'), -1)  # (B, T, 1)"),
+        ("test_EncoderLayer__padding",)),
+    # The residual around the feed-forward block is missing: wrong values with and
+    # without padding, and with the FFN silenced (dense2 all zeros) the output is
+    # norm2(0), a constant, so the attention's dropout cannot show: only the config
+    # cell is kept (0.5 of 4).
+    "encoder_no_residual": Mistake("EncoderLayer", swap(
         CORRECT["EncoderLayer"],
         "        return self.norm2(ops.add(x, self.ffn(x, training=training)))",
-        "        return self.norm2(self.ffn(x, training=training))")),
-    # Cross-attention with its queries from the encoder, keys and values from the decoder.
-    "cross_queries_from_encoder": ("DecoderLayer", _swap(
+        "        return self.norm2(self.ffn(x, training=training))"),
+        ("test_EncoderLayer", "test_EncoderLayer__padding", "test_EncoderLayer__training")),
+    # Cross-attention with its queries from the encoder, keys and values from the
+    # decoder. The queries from the encoder (S != T) break every call: only
+    # get_config and the argument checks are kept (0.5 of 4).
+    "cross_queries_from_encoder": Mistake("DecoderLayer", swap(
         CORRECT["DecoderLayer"],
         "            query=x, key=context, value=context, attention_mask=cross_mask,",
-        "            query=context, key=x, value=x, attention_mask=cross_mask,")),
-    # Pre-norm (normalise before each sublayer) instead of the paper's post-norm.
-    "decoder_pre_norm": ("DecoderLayer", '''
+        "            query=context, key=x, value=x, attention_mask=cross_mask,"),
+        ("test_DecoderLayer", "test_DecoderLayer__padding", "test_DecoderLayer__training")),
+    # Pre-norm (normalise before each sublayer) instead of the paper's post-norm:
+    # wrong values with and without padding, but dropout and get_config are right:
+    # 0.25 + 0.5 = 0.75 of 4.
+    "decoder_pre_norm": Mistake("DecoderLayer", '''
 class DecoderLayer(keras.layers.Layer):
     def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
         super().__init__(**kwargs)
@@ -281,90 +291,41 @@ class DecoderLayer(keras.layers.Layer):
         config.update(d_model=self.d_model, num_heads=self.num_heads, dff=self.dff,
                       dropout_rate=self.dropout_rate)
         return config
-'''),
+''', ("test_DecoderLayer", "test_DecoderLayer__padding")),
     # The mask passed positionally to MultiHeadAttention: there it is query_mask.
-    "cross_mask_positional": ("DecoderLayer", _swap(
+    # Without a padding mask Keras gets query_mask twice and raises (values,
+    # training), with one it attends to padded source tokens (padding): only the
+    # config cell is kept.
+    "cross_mask_positional": Mistake("DecoderLayer", swap(
         CORRECT["DecoderLayer"],
         "            query=x, key=context, value=context, attention_mask=cross_mask,",
-        "            x, context, context, cross_mask,")),
+        "            x, context, context, cross_mask,"),
+        ("test_DecoderLayer", "test_DecoderLayer__padding", "test_DecoderLayer__training")),
 }
 
-# student file -> (mistakes, {exercise that loses points: the points it keeps})
+# student file -> the mistakes in it
 SAMPLES = {
-    "alice.ipynb": (set(), {}),
+    "alice.ipynb": set(),
     # DecoderLayer and combine_masks call bob's causal_mask: they keep their points.
-    "bob.ipynb": ({"causal_no_diagonal", "softmax_not_renormalised"},
-                  {"causal_mask": 0, "masked_softmax": 0}),
-    # EncoderLayer calls carol's combine_masks, both layers her FeedForward. Her
-    # FeedForward keeps only its config cell (0.25 of 2): the residual changes the
-    # outputs at inference, and while training the outputs are no longer "0 or
-    # the inference value / (1 - rate)" (x is added after the dropout).
-    "carol.ipynb": ({"combine_wrong_axis", "ffn_residual_inside"},
-                    {"combine_masks": 0, "FeedForward": 0.25}),
-    # The (B, T, 1) mask only matters with padding: erin's EncoderLayer loses its
-    # padding cell (0.5) and keeps 3.5 of 4.
-    "erin.ipynb": ({"padding_fixed_zero", "encoder_padding_wrong_axis"},
-                   {"padding_mask": 0, "EncoderLayer": 3.5}),
-    # No residual around the FFN: wrong values with and without padding, and with
-    # the FFN silenced (dense2 all zeros) the output is norm2(0), a constant, so the
-    # attention's dropout cannot show: only the config cell is kept (0.5 of 4).
-    # Pre-norm: wrong values with and without padding, but dropout and get_config
-    # are right: 0.25 + 0.5 = 0.75 of 4.
-    "frank.ipynb": ({"encoder_no_residual", "decoder_pre_norm"},
-                    {"EncoderLayer": 0.5, "DecoderLayer": 0.75}),
-    # The queries from the encoder (S != T) break every call: only get_config and
-    # the argument checks are kept (0.5 of 4).
-    "grace.ipynb": ({"cross_queries_from_encoder"}, {"DecoderLayer": 0.5}),
-    # The cross mask passed positionally is a query_mask: without a padding mask
-    # Keras gets query_mask twice and raises (values, training), with one it
-    # attends to padded source tokens (padding): only the config cell is kept.
-    "heidi.ipynb": ({"cross_mask_positional"}, {"DecoderLayer": 0.5}),
+    "bob.ipynb": {"causal_no_diagonal", "softmax_not_renormalised"},
+    # EncoderLayer calls carol's combine_masks, both layers her FeedForward.
+    "carol.ipynb": {"combine_wrong_axis", "ffn_residual_inside"},
+    "erin.ipynb": {"padding_fixed_zero", "encoder_padding_wrong_axis"},
+    "frank.ipynb": {"encoder_no_residual", "decoder_pre_norm"},
+    "grace.ipynb": {"cross_queries_from_encoder"},
+    "heidi.ipynb": {"cross_mask_positional"},
 }
+
 UNTOUCHED = "dave.ipynb"
+COLAB = None
+CUT_SHORT = None
 
-
-def _fill(notebook, answers: dict[str, str]):
-    for cell in notebook.cells:
-        nbgrader = cell.metadata.get("nbgrader", {})
-        if nbgrader.get("solution") and nbgrader.get("grade_id") in answers:
-            cell.source = answers[nbgrader["grade_id"]].strip("\n")
-    return notebook
-
-
-def _copy(notebook):
-    return nbformat.from_dict(json.loads(json.dumps(notebook)))
-
-
-def expectations() -> dict[str, dict[str, str | float]]:
-    """What each lab4 sample must score: {file: {exercise: 'kept' | 'lost' | the
-    points it keeps, when it keeps some but not all}}."""
-    expected = {}
-    for name, (_, losing) in SAMPLES.items():
-        expected[name] = {e: "kept" if e not in losing else
-                          "lost" if losing[e] == 0 else float(losing[e]) for e in EXERCISES}
-    expected[UNTOUCHED] = {e: "lost" for e in EXERCISES}
-    return expected
-
-
-def build() -> dict[str, dict[str, str | float]]:
-    """Write data/sample_submissions/lab4/; return expectations()."""
-    student = nbformat.read(NOTEBOOK, as_version=4)
-    folder = HERE / LAB
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    for name, (mistakes, losing) in SAMPLES.items():
-        answers = dict(CORRECT)
-        for mistake in mistakes:
-            exercise, code = MISTAKES[mistake]
-            assert exercise in losing, (name, mistake)
-            answers[exercise] = code
-        nbformat.write(_fill(_copy(student), answers), folder / name)
-    # Untouched: the released notebook as downloaded.
-    nbformat.write(student, folder / UNTOUCHED)
-    return expectations()
-
-
-if __name__ == "__main__":
-    for sample, outcome in build().items():
-        print(sample, sum(v == "kept" for v in outcome.values()), "exercises kept,",
-              sum(isinstance(v, float) for v in outcome.values()), "in part")
+FEEDBACK_WORDS = [
+    ("bob", "causal_mask", "diagonal"),
+    ("bob", "masked_softmax", "sum to 1"),
+    ("carol", "FeedForward", "residual"),
+    ("erin", "EncoderLayer", "padded"),
+    ("frank", "DecoderLayer", "pre-norm"),
+    ("grace", "DecoderLayer", "queries come from x"),
+]
+FEEDBACK_PAGE_WORDS: list[tuple[str, str]] = []

@@ -1,0 +1,353 @@
+"""Grade every lab's samples through the real CLI, then check them from every side.
+
+For each lab with a samples.py (tests/samples.py says what it holds), one
+batch: the lab's samples (data/sample_submissions/<lab>/) and its solution,
+graded once for the module by `python -m autograder grade` (a notebook takes
+a few seconds: two kernels and TensorFlow's import). Then: the solution gets
+full marks, the untouched notebook 0 without a grader failure, every row is
+named as in the curriculum, each sample scores exactly what its mistakes
+leave it, the feedback names the mistakes and never shows the hidden tests.
+Lab 1's batch also holds a hostile notebook and notebooks damaged the ways
+GRADING.md lists (the checks at the end).
+
+The checks that need no grading (points, samples up to date) are fast; the
+others are marked slow (`make test-fast` leaves them out). `-k lab3` runs
+one lab's.
+"""
+
+from __future__ import annotations
+
+import csv
+import filecmp
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.grader.sandbox import bubblewrap_works
+from autograder.grader.source import build_source_notebook, write_notebook
+from autograder.labs import LABS
+from tests import samples as samples_of
+from tests.conftest import ROOT, run_cli
+
+LAB_IDS = samples_of.labs_with_samples()
+slow = pytest.mark.slow
+
+
+def _per_lab(attribute: str) -> list:
+    """(lab, *entry) for each entry of every lab's samples.<attribute>."""
+    return [pytest.param(lab, *entry, id=f"{lab}-{'-'.join(map(str, entry))}")
+            for lab in LAB_IDS for entry in getattr(samples_of.load(lab), attribute)]
+
+
+SAMPLE_FILES = [pytest.param(lab, sample, id=f"{lab}-{sample}")
+                for lab in LAB_IDS for sample in sorted(samples_of.expectations(lab))]
+
+
+def _points(lab: str) -> dict[str, float]:
+    return samples_of.load(lab).POINTS
+
+
+# -- grading each lab's batch once --------------------------------------------------------------
+def _grade(lab: str, batch: Path, out: Path) -> dict:
+    """Grade ``batch`` as ``lab``; the CSV rows by student (and exercise)."""
+    result = run_cli("grade", lab, str(batch), "--out", str(out), "--quiet", "--seed", "tests")
+    assert result.returncode == 0, result.stderr[-3000:]
+    grades = {row["student_id"]: row for row in csv.DictReader(open(out / "grades.csv"))}
+    exercises = {}
+    for row in csv.DictReader(open(out / "exercises.csv")):
+        exercises.setdefault(row["student_id"], {})[row["exercise"]] = row
+    return {"out": out, "grades": grades, "exercises": exercises, "stdout": result.stdout}
+
+
+@pytest.fixture(scope="module")
+def grade_lab(tmp_path_factory):
+    """lab -> its graded batch; each lab graded once for the module, on first use
+    (a failed grading is reported again, not retried, by every test that needs it)."""
+    results: dict[str, dict | str] = {}
+
+    def graded(lab: str) -> dict:
+        if lab not in results:
+            batch = tmp_path_factory.mktemp(f"{lab}-submissions")
+            out = tmp_path_factory.mktemp(f"{lab}-out")
+            shutil.copytree(samples_of.SAMPLES_ROOT / lab, batch, dirs_exist_ok=True)
+            write_notebook(build_source_notebook(LABS[lab]), batch / "solution.ipynb")
+            EXTRA_SUBMISSIONS.get(lab, lambda batch, out: None)(batch, out)
+            try:
+                results[lab] = _grade(lab, batch, out)
+            except AssertionError as error:
+                results[lab] = f"grading the {lab} batch failed: {error}"
+        if isinstance(results[lab], str):
+            pytest.fail(results[lab])
+        return results[lab]
+
+    return graded
+
+
+@pytest.fixture
+def graded(lab, grade_lab) -> dict:
+    return grade_lab(lab)
+
+
+# -- fast: the lab's points and samples ---------------------------------------------------------
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_points_follow_the_curriculum_and_the_source(lab):
+    samples = samples_of.load(lab)
+    exercises = LABS[lab].exercises
+    assert tuple(samples.POINTS) == exercises and tuple(samples.CORRECT) == exercises
+    cells = samples_of.cell_points(lab)
+    assert {exercise: sum(points.values()) for exercise, points in cells.items()} \
+        == samples.POINTS, "the source's points differ from samples.POINTS"
+    assert {exercise: points for exercise, points in cells.items() if len(points) > 1} \
+        == samples.PARTS, "the source's tests cells differ from samples.PARTS"
+    for exercise, points in samples.PARTS.items():
+        # The main computation is worth the larger part of each exercise.
+        assert points[f"test_{exercise}"] >= samples.MAIN_SHARE * samples.POINTS[exercise], \
+            exercise
+
+
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_the_committed_samples_are_up_to_date(lab, tmp_path):
+    samples_of.build(lab, tmp_path)
+    committed = samples_of.SAMPLES_ROOT / lab
+    stale = [str(path.relative_to(tmp_path)) for path in sorted(tmp_path.rglob("*.ipynb"))
+             if not (committed / path.relative_to(tmp_path)).is_file()
+             or not filecmp.cmp(path, committed / path.relative_to(tmp_path), shallow=False)]
+    extra = sorted({str(path.relative_to(committed)) for path in committed.rglob("*.ipynb")}
+                   - {str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*.ipynb")})
+    assert not stale and not extra, (
+        f"data/sample_submissions/{lab} differs from what solutions/{lab}/samples.py "
+        f"builds (stale: {stale}, not built: {extra}); run "
+        f"`python data/sample_submissions/build.py {lab}` and commit the notebooks.")
+
+
+# -- slow: the graded batch ---------------------------------------------------------------------
+@slow
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_the_solution_scores_full_marks(lab, graded):
+    total = sum(_points(lab).values())
+    row = graded["grades"]["solution"]
+    assert (float(row["score"]), float(row["max_score"]), row["status"]) == \
+        (total, total, "graded"), graded["exercises"]["solution"]
+
+
+@slow
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_the_untouched_notebook_scores_zero_without_a_grader_failure(lab, graded):
+    student = samples_of.student_of(samples_of.load(lab).UNTOUCHED)
+    row = graded["grades"][student]
+    assert (float(row["score"]), row["status"]) == (0, "graded"), row
+    messages = {r["message"] for r in graded["exercises"][student].values()}
+    assert all("NotImplementedError" in message for message in messages), messages
+
+
+@slow
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_every_exercise_has_a_row_named_as_in_the_curriculum(lab, graded):
+    """Every student has one row per exercise, in curriculum order, with its points."""
+    assert graded["exercises"], "no exercise rows at all"
+    for student, rows in graded["exercises"].items():
+        assert list(rows) == list(LABS[lab].exercises), student
+        for name, row in rows.items():
+            assert float(row["max_score"]) == _points(lab)[name], (student, name)
+
+
+@slow
+@pytest.mark.parametrize("lab, sample", SAMPLE_FILES)
+def test_samples_lose_points_exactly_where_they_are_wrong(lab, sample, graded):
+    """Full marks where a sample is right; where it is wrong, exactly the points of
+    the tests cells its mistakes do not fail (0 when they fail all), with a message."""
+    expected = samples_of.expectations(lab)[sample]
+    student = samples_of.student_of(sample)
+    rows = graded["exercises"][student]
+    for exercise, want in expected.items():
+        score = float(rows[exercise]["score"])
+        assert score == pytest.approx(want), (student, exercise, score, want,
+                                              rows[exercise]["message"])
+        if want < _points(lab)[exercise]:
+            assert rows[exercise]["message"], (student, exercise)
+    status = graded["grades"][student]["status"]
+    if sample == samples_of.load(lab).CUT_SHORT:
+        assert status.startswith("invalid notebook"), status
+    else:
+        assert status == "graded", status
+
+
+@slow
+@pytest.mark.parametrize("lab", [lab for lab in LAB_IDS if samples_of.load(lab).CUT_SHORT])
+def test_an_unreadable_notebook_gets_a_row_with_the_reason(lab, graded):
+    row = graded["grades"][samples_of.student_of(samples_of.load(lab).CUT_SHORT)]
+    assert float(row["score"]) == 0
+    assert row["status"].startswith("invalid notebook"), row["status"]
+
+
+@slow
+@pytest.mark.parametrize("lab, student, exercise, words", _per_lab("FEEDBACK_WORDS"))
+def test_feedback_names_the_mistake(lab, student, exercise, words, graded):
+    message = graded["exercises"][student][exercise]["message"]
+    assert words in message, (student, exercise, message)
+
+
+@slow
+@pytest.mark.parametrize("lab, student, words", _per_lab("FEEDBACK_PAGE_WORDS"))
+def test_feedback_pages_give_hints(lab, student, words, graded):
+    assert words in (graded["out"] / "feedback" / f"{student}.html").read_text()
+
+
+@slow
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_feedback_never_shows_hidden_test_source(lab, graded):
+    """No feedback page shows a line of the lab's hidden tests."""
+    source = LABS[lab].source_path.read_text()
+    hidden_lines = {line.strip() for block in re.findall(
+        r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
+        for line in block.splitlines() if len(line.strip()) > 20}
+    assert hidden_lines, f"{lab}: no hidden test lines found to look for"
+    pages = list((graded["out"] / "feedback").glob("*.html"))
+    assert pages, "no feedback pages"
+    for page in pages:
+        text = page.read_text()
+        leaked = [line for line in hidden_lines if line in text]
+        assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"
+
+
+@slow
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_report_and_feedback_files_exist(lab, graded):
+    out = graded["out"]
+    assert (out / "report.html").read_text().count("<svg") >= 2
+    assert {page.stem for page in (out / "feedback").glob("*.html")} == set(graded["grades"])
+
+
+# -- lab 1's batch also holds a hostile notebook and damaged ones ------------------------------
+HOSTILE = r'''
+import os, socket
+import numpy as np
+
+findings = {}
+for path in [%(paths)s]:
+    try:
+        findings[path] = os.listdir(path) if os.path.isdir(path) else open(path, "rb").read(16)
+    except Exception as error:
+        findings[path] = type(error).__name__
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=2)
+    findings["network"] = "open"
+except OSError as error:
+    findings["network"] = type(error).__name__
+try:
+    import autograder.references
+    findings["references"] = "imported"
+except ImportError as error:
+    findings["references"] = type(error).__name__
+print("FINDINGS", repr(findings))
+
+# Forgery attempts: none of these may turn wrong answers into points.
+np.allclose = lambda *args, **kwargs: True
+np.testing.assert_allclose = lambda *args, **kwargs: None
+import builtins
+builtins.AssertionError = type("Harmless", (Exception,), {})
+get_ipython().display_formatter.formatters["text/plain"].for_type(int, lambda *a: "1.0")
+
+def dot_scores(query, keys):
+    return np.zeros(np.asarray(keys).shape[:-1])   # wrong on purpose
+'''
+
+NOISE = r'''
+import sys, warnings, logging
+import tensorflow as tf            # TensorFlow's own start-up lines on stderr
+print("a line on stderr", file=sys.stderr)
+warnings.warn("a Python warning")
+logging.getLogger("tensorflow").warning("a TensorFlow log line")
+tf.get_logger().error("an error-level log line that is not an error")
+'''
+
+
+def _answered(answers: dict[str, str]):
+    """Lab 1's student notebook with ``answers`` in its cells."""
+    notebook = nbformat.read(LABS["lab1"].student_path, as_version=4)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell.source = answers[grade_id]
+    return notebook
+
+
+def _grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _add_hostile_and_damaged(batch: Path, out: Path) -> None:
+    """mallory (hostile) and correct answers in notebooks damaged the ways GRADING.md lists."""
+    correct = samples_of.load("lab1").CORRECT
+    secret_paths = [str(out), str(out / "nbgrader" / "gradebook.db"),
+                    str(ROOT / "solutions"), str(ROOT / "autograder" / "references"), str(batch)]
+    hostile = HOSTILE % {"paths": ", ".join(repr(path) for path in secret_paths)}
+    nbformat.write(_answered({**correct, "dot_scores": hostile}), batch / "mallory.ipynb")
+
+    noisy = _answered(correct)
+    for cell in noisy.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = NOISE + "\n" + cell.source
+    nbformat.write(noisy, batch / "noisy.ipynb")
+
+    deleted = _answered(correct)
+    deleted.cells = [cell for cell in deleted.cells if _grade_id(cell) != "test_softmax"]
+    nbformat.write(deleted, batch / "deleted_tests.ipynb")
+
+    duplicated = _answered(correct)
+    position = next(i for i, cell in enumerate(duplicated.cells)
+                    if _grade_id(cell) == "test_dot_scores")
+    duplicated.cells.insert(position, nbformat.from_dict(
+        json.loads(json.dumps(duplicated.cells[position]))))
+    duplicated.cells[position].id = "a-copy"
+    nbformat.write(duplicated, batch / "duplicated_tests.ipynb")
+
+    dying = _answered(correct)
+    for cell in dying.cells:
+        if _grade_id(cell) == "attention_pool":
+            cell.source = "import os\nos._exit(1)\n" + cell.source
+    nbformat.write(dying, batch / "kernel_dies.ipynb")
+
+
+#: Submissions added to a lab's batch besides its samples and solution.
+EXTRA_SUBMISSIONS = {"lab1": _add_hostile_and_damaged}
+
+
+@slow
+@pytest.mark.parametrize("lab", ["lab1"])
+def test_a_hostile_notebook_cannot_forge_points_or_read_secrets(lab, graded):
+    points = _points(lab)
+    rows = graded["exercises"]["mallory"]
+    assert float(rows["dot_scores"]["score"]) == 0
+    assert all(float(rows[e]["score"]) == points[e] for e in points if e != "dot_scores")
+    if not bubblewrap_works():
+        pytest.skip("bubblewrap is not available here: isolation is not enforced")
+    autograded = graded["out"] / "nbgrader" / "autograded" / "mallory" / lab / \
+        f"{LABS[lab].notebook}.ipynb"
+    text = json.dumps(nbformat.read(autograded, as_version=4))
+    findings = re.search(r"FINDINGS (\{.*?\})\\n", text).group(1)
+    assert "open" not in findings and "imported" not in findings, findings
+    assert findings.count("FileNotFoundError") == 5, findings
+
+
+@slow
+@pytest.mark.parametrize("lab", ["lab1"])
+@pytest.mark.parametrize("student", ["noisy", "deleted_tests", "duplicated_tests"])
+def test_logs_and_damaged_test_cells_do_not_cost_a_correct_notebook(lab, student, graded):
+    row = graded["grades"][student]
+    assert (float(row["score"]), row["status"]) == (10, "graded"), row
+
+
+@slow
+@pytest.mark.parametrize("lab", ["lab1"])
+def test_a_kernel_that_dies_keeps_the_points_earned_before(lab, graded):
+    row = graded["grades"]["kernel_dies"]
+    # dot_scores (1) and softmax (2) were tested before the kernel died.
+    assert float(row["score"]) == 3, row
+    assert row["status"].startswith("partly graded") and "died" in row["status"], row
+    rows = graded["exercises"]["kernel_dies"]
+    assert "died" in rows["additive_scores"]["message"]
