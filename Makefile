@@ -4,6 +4,7 @@
 #   make test-fast  lint, then the suite without the tests marked slow (batches graded,
 #               notebooks run): a few minutes
 #   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
+#   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
 #   make labs   regenerate labs/ from solutions/
 
 PYTHON ?= python3
@@ -12,7 +13,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs demo lint test test-fast test-torch test-jax bench clean help
+.PHONY: env sandbox postgres torch jax labs demo lint test test-fast test-backends test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make lint | make labs | make bench | make clean"
@@ -74,12 +75,18 @@ demo: env labs
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-test: env lint postgres torch
-	$(PY) -m pytest
+test: env lint postgres
+	$(PY) -m pytest -m "not backends"
+
+# Every lab's solution graded under PyTorch and JAX (tests/test_backends.py,
+# about a minute a backend, plus installing them): other backends are a suite
+# of their own, like test-torch and test-jax below.
+test-backends: env torch jax
+	$(PY) -m pytest -m backends
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not backends"
 
 # The verdict suite and every lab's grading tests under another backend.
 BACKEND_TESTS = tests/test_verdicts.py tests/test_grading.py

@@ -6,8 +6,9 @@ CLI with KERAS_BACKEND set to torch (and jax), for each of those that is
 installed (`make torch` installs PyTorch's CPU build); a backend that is not
 installed is skipped with the reason. A cell appended to the notebook prints
 the backend the student kernel really ran, so the test cannot pass on
-TensorFlow by accident. The whole verdict suite runs under a backend with
-`make test-torch` (see docs/verdicts.md, the numerical policy).
+TensorFlow by accident. `make test-backends` runs it (other backends are
+suites of their own, outside `make test`); the whole verdict suite runs under
+a backend with `make test-torch` (see docs/verdicts.md, the numerical policy).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from autograder.labs import available_labs
 from tests import verdicts
 from tests.conftest import run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.backends]
 
 BACKENDS = ["torch", "jax"]
 
