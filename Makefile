@@ -6,6 +6,7 @@
 #   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
 #   make labs   regenerate labs/ from solutions/
+#   make publish DEST=dir   write the student repository there (git commit + tag)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +14,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs demo lint test test-fast test-backends test-torch test-jax bench clean help
+.PHONY: env sandbox postgres torch jax labs publish demo lint test test-fast test-backends test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make lint | make labs | make bench | make clean"
@@ -67,6 +68,12 @@ env: $(STAMP) sandbox
 
 labs: env
 	$(PY) -m autograder release
+
+# The student repository (labs, labkit, README, licence), committed and tagged
+# with course.toml's [public] ref: make publish DEST=../my-course-labs
+publish: env
+	@test -n "$(DEST)" || { echo "usage: make publish DEST=<folder of the student repository>"; exit 2; }
+	$(PY) -m autograder publish "$(DEST)" --replace --git
 
 demo: env labs
 	$(PY) -m autograder demo --out $(OUT)

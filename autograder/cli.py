@@ -20,9 +20,12 @@ warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
 def _release(args) -> int:
-    from autograder.labs import KIT_ROOT, available_labs, get_lab
+    from autograder.labs import KIT_ROOT, available_labs, get_lab, public_repository_problem
     from autograder.grader.release import release, update_readme
 
+    problem = public_repository_problem()
+    if problem:
+        print(f"warning: {problem}", file=sys.stderr)
     labs = [get_lab(args.lab)] if args.lab else available_labs()
     for lab in labs:
         started = time.monotonic()
@@ -34,6 +37,26 @@ def _release(args) -> int:
     for readme in (KIT_ROOT / "README.md", KIT_ROOT / "student" / "README.md"):
         if readme.exists() and update_readme(readme):
             print(f"{readme.relative_to(KIT_ROOT)}: updated the Colab links of the labs")
+    return 0
+
+
+def _publish(args) -> int:
+    from autograder.grader.publish import publish
+
+    started = time.monotonic()
+    done = publish(Path(args.dest), repository=args.repository, ref=args.ref,
+                   replace=args.replace, git=args.git)
+    print(f"Published {len(done.files)} files to {done.dest} "
+          f"({time.monotonic() - started:.1f} s): labs pin labkit at {done.ref} of "
+          f"{done.repository}")
+    for lab_id, url in done.colab_urls.items():
+        print(f"  {lab_id}: {url}")
+    if done.commit:
+        print(f"Committed {done.commit[:12]} and tagged {done.ref}. Push both: "
+              f"cd {done.dest} && git push <remote> HEAD {done.ref}")
+    else:
+        print(f"Next: commit the folder, tag it {done.ref} and push both to {done.repository} "
+              "(or publish again with --git to commit and tag here).")
     return 0
 
 
@@ -138,6 +161,19 @@ def build_parser() -> argparse.ArgumentParser:
     release = commands.add_parser("release", help="regenerate the student notebooks in labs/")
     release.add_argument("lab", nargs="?", help="lab id (default: every lab with a source)")
     release.set_defaults(func=_release)
+
+    publish = commands.add_parser(
+        "publish", help="write the student repository (labs, labkit, README, licence) to DEST")
+    publish.add_argument("dest", help="a new or empty folder (or a previous publication, "
+                                      "with --replace)")
+    publish.add_argument("--repository", help="the public repository the labs install labkit "
+                                              "from (default: course.toml [public] repository)")
+    publish.add_argument("--ref", help="the tag the labs pin (default: course.toml [public] ref)")
+    publish.add_argument("--replace", action="store_true",
+                         help="clear DEST first (its .git is kept)")
+    publish.add_argument("--git", action="store_true",
+                         help="commit DEST (git init if needed) and tag it with the ref")
+    publish.set_defaults(func=_publish)
 
     grade = commands.add_parser("grade", help="grade a folder or zip of submissions")
     grade.add_argument("lab", help="lab id, e.g. lab1")

@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,10 +145,58 @@ def available_labs() -> list[Lab]:
     return [lab for lab in LABS.values() if lab.available]
 
 
+#: The public repository course.toml ships with: it does not exist. Labs that
+#: point at it install nothing in Colab (their first cell fails), so
+#: `publish` refuses it and `release` warns.
+PLACEHOLDER_REPOSITORY = "https://github.com/transformer-lab-kit/transformer-lab-kit"
+
+_public_override: ContextVar[dict | None] = ContextVar("public_override", default=None)
+
+
+@contextmanager
+def public_settings(**override: str):
+    """Within this block, course_settings()["public"] has ``override``'s keys
+    (``repository``, ``ref``) in place of course.toml's: `publish --repository`."""
+    token = _public_override.set({key: value for key, value in override.items() if value})
+    try:
+        yield
+    finally:
+        _public_override.reset(token)
+
+
 def course_settings() -> dict:
-    """The parsed course.toml of the kit."""
-    with open(KIT_ROOT / "course.toml", "rb") as handle:
-        return tomllib.load(handle)
+    """The parsed course.toml of the kit (with the public_settings() override)."""
+    path = KIT_ROOT / "course.toml"
+    try:
+        with open(path, "rb") as handle:
+            settings = tomllib.load(handle)
+    except FileNotFoundError:
+        raise LabDefinitionError(f"{path} is missing: the kit's course settings (course id, "
+                                 "title, public repository) live there.") from None
+    except tomllib.TOMLDecodeError as error:
+        raise LabDefinitionError(f"{path} is not valid TOML: {error}. Fix that line.") from None
+    public = settings.setdefault("public", {})
+    public.update(_public_override.get() or {})
+    missing = [key for key in ("repository", "ref") if not public.get(key)]
+    if missing:
+        raise LabDefinitionError(f"{path}: [public] lacks {', '.join(missing)}: set the public "
+                                 "repository students install labkit from and the tag the "
+                                 "labs pin (see docs/instructors.md).")
+    return settings
+
+
+def public_repository_problem() -> str | None:
+    """Why the labs would not install in Colab with course.toml's [public]
+    settings, or None when they name a repository of the course's own."""
+    repository = course_settings()["public"]["repository"].rstrip("/").removesuffix(".git")
+    if repository == PLACEHOLDER_REPOSITORY:
+        return (f"course.toml's [public] repository is still the kit's placeholder "
+                f"({PLACEHOLDER_REPOSITORY}), which does not exist: the labs' first cell would "
+                "fail to install labkit in Colab. Set `repository` in course.toml's [public] "
+                "section to your course's public GitHub repository (for example "
+                "https://github.com/<you>/<course>-labs) and `ref` to the tag you will push, "
+                "then run `make labs` and `make publish DEST=<folder>`.")
+    return None
 
 
 def labkit_requirement() -> str:
@@ -156,10 +206,15 @@ def labkit_requirement() -> str:
 
 
 def colab_url(lab: Lab) -> str:
-    """The 'Open in Colab' address of a lab's student notebook."""
+    """The 'Open in Colab' address of a lab's student notebook.
+
+    Colab opens notebooks from GitHub: for a repository elsewhere (a local
+    ``file://`` one in the kit's tests) the address is the notebook's own.
+    """
     public = course_settings()["public"]
-    repository = public["repository"].removeprefix("https://github.com/")
-    return (
-        f"https://colab.research.google.com/github/{repository}/blob/"
-        f"{public['ref']}/labs/{lab.id}/{lab.notebook}.ipynb"
-    )
+    repository = public["repository"].rstrip("/").removesuffix(".git")
+    path = f"labs/{lab.id}/{lab.notebook}.ipynb"
+    if not repository.startswith("https://github.com/"):
+        return f"{repository}/{path}"
+    return (f"https://colab.research.google.com/github/"
+            f"{repository.removeprefix('https://github.com/')}/blob/{public['ref']}/{path}")
