@@ -33,6 +33,7 @@ BLOCKS = {
     "numerical_policy-torch": "docs/verdicts.md",
     "numerical_policy-jax": "docs/verdicts.md",
     "plain_nbgrader_hostile": "docs/security.md",
+    "colab_gpu": "docs/performance.md",
 }
 
 

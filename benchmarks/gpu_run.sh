@@ -7,6 +7,7 @@
 #
 #   bash benchmarks/gpu_run.sh policy          versions, memory cap, TF32, numerical policy
 #   bash benchmarks/gpu_run.sh verdicts torch  the verdict suite under one backend
+#   bash benchmarks/gpu_run.sh labs            every lab top to bottom, as in Colab (torch, jax)
 #
 # Everything it prints is also written under $OUT (default /tmp/gpu_out).
 set -uo pipefail
@@ -64,8 +65,13 @@ verdicts)
   KERAS_BACKEND=$backend VERDICT_JOBS=${JOBS:-16} $PY -m pytest -p no:cacheprovider \
     tests/test_verdicts.py 2>&1 | tee "$OUT/verdicts-$backend.log" | grep -v "^tests/.*PASSED"
   ;;
+labs)
+  $PY benchmarks/colab_gpu.py --backends torch jax --jobs "${JOBS:-10}" --write-docs 2>&1 |
+    tee "$OUT/labs.md"
+  cp docs/performance.md "$OUT/performance.md"
+  ;;
 *)
-  echo "usage: bash benchmarks/gpu_run.sh policy | verdicts torch|jax" >&2
+  echo "usage: bash benchmarks/gpu_run.sh policy | verdicts torch|jax | labs" >&2
   exit 2
   ;;
 esac
