@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError  # noqa: E402
 
-from _docs import Recorder, add_option, check, machine, write  # noqa: E402
+import _docs  # noqa: E402
 from autograder.labs import available_labs  # noqa: E402
 from tests.verdicts import solution_reporting_device  # noqa: E402
 
@@ -72,16 +72,16 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
                         help="notebooks run at once")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell")
-    add_option(parser)
+    _docs.add_option(parser)
     args = parser.parse_args()
     if args.write_docs:
-        check(["colab_gpu"])
+        _docs.check(["colab_gpu"])
     labs = [lab.id for lab in available_labs() if not args.labs or lab.id in args.labs]
     runs = [(lab, backend) for backend in args.backends for lab in labs]
     started = time.monotonic()
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda run: run_lab(*run, args.timeout), runs))
-    out = Recorder()
+    out = _docs.Recorder()
     out("| lab | backend | cells | visible checks passed | device | setup cell's precision | seconds |")
     out("| --- | --- | --- | --- | --- | --- | --- |")
     failures = 0
@@ -108,7 +108,7 @@ def main() -> int:
                 capture_output=True, text=True, timeout=20).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             pass
-        write("colab_gpu", out.text(), machine_line=machine(details or "no GPU"))
+        _docs.write("colab_gpu", out.text(), machine_line=_docs.machine(details or "no GPU"))
     return 1 if failures else 0
 
 
