@@ -293,6 +293,24 @@ def build_seconds(env: StudentEnv) -> float | None:
     return json.loads(stamp.read_text()).get("build_seconds") if stamp.exists() else None
 
 
+def install_labkit(env: StudentEnv, source: Path = KIT_ROOT / "student",
+                   pip_args: tuple[str, ...] = ()) -> StudentEnv:
+    """``env`` with labkit installed from ``source`` as a student would (`pip install
+    ./student`, not editable; any labkit there before is removed first), with
+    ``pip_args`` added (e.g. "--no-deps"). Built from a copy, so that
+    setuptools' build/ and egg-info land outside the checkout.
+    Returns the env with its versions asked again."""
+    with tempfile.TemporaryDirectory(prefix="labkit-src-") as temp:
+        copy = Path(temp) / "student"
+        shutil.copytree(source, copy, ignore=shutil.ignore_patterns(
+            "build", "*.egg-info", "__pycache__", "dist"))
+        _run([env.python, "-m", "pip", "uninstall", "-q", "-y", "labkit"],
+             f"pip uninstall labkit (env {env.name})", timeout=600)
+        _run([env.python, "-m", "pip", "install", "-q", *pip_args, copy],
+             f"pip install ./student (env {env.name})", timeout=1200)
+    return StudentEnv(env.name, env.python, report_versions(env.python))
+
+
 def _write_kernelspec(env: StudentEnv, kernels: Path) -> str:
     """A kernelspec in ``kernels`` that starts ``env``'s interpreter; returns its name."""
     name = "studentenv"
