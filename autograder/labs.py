@@ -196,6 +196,11 @@ def public_repository_problem() -> str | None:
                 "section to your course's public GitHub repository (for example "
                 "https://github.com/<you>/<course>-labs) and `ref` to the tag you will push, "
                 "then run `make labs` and `make publish DEST=<folder>`.")
+    if repository.startswith("file:") and not repository.startswith("file://localhost/"):
+        return (f"course.toml's [public] repository is {repository}: pip refuses a file URL "
+                "without a host in the labs' first cell (`labkit @ git+file:///...` is an "
+                "invalid requirement). Write it file://localhost/<path> for a local "
+                "repository, or use https://github.com/<you>/<course>-labs.")
     return None
 
 

@@ -148,3 +148,9 @@ def test_the_scanner_finds_markers_and_hidden_lines_in_a_notebook(tmp_path):
     assert {leak.path for leak in found} == {"leaky.ipynb"}
     assert {"contains 'BEGIN HIDDEN TESTS'", "contains 'autograder.references'"} <= \
         {leak.what for leak in found}
+
+
+def test_a_file_url_without_a_host_is_refused_since_pip_refuses_it(tmp_path):
+    # pip: "Invalid requirement: 'labkit @ git+file:///...'" (seen in the Colab-path test).
+    with pytest.raises(PublishError, match="file://localhost/<path>"):
+        publish(tmp_path / "out", repository=f"file://{tmp_path}/repo", ref="v1")
