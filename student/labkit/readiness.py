@@ -130,10 +130,20 @@ def _failure(name: str, error: Exception, scope: dict, names: list[str]) -> Resu
         first = message.strip().splitlines()[0] if message.strip() else "the check failed"
         return Result(name, FAILED, f"✗ {name}: {first}", " ".join(hint.split()))
     text = f"{type(error).__name__}: {error}".strip().splitlines()[0]
-    hint = ""
-    if isinstance(error, NameError) and getattr(error, "name", None) not in names:
+    if isinstance(error, NameError) and _raised_by_the_check(error):
         hint = "run every cell above first (Runtime → Run before), then this one."
+    else:
+        hint = f"run the check cell below `{name}` to see the whole error."
     return Result(name, FAILED, f"✗ {name}: the check raised {text}", hint)
+
+
+def _raised_by_the_check(error: BaseException) -> bool:
+    """Whether ``error`` comes from the check cell's own lines (a name the
+    notebook's earlier cells define, not yet run), not from the code it calls."""
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    return traceback is not None and traceback.tb_frame.f_code.co_filename.startswith("<check of ")
 
 
 def _raised_in(error: BaseException, scope: dict, names: list[str]) -> str | None:
