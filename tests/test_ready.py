@@ -30,7 +30,6 @@ from autograder.grader import release, source
 from autograder.labs import LABS, Lab, available_labs, read_lab
 from labkit import checks, readiness
 from labkit.__main__ import main as labkit_main
-from tests import samples as samples_of
 from tests.conftest import ROOT, run_cli
 
 LAB_PARAMS = [pytest.param(lab, id=lab.id) for lab in available_labs()]
@@ -193,6 +192,17 @@ def test_each_way_a_check_ends_gets_its_line(capsys):
     assert "result" not in scope, "a check's assignment leaked into the notebook"
 
 
+def test_a_stub_behind_a_checks_own_error_is_not_answered_yet():
+    """Some checks catch what the answer raises and say so in an AssertionError."""
+    wrapping = ("try:\n    {name}(1)\nexcept Exception as error:\n"
+                "    raise AssertionError(f'{name}(1) raised {{type(error).__name__}}')\n")
+    results = readiness.run_checks([{"name": name, "check": wrapping.format(name=name)}
+                                    for name in ("stub", "caller", "typo")], _namespace())
+    assert [result.line for result in results] == [
+        "… stub: not answered yet", "… caller: waits for `stub`, not answered yet",
+        "✗ typo: typo(1) raised NameError"]
+
+
 def test_the_report_counts_and_says_how_to_submit():
     results = readiness.run_checks([_check("good"), _check("wrong"), _check("stub")],
                                    _namespace())
@@ -278,33 +288,38 @@ def test_the_untouched_notebook_has_nothing_answered(lab):
 
 
 def _a_known_mistake(lab: Lab):
-    """The first of the lab's sample MISTAKES in an exercise that no other one may
-    call (standins.toml), so that it fails there and nowhere else."""
+    """The first of the lab's verdict MISTAKES (solutions/<lab>/verdicts.py, each
+    failing its visible check unless HIDDEN_ONLY says otherwise, as the verdict
+    suite proves) in an exercise that no other one may call (standins.toml), so
+    that it fails there and nowhere else."""
+    from tests.verdicts import spec
+
     with open(lab.folder / "standins.toml", "rb") as handle:
         called = {name for names in tomllib.load(handle).values() for name in names}
-    mistakes = samples_of.load(lab.id).MISTAKES
-    return next((name, mistake) for name, mistake in mistakes.items()
-                if mistake.exercise not in called and not mistake.fails)
+    verdicts = spec(lab.id)
+    return next(mistake for mistake in verdicts.MISTAKES
+                if mistake.exercise not in called and mistake.name not in verdicts.HIDDEN_ONLY)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lab", [pytest.param(LABS[lab], id=lab)
-                                 for lab in samples_of.labs_with_samples()])
+@pytest.mark.parametrize("lab", [pytest.param(LABS[lab], id=lab) for lab in LABS
+                                 if (LABS[lab].folder / "verdicts.py").exists()])
 def test_a_known_mistake_fails_its_exercise_only_with_its_checks_hint(lab):
-    name, mistake = _a_known_mistake(lab)
+    mistake = _a_known_mistake(lab)
     notebook = _solution(lab, {mistake.exercise: mistake.source})
     text = _run(notebook)
     lines = _lines(text)
-    assert lines.pop(mistake.exercise).startswith(f"✗ {mistake.exercise}: "), (name, text)
+    assert lines.pop(mistake.exercise).startswith(f"✗ {mistake.exercise}: "), (mistake.name, text)
     assert lines == {other: f"✓ {other}: passed" for other in lab.exercises
-                     if other != mistake.exercise}, (name, text)
+                     if other != mistake.exercise}, (mistake.name, text)
     # The exercise's own check cell failed in the same run: same message, same hint.
     check = next(cell for cell in notebook.cells
                  if cell.metadata.get("nbgrader", {}).get("grade_id") == f"check_{mistake.exercise}")
     error = next(output for output in check.outputs if output.output_type == "error")
+    assert error.ename == "AssertionError", (mistake.name, error.ename, error.evalue)
     message, _, hint = error.evalue.partition("\nHint: ")
     assert f"✗ {mistake.exercise}: {message.splitlines()[0]}" in text
-    assert hint and f"    Hint: {' '.join(hint.split())}" in text, (name, text)
+    assert hint and f"    Hint: {' '.join(hint.split())}" in text, (mistake.name, text)
     count = len(lab.exercises)
     assert f"{count - 1} of {count} exercises pass their checks." in text
 

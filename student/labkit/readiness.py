@@ -119,9 +119,10 @@ def run_checks(exercises: list[dict], namespace: dict) -> list[Result]:
 
 def _failure(name: str, error: Exception, scope: dict, names: list[str]) -> Result:
     """The Result of a check that raised ``error``."""
-    if isinstance(error, NotImplementedError):
-        owner = _raised_in(error, scope, names)
-        if owner == name or (owner is None and not str(error)):
+    stub = _stub_error(error)
+    if stub is not None:
+        owner = _raised_in(stub, scope, names)
+        if owner == name or (owner is None and stub is error and not str(error)):
             return Result(name, MISSING, f"… {name}: not answered yet")
         if owner is not None:
             return Result(name, MISSING, f"… {name}: waits for `{owner}`, not answered yet")
@@ -144,6 +145,18 @@ def _raised_by_the_check(error: BaseException) -> bool:
     while traceback is not None and traceback.tb_next is not None:
         traceback = traceback.tb_next
     return traceback is not None and traceback.tb_frame.f_code.co_filename.startswith("<check of ")
+
+
+def _stub_error(error: BaseException) -> BaseException | None:
+    """The NotImplementedError of a stub behind ``error``: itself, or the one a
+    check caught and turned into its own AssertionError ("... raised ...")."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, NotImplementedError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _raised_in(error: BaseException, scope: dict, names: list[str]) -> str | None:
