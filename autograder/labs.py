@@ -210,6 +210,23 @@ def labkit_requirement() -> str:
     return f"labkit @ git+{public['repository']}@{public['ref']}#subdirectory=student"
 
 
+#: How students submit, when course.toml has no [submit] instructions.
+DEFAULT_SUBMIT = ("Save your notebook with File → Download → Download .ipynb (Colab) or "
+                  "File → Download (Jupyter), and upload that file where your course "
+                  "collects this lab; the file name does not matter.")
+
+
+def submit_instructions() -> str:
+    """course.toml's [submit] instructions (what a student does to hand a lab in),
+    printed by every lab's last cell; DEFAULT_SUBMIT when the course sets none."""
+    text = course_settings().get("submit", {}).get("instructions", DEFAULT_SUBMIT)
+    if not isinstance(text, str) or not text.strip():
+        raise LabDefinitionError(
+            f"course.toml: [submit] instructions must be a non-empty string (what students do "
+            f"to hand in a lab), got {text!r}; remove it to use the default.")
+    return " ".join(text.split())
+
+
 def colab_url(lab: Lab) -> str:
     """The 'Open in Colab' address of a lab's student notebook.
 

@@ -217,7 +217,9 @@ def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
     from autograder.grader.source import skipped_when_grading
 
     demos = skipped_when_grading(get_lab("lab4"))
-    assert len(demos) == 7 and all(name.startswith("demo_") for name in demos)
+    # lab4's seven demonstrations, then the "Ready to submit?" cell the release appends.
+    assert len(demos) == 8 and demos[-1] == "ready_to_submit"
+    assert all(name.startswith("demo_") for name in demos[:-1])
     batch = tmp_path / "batch"
     batch.mkdir()
     for student in ("alice", "bob"):
@@ -239,7 +241,7 @@ def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
                           for output in cell.outputs))
         found[bool(option)] = (grades, skipped, said)
     assert found[False][0] == found[True][0] == {"alice": "16", "bob": "13"}
-    assert found[False][1:] == ({7.0}, sorted(demos))
+    assert found[False][1:] == ({8.0}, sorted(demos))
     assert found[True][1:] == ({0.0}, [])
 
 

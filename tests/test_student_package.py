@@ -36,6 +36,14 @@ def test_wheel_holds_only_the_labkit_package(wheel):
     assert all(name.startswith(("labkit/", "labkit-")) for name in names), names
 
 
+def test_wheel_carries_each_labs_visible_checks_for_its_last_cell(wheel):
+    """labkit.ready() reads labkit/labs/<lab>.json: package data that must ship."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    wanted = {f"labkit/labs/{lab.id}.json" for lab in available_labs()} | {"labkit/__main__.py"}
+    assert wanted <= names, sorted(wanted - names)
+
+
 def test_wheel_holds_no_solution_or_reference_code(wheel):
     solution_lines = set()
     for lab in available_labs():

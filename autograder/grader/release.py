@@ -2,19 +2,25 @@
 
 `release` builds the nbgrader source notebook (autograder.grader.source), runs
 nbgrader's own `generate_assignment` on it and writes the student notebook to
-labs/<lab>/<notebook>.ipynb, without outputs.
+labs/<lab>/<notebook>.ipynb, without outputs. It also writes the lab's visible
+checks into the student package (student/labkit/labs/<lab>.json), which the
+notebook's last cell, `labkit.ready("<lab>")`, runs again: in Colab a kernel
+cannot read its own notebook, but it can read the labkit installed from the
+course's tag, released with the notebooks.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 import nbformat
 
 from autograder.grader import course, tempdirs
-from autograder.grader.source import KERNELSPEC, SKIP_KEY, SourceError, write_notebook
-from autograder.labs import Lab
+from autograder.grader.source import (KERNELSPEC, SKIP_KEY, SourceError, visible_checks,
+                                     write_notebook)
+from autograder.labs import Lab, submit_instructions
 
 def student_notebook(lab: Lab, work_dir: Path | None = None) -> nbformat.NotebookNode:
     """Generate the student notebook of ``lab`` through nbgrader generate_assignment."""
@@ -37,10 +43,30 @@ def student_notebook(lab: Lab, work_dir: Path | None = None) -> nbformat.Noteboo
     return notebook
 
 
+def checks_path(lab: Lab) -> Path:
+    """Where labkit finds the visible checks of ``lab`` (package data)."""
+    import autograder.labs
+
+    return autograder.labs.KIT_ROOT / "student" / "labkit" / "labs" / f"{lab.id}.json"
+
+
+def checks_text(lab: Lab) -> str:
+    """The JSON that labkit.ready() reads: the lab, its visible checks in
+    order, and how students submit (course.toml's [submit])."""
+    data = {"lab": lab.id, "title": lab.title, "submit": submit_instructions(),
+            "exercises": visible_checks(lab)}
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
 def release(lab: Lab, destination: Path | None = None) -> Path:
-    """Regenerate labs/<lab>/<notebook>.ipynb (or ``destination``)."""
+    """Regenerate labs/<lab>/<notebook>.ipynb (or ``destination``) and, for the
+    kit's own labs/ (no ``destination``), labkit's copy of its visible checks."""
     path = destination or lab.student_path
     write_notebook(student_notebook(lab), path)
+    if destination is None:
+        checks = checks_path(lab)
+        checks.parent.mkdir(parents=True, exist_ok=True)
+        checks.write_text(checks_text(lab), encoding="utf-8")
     return path
 
 

@@ -13,6 +13,12 @@ the student's functions) may add `grading="skip"`: the grader does not run
 it (autograder.grader.execute; `grade --run-demos` runs it). It grades nothing, and
 no later cell may read what it defines (tests/test_release.py checks this
 for every lab); students still run it.
+
+Every lab also ends with a "Ready to submit?" cell that this module appends
+(READY_ID): no lab's source writes it, so a new lab gets it without a line of
+its own. It calls `labkit.ready("<lab>")`, which runs the lab's visible checks
+again (shipped inside labkit by `make labs`: autograder.grader.release) and
+says how to submit; it is a demonstration to the grader, which skips it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,24 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 
 #: Cell metadata of a demonstration the grader does not run (`grading="skip"`).
 SKIP_KEY = "skip_when_grading"
+
+#: grade_id of the "Ready to submit?" cell appended to every lab.
+READY_ID = "ready_to_submit"
+
+READY_MARKDOWN = """## Ready to submit?
+
+The cell below runs the visible check of every exercise again, on your answers
+as they are now, and prints one line per exercise: passed, failed (with the
+check's hint) or not answered yet. Then it says how to download and submit
+this notebook. Run it after running every cell above (*Runtime → Run all* in
+Colab).
+
+Passing every check is necessary, not sufficient: hidden tests grade your
+notebook on other inputs. The grader does not run this cell."""
+
+READY_CODE = """# Ready to submit? Runs every visible check again, then says how to submit.
+import labkit
+labkit.ready("{lab_id}")"""
 
 
 class SourceError(ValueError):
@@ -75,12 +99,47 @@ def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
         cell.outputs = []
         cell.execution_count = None
     _check_contract(lab, notebook)
+    _append_ready_cells(lab, notebook)
     notebook.metadata = {
         "kernelspec": dict(KERNELSPEC),
         "language_info": {"name": "python"},
     }
     notebook.nbformat, notebook.nbformat_minor = 4, 5
     return notebook
+
+
+def _append_ready_cells(lab: Lab, notebook) -> None:
+    """Append the "Ready to submit?" markdown and its locked code cell, skipped
+    when grading (it only re-runs the visible checks)."""
+    if any(cell.metadata.get("nbgrader", {}).get("grade_id") == READY_ID
+           for cell in notebook.cells):
+        raise SourceError(f"{lab.source_path.name}: grade_id {READY_ID!r} is the release's own "
+                          "last cell (appended to every lab); rename that cell.")
+    markdown = nbformat.v4.new_markdown_cell(READY_MARKDOWN, id="md-ready")
+    code = nbformat.v4.new_code_cell(READY_CODE.format(lab_id=lab.id), id=READY_ID.replace("_", "-"))
+    code.metadata["nbgrader"] = _nbgrader_metadata("locked", READY_ID, None)
+    code.metadata[SKIP_KEY] = True
+    notebook.cells.extend([markdown, code])
+
+
+def visible_checks(lab: Lab, notebook=None) -> list[dict[str, str]]:
+    """[{"name": exercise, "check": its check cell's source}] in curriculum order:
+    what labkit.ready() runs again. Every exercise needs a locked cell
+    `check_<exercise>` after its answer cell (a SourceError otherwise)."""
+    notebook = notebook or build_source_notebook(lab)
+    position = {cell.metadata.get("nbgrader", {}).get("grade_id"): (index, cell)
+                for index, cell in enumerate(notebook.cells)}
+    checks = []
+    for exercise in lab.exercises:
+        found = position.get(f"check_{exercise}")
+        if (found is None or not found[1].metadata["nbgrader"]["locked"]
+                or found[0] < position[exercise][0]):
+            raise SourceError(
+                f"{lab.source_path.name}: exercise {exercise!r} needs a visible check: a cell "
+                f'`# %% nbgrader="locked" grade_id="check_{exercise}"` after its answer cell '
+                "(labkit.ready() runs it again in the lab's last cell).")
+        checks.append({"name": exercise, "check": found[1].source})
+    return checks
 
 
 def _check_marker(where: str, index: int, source: str, marker: dict, seen: set[str]) -> None:

@@ -5,6 +5,9 @@
 - ``labkit.plots``: small matplotlib helpers (attention heat maps, bar charts).
 - ``labkit.validation``: argument checks for layers (``positive_int``, ``rate``,
   ``validate_layer_arguments``), raising ValueErrors in Keras's words.
+- ``labkit.ready("lab1")``: the lab's last cell, "Ready to submit?": every
+  visible check again on your answers, then how to submit
+  (``python -m labkit check NOTEBOOK`` does the same for a saved notebook).
 - ``labkit.masking``: ``large_negative(dtype)``, the number that masks
   attention scores (finite in float16 too).
 
@@ -14,6 +17,7 @@ tests.
 
 from labkit import checks, masking, plots, validation
 from labkit.precision import configure_precision
+from labkit.readiness import ready
 
-__all__ = ["checks", "masking", "plots", "validation", "configure_precision"]
+__all__ = ["checks", "masking", "plots", "validation", "configure_precision", "ready"]
 __version__ = "0.1.0"
