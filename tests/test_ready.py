@@ -137,7 +137,8 @@ def test_submit_instructions_default_and_a_bad_value(tmp_path, monkeypatch):
     monkeypatch.setattr("autograder.labs.KIT_ROOT", tmp_path)
     (tmp_path / "course.toml").write_text('[public]\nrepository = "x"\nref = "y"\n')
     assert labs.submit_instructions() == labs.DEFAULT_SUBMIT
-    (tmp_path / "course.toml").write_text('[submit]\ninstructions = ""\n')
+    (tmp_path / "course.toml").write_text('[public]\nrepository = "x"\nref = "y"\n'
+                                          '[submit]\ninstructions = ""\n')
     with pytest.raises(labs.LabDefinitionError, match=r"\[submit\] instructions"):
         labs.submit_instructions()
 
