@@ -102,9 +102,9 @@ def test_a_student_installs_runs_checks_submits_and_gets_full_marks(lab, publish
         assert "✓" in _printed(check), f"{lab.id}: the check of {exercise} printed no ✓"
     ready = [cell for cell in ran.cells
              if cell.metadata.get("nbgrader", {}).get("grade_id") == "ready_to_submit"]
-    if ready:
-        summary = _printed(ready[0])
-        assert f"{len(lab.exercises)} of {len(lab.exercises)}" in summary, summary
+    assert ready, f"{lab.id}: the published notebook has no 'Ready to submit?' cell"
+    summary = _printed(ready[0])
+    assert f"{len(lab.exercises)} of {len(lab.exercises)} exercises pass" in summary, summary
 
     submissions = tmp_path / "submissions"
     submissions.mkdir()
