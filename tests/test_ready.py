@@ -270,14 +270,9 @@ def _solution(lab: Lab, answers: dict[str, str] | None = None):
     return notebook
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("lab", LAB_PARAMS)
-def test_the_solution_passes_every_check(lab):
-    text = _run(_solution(lab))
-    assert _lines(text) == {name: f"✓ {name}: passed" for name in lab.exercises}, text
-    count = len(lab.exercises)
-    assert f"{count} of {count} exercises pass their checks." in text
-    assert "How to submit: " in text
+# Every lab's solution through its ready cell ("✓ name: passed" for each
+# exercise, "N of N", how to submit): tests/test_student_path.py, in the
+# Colab-like kernel where labkit is installed from the published repository.
 
 
 @pytest.mark.slow

@@ -104,7 +104,11 @@ def test_a_student_installs_runs_checks_submits_and_gets_full_marks(lab, publish
              if cell.metadata.get("nbgrader", {}).get("grade_id") == "ready_to_submit"]
     assert ready, f"{lab.id}: the published notebook has no 'Ready to submit?' cell"
     summary = _printed(ready[0])
-    assert f"{len(lab.exercises)} of {len(lab.exercises)} exercises pass" in summary, summary
+    for exercise in lab.exercises:
+        assert f"✓ {exercise}: passed" in summary, summary
+    count = len(lab.exercises)
+    assert f"{count} of {count} exercises pass their checks." in summary, summary
+    assert "How to submit: " in summary, summary
 
     submissions = tmp_path / "submissions"
     submissions.mkdir()

@@ -22,6 +22,7 @@ import os
 import pytest
 
 from autograder.labs import LABS
+from autograder.testkernel import standins
 from tests import verdicts
 from tests.conftest import VERDICT_TABLE, run_cli
 
@@ -58,6 +59,14 @@ def graded(tmp_path_factory):
             cells = {path.stem: json.loads(path.read_text()).get("grades", {})
                      for path in (out / "results").glob("*.json")}
             checks = {student: verdicts.failed_checks(out, lab_id, student) for student in expected}
+            # Each mistake's view of the notebook that holds it (alone or paired).
+            where = verdicts.submissions(lab_id)
+            for mistake, student in where.items():
+                if student != mistake:
+                    for table in (got, cells, checks):
+                        if student in table:
+                            table[mistake] = table[student]
+                    grades[mistake] = grades.get(student, {})
             cache[lab_id] = (expected, got, grades, cells, checks)
             _tabulate(lab_id, expected, got, checks)
         return cache[lab_id]
@@ -72,7 +81,9 @@ def _tabulate(lab_id, expected, got, checks) -> None:
         passed = sum(1 for v in variants
                      if v in got and got[v][exercise][0] >= got[v][exercise][1])
         mistakes = [verdicts.mistake_id(m) for m in module.MISTAKES if m.exercise == exercise]
-        caught = sum(1 for m in mistakes if m in got and _as_expected(expected[m], got[m]))
+        where = verdicts.submissions(lab_id)
+        caught = sum(1 for m in mistakes
+                      if m in got and _as_expected(expected[where[m]], got[m]))
         seen = sum(1 for m in mistakes if exercise in (checks.get(m) or ()))
         VERDICT_TABLE.append((lab_id, exercise, passed, len(variants), caught, len(mistakes), seen))
 
@@ -174,3 +185,27 @@ def test_visible_checks_catch_every_mistake_not_listed_as_hidden_only(graded, la
                          "catch them, or list them in HIDDEN_ONLY with the reason):\n"
                          + "\n".join(slipped))
     assert not listed_but_caught, f"in HIDDEN_ONLY but caught by the visible check: {listed_but_caught}"
+
+
+@pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
+def test_each_mistake_is_in_one_notebook_and_paired_ones_are_independent(lab_id):
+    """Two mistakes share a notebook only where neither exercise may call the other
+    (standins.toml, through any chain): each keeps a verdict of its own."""
+    module = verdicts.spec(lab_id)
+    groups = verdicts.mistake_groups(lab_id)
+    placed = [verdicts.mistake_id(m) for group in groups for m in group]
+    assert sorted(placed) == sorted(verdicts.mistake_id(m) for m in module.MISTAKES)
+    calls = standins.calls(LABS[lab_id].folder)
+    for group in groups:
+        assert len(group) in (1, 2)
+        if len(group) == 2:
+            first, second = (m.exercise for m in group)
+            assert first != second
+            chain, todo = set(), [first, second]
+            while todo:                       # everything either one may reach
+                name = todo.pop()
+                for called in calls.get(name, []):
+                    assert called not in (first, second), f"{group}: {name} calls {called}"
+                    if called not in chain:
+                        chain.add(called)
+                        todo.append(called)

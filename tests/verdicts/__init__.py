@@ -16,9 +16,16 @@ Each lab has a module here, `tests/verdicts/<lab>.py`, with
 
 `build(lab_id, folder)` turns them into submissions: one notebook per variant
 index (variant k of every exercise that has one, the solution elsewhere: all
-full marks), and one notebook per mistake (the solution everywhere but the
-mistaken exercise: points lost there and nowhere else). tests/test_verdicts.py
-grades them through `python -m autograder grade` and checks each exercise.
+full marks), and one notebook per mistake, or per pair of mistakes in two independent
+exercises (the solution everywhere but the mistaken exercises: points lost
+there and nowhere else). tests/test_verdicts.py grades them through `python -m
+autograder grade` and checks each exercise.
+
+Two exercises are independent when neither may call the other, directly or
+through others (the lab's standins.toml): the grader tests each exercise
+with stand-ins in place of those it calls, and neither one's visible check
+runs the other, so a notebook with one mistake in each gives each its own
+verdict. Pairing halves the mistake notebooks, and the suite's time with them.
 """
 
 from __future__ import annotations
@@ -149,17 +156,73 @@ def build(lab_id: str, folder: Path) -> dict[str, dict[str, str]]:
     folder.mkdir(parents=True, exist_ok=True)
     expected: dict[str, dict[str, str]] = {}
 
-    def write(student_id: str, answers: dict[str, str], losing: str | None) -> None:
+    def write(student_id: str, answers: dict[str, str], losing: set[str]) -> None:
         notebook = _fill(nbformat.read(lab.student_path, as_version=4), {**solution, **answers})
         nbformat.write(notebook, folder / f"{student_id}.ipynb")
-        expected[student_id] = {e: ("lost" if e == losing else "kept") for e in lab.exercises}
+        expected[student_id] = {e: ("lost" if e in losing else "kept") for e in lab.exercises}
 
     most = max(len(v) for v in module.VARIANTS.values())
     for k in range(most):
-        write(f"variant{k + 1}", {e: v[k] for e, v in module.VARIANTS.items() if k < len(v)}, None)
-    for mistake in module.MISTAKES:
-        write(mistake_id(mistake), {mistake.exercise: mistake.source}, mistake.exercise)
+        write(f"variant{k + 1}", {e: v[k] for e, v in module.VARIANTS.items() if k < len(v)},
+              set())
+    for group in mistake_groups(lab_id):
+        write(submission_id(group), {m.exercise: m.source for m in group},
+              {m.exercise for m in group})
     return expected
+
+
+def _reach(lab_id: str) -> dict[str, set[str]]:
+    """exercise -> every exercise it may call, directly or through others."""
+    from autograder.testkernel.standins import calls
+
+    direct = calls(LABS[lab_id].folder)
+    reach: dict[str, set[str]] = {}
+    for exercise in LABS[lab_id].exercises:
+        seen, todo = set(), list(direct.get(exercise, []))
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(direct.get(name, []))
+        reach[exercise] = seen
+    return reach
+
+
+def independent(lab_id: str, first: str, second: str) -> bool:
+    """Neither exercise may call the other (see the module's docstring)."""
+    reach = _reach(lab_id)
+    return first != second and second not in reach[first] and first not in reach[second]
+
+
+def mistake_groups(lab_id: str) -> list[tuple[Mistake, ...]]:
+    """The lab's mistakes, two to a notebook where their exercises are
+    independent, in the order of MISTAKES (each with the first later one
+    that it can share a notebook with); alone otherwise."""
+    reach = _reach(lab_id)
+    waiting = list(spec(lab_id).MISTAKES)
+    groups = []
+    while waiting:
+        first = waiting.pop(0)
+        partner = next((m for m in waiting if m.exercise != first.exercise
+                        and m.exercise not in reach[first.exercise]
+                        and first.exercise not in reach[m.exercise]), None)
+        if partner is None:
+            groups.append((first,))
+        else:
+            waiting.remove(partner)
+            groups.append((first, partner))
+    return groups
+
+
+def submission_id(group: tuple[Mistake, ...]) -> str:
+    """The student id of the notebook that holds ``group``'s mistakes."""
+    return "__".join(mistake_id(mistake) for mistake in group)
+
+
+def submissions(lab_id: str) -> dict[str, str]:
+    """mistake_id -> the student id of the notebook that holds the mistake."""
+    return {mistake_id(mistake): submission_id(group)
+            for group in mistake_groups(lab_id) for mistake in group}
 
 
 def mistake_id(mistake: Mistake) -> str:
