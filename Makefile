@@ -5,6 +5,12 @@
 #               notebooks run): a few minutes
 #   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
+#   make test-compat  the compatibility matrix: a venv per row (the kit's pins, Colab's
+#               Python/TensorFlow/Keras/NumPy, the oldest Keras labkit allows) built in
+#               .cache/studentenvs/; in each, labkit installed as students do, every lab's
+#               solution run (no cell may raise) and graded (full marks), every sample's
+#               visible checks compared with the grader's env; then writes
+#               docs/compatibility.md and the README's table (half an hour, builds included)
 #   make labs   regenerate labs/ from solutions/
 #   make publish DEST=dir   write the student repository there (git commit + tag)
 
@@ -14,10 +20,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs publish demo lint test test-fast test-backends test-torch test-jax bench clean help
+.PHONY: env sandbox postgres torch jax labs publish demo lint test test-fast test-backends test-compat test-torch test-jax bench clean help
 
 help:
-	@echo "make demo | make test | make test-fast | make lint | make labs | make bench | make clean"
+	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
 
 $(STAMP): pyproject.toml student/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -83,13 +89,20 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 test: env lint postgres
-	$(PY) -m pytest -m "not backends"
+	$(PY) -m pytest -m "not backends and not compat"
 
 # Every lab's solution graded under PyTorch and JAX (tests/test_backends.py,
 # about a minute a backend, plus installing them): other backends are a suite
 # of their own, like test-torch and test-jax below.
 test-backends: env torch jax
 	$(PY) -m pytest -m backends
+
+# The compatibility matrix (tests/test_compat.py, marker compat; the Makefile's
+# header says what it does). The docs are written from the run even when a test
+# fails (they say which), then make fails with pytest's status.
+test-compat: env
+	$(PY) -m pytest -m compat tests/test_compat.py; status=$$?; \
+	  $(PY) -m tests.compat_docs; exit $$status
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint

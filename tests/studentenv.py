@@ -371,7 +371,13 @@ def run_notebook(notebook: NotebookNode, env: StudentEnv, timeout: int = 600,
         client = NotebookClient(notebook, km=manager, timeout=timeout, allow_errors=True,
                                 kernel_name=kernel_name, startup_timeout=120,
                                 resources={"metadata": {"path": str(workdir)}})
-        client.execute(env=kernel_env, cwd=str(workdir))
+        try:
+            # nbclient shuts down only the kernels of managers it made itself:
+            # cleanup_kc, and the check below, so that no kernel outlives its run.
+            client.execute(env=kernel_env, cwd=str(workdir), cleanup_kc=True)
+        finally:
+            if manager.has_kernel:
+                manager.shutdown_kernel(now=True)
     return notebook, cell_errors(notebook)
 
 

@@ -184,3 +184,15 @@ def test_built_env_builds_reuses_and_rebuilds(tmp_path, capsys):
         nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
             "import numpy, sys; print(numpy.__version__, sys.version_info[:2])")]), other)
     assert errors == [] and executed.cells[0].outputs[0]["text"] == "2.3.5 (3, 12)\n"
+
+
+def test_run_notebook_leaves_no_kernel_behind(overlay):
+    """Each run starts a kernel (TensorFlow loaded: hundreds of MB); one left
+    alive per notebook exhausted the machine's memory in the matrix."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os; print(os.getpid())")])
+    executed, errors = studentenv.run_notebook(notebook, overlay, timeout=120)
+    pid = int(executed.cells[0].outputs[0]["text"])
+    assert errors == []
+    assert not Path(f"/proc/{pid}").exists() or \
+        Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z", f"kernel {pid} still runs"
