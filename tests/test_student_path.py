@@ -15,8 +15,10 @@
    the kit's own grader: full marks.
 
 `make test` runs it with the kit's own versions (an overlay of its
-environment: seconds to make); `make test-compat` runs the labs in
-environments built with Colab's versions (tests/test_compat.py).
+environment: seconds to make); `make test-compat` runs it again in an
+environment built with Colab's versions (Python 3.13, TensorFlow 2.20, Keras
+3.13.2, NumPy 2.1.3: tests/test_compat.py's row), labkit uninstalled first as
+a fresh Colab runtime has none.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -33,7 +36,7 @@ from autograder.grader.publish import publish
 from autograder.labs import available_labs
 from tests.conftest import run_cli
 from tests.samples import _saved_by_colab
-from tests.studentenv import overlay_env, run_notebook
+from tests.studentenv import built_env, overlay_env, run_notebook
 from tests.verdicts import _fill, solution_answers
 
 pytestmark = pytest.mark.slow
@@ -57,6 +60,25 @@ def published(tmp_path_factory):
                    git=True)
 
 
+#: Where the student's kernel runs: the kit's versions (make test), Colab's (make test-compat).
+ENVIRONMENTS = [pytest.param("kit", id="kit-versions"),
+                pytest.param("colab-2026-08", id="colab-2026-08", marks=pytest.mark.compat)]
+
+
+def colab_runtime(kind: str, tmp_path: Path):
+    """A Colab-like environment without labkit, and its folder."""
+    if kind == "kit":
+        env = overlay_env(tmp_path / "colab", colab=True)
+    else:
+        from tests.test_compat import ROWS
+
+        row = next(row for row in ROWS if row.key == kind)
+        env = built_env(row.key, row.python, list(row.requirements), colab=True)
+        subprocess.run([str(env.python), "-m", "pip", "uninstall", "-q", "-y", "labkit"],
+                       capture_output=True, check=True)
+    return env, Path(env.python).parent.parent
+
+
 def saved_by_colab(notebook, name: str):
     """``notebook`` as Colab's File > Download > .ipynb writes it after a run:
     its colab and accelerator metadata, a GPU runtime's widget state, each
@@ -78,14 +100,15 @@ def _printed(cell) -> str:
     return "".join(output.get("text", "") for output in cell.get("outputs", []))
 
 
+@pytest.mark.parametrize("runtime", ENVIRONMENTS)
 @pytest.mark.parametrize("lab", available_labs(), ids=lambda lab: lab.id)
-def test_a_student_installs_runs_checks_submits_and_gets_full_marks(lab, published,
+def test_a_student_installs_runs_checks_submits_and_gets_full_marks(lab, runtime, published,
                                                                     tmp_path):
     opened = nbformat.read(published.dest / "labs" / lab.id / f"{lab.notebook}.ipynb", 4)
     setup = next(cell for cell in opened.cells if cell.cell_type == "code")
     assert f"@{REF}#subdirectory=student" in setup.source and "file://" in setup.source
 
-    colab = overlay_env(tmp_path / "colab", colab=True)
+    colab, folder = colab_runtime(runtime, tmp_path)
     student = _fill(opened, solution_answers(lab.id))
     student.cells.append(nbformat.v4.new_code_cell(WHERE_CELL))
     ran, errors = run_notebook(student, colab, timeout=600)
@@ -93,7 +116,7 @@ def test_a_student_installs_runs_checks_submits_and_gets_full_marks(lab, publish
 
     where = json.loads(_printed(ran.cells[-1]).split("STUDENT-PATH:", 1)[1])
     assert where["colab"], "the kernel did not look like Colab's: the install was not tried"
-    assert Path(where["labkit"]).is_relative_to(tmp_path / "colab"), (
+    assert Path(where["labkit"]).resolve().is_relative_to(folder.resolve()), (
         f"labkit came from {where['labkit']}, not installed by the first cell into the "
         "Colab-like environment")
     for exercise in lab.exercises:

@@ -115,18 +115,26 @@ def test_the_spec_is_complete(lab_id):
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
 def test_variants_get_full_marks_and_mistakes_lose_points_only_in_their_exercise(graded, lab_id):
     expected, got, grades, _, _ = graded(lab_id)
+    holds: dict[str, list[str]] = {}
+    for mistake, student in verdicts.submissions(lab_id).items():
+        holds.setdefault(student, []).append(mistake)
     wrong = []
     for student, verdict in sorted(expected.items()):
+        if student.startswith("pair"):
+            student_shown = f"{student} ({' + '.join(holds[student])})"
+        else:
+            student_shown = student
         if student not in got:
-            wrong.append(f"{student}: no row ({grades.get(student, {}).get('status')})")
+            wrong.append(f"{student_shown}: no row ({grades.get(student, {}).get('status')})")
             continue
         if grades[student]["status"] != "graded":
-            wrong.append(f"{student}: status {grades[student]['status']!r}")
+            wrong.append(f"{student_shown}: status {grades[student]['status']!r}")
         for exercise, want in verdict.items():
             score, max_score, message = got[student][exercise]
             if (want == "kept") != (score >= max_score):
                 kind = "lost points" if want == "kept" else "kept full marks (mistake slipped through)"
-                wrong.append(f"{student}: {exercise} {kind}: {score:g}/{max_score:g} {message[:160]}")
+                wrong.append(f"{student_shown}: {exercise} {kind}: {score:g}/{max_score:g} "
+                             f"{message[:160]}")
     assert not wrong, f"{lab_id}: {len(wrong)} wrong verdicts:\n" + "\n".join(wrong)
 
 
@@ -195,6 +203,9 @@ def test_each_mistake_is_in_one_notebook_and_paired_ones_are_independent(lab_id)
     groups = verdicts.mistake_groups(lab_id)
     placed = [verdicts.mistake_id(m) for group in groups for m in group]
     assert sorted(placed) == sorted(verdicts.mistake_id(m) for m in module.MISTAKES)
+    ids = [verdicts.submission_id(group, index) for index, group in enumerate(groups)]
+    assert len(set(ids)) == len(ids) and max(map(len, ids)) <= verdicts.MAX_ID, \
+        "each notebook needs an id of its own that the grader keeps whole"
     calls = standins.calls(LABS[lab_id].folder)
     for group in groups:
         assert len(group) in (1, 2)

@@ -165,8 +165,8 @@ def build(lab_id: str, folder: Path) -> dict[str, dict[str, str]]:
     for k in range(most):
         write(f"variant{k + 1}", {e: v[k] for e, v in module.VARIANTS.items() if k < len(v)},
               set())
-    for group in mistake_groups(lab_id):
-        write(submission_id(group), {m.exercise: m.source for m in group},
+    for index, group in enumerate(mistake_groups(lab_id)):
+        write(submission_id(group, index), {m.exercise: m.source for m in group},
               {m.exercise for m in group})
     return expected
 
@@ -214,15 +214,23 @@ def mistake_groups(lab_id: str) -> list[tuple[Mistake, ...]]:
     return groups
 
 
-def submission_id(group: tuple[Mistake, ...]) -> str:
-    """The student id of the notebook that holds ``group``'s mistakes."""
-    return "__".join(mistake_id(mistake) for mistake in group)
+#: The grader cuts a student id at 100 characters (autograder/grader/submissions/lms.py).
+MAX_ID = 100
+
+
+def submission_id(group: tuple[Mistake, ...], index: int) -> str:
+    """The student id of the notebook that holds ``group``'s mistakes (the
+    ``index``-th group): a lone mistake's own id, a pair's number and names."""
+    if len(group) == 1:
+        return mistake_id(group[0])
+    name = f"pair{index:03d}-" + "__".join(mistake.name for mistake in group)
+    return name[:MAX_ID]
 
 
 def submissions(lab_id: str) -> dict[str, str]:
     """mistake_id -> the student id of the notebook that holds the mistake."""
-    return {mistake_id(mistake): submission_id(group)
-            for group in mistake_groups(lab_id) for mistake in group}
+    return {mistake_id(mistake): submission_id(group, index)
+            for index, group in enumerate(mistake_groups(lab_id)) for mistake in group}
 
 
 def mistake_id(mistake: Mistake) -> str:
