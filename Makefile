@@ -101,7 +101,7 @@ test-backends: env torch jax
 # header says what it does). The docs are written from the run even when a test
 # fails (they say which), then make fails with pytest's status.
 test-compat: env
-	$(PY) -m pytest -m compat tests/test_compat.py tests/test_student_path.py; status=$$?; \
+	$(PY) -m pytest -m compat tests/test_compat.py tests/test_student_path.py tests/test_studentenv.py; status=$$?; \
 	  $(PY) -m tests.compat_docs; exit $$status
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).

@@ -4,7 +4,7 @@ An overlay must look like Colab before the first cell (Keras, TensorFlow,
 NumPy, Matplotlib there; labkit not; google.colab imported) and must keep
 pip away from the kit's own environment; run_notebook must run the kernel
 with the environment's interpreter and nothing of the caller's sys.path.
-The environment builds from the registry are marked slow.
+The environment builds from the registry are marked slow and compat (make test-compat).
 """
 
 from __future__ import annotations
@@ -161,6 +161,7 @@ def test_built_env_refuses_requirements_that_are_not_requirements(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.compat  # a build from the registry: make test-compat, with the rows that use it
 def test_built_env_builds_reuses_and_rebuilds(tmp_path, capsys):
     """A small env (Python 3.12, an older NumPy): built, then reused while its
     requirements stay, rebuilt when they change."""
