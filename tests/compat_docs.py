@@ -45,6 +45,15 @@ must leave the row's versions as they are), and for every lab checks that
 A lab counts as passed in a row when all three hold. The tables below are
 written by `python -m tests.compat_docs` from the last run's
 `.cache/compat/results.json`; `make test-compat` runs both.
+
+`make test-compat` also runs the student's whole path
+(tests/test_student_path.py) in the Colab row: the student repository
+published to a local git repository, each lab's first cell installing labkit
+from it at the course's tag in a Colab-like kernel (`google.colab` present,
+no labkit), the solutions run with every check and the "Ready to submit?"
+cell passing, the notebook saved as Colab saves it (metadata, widget state,
+outputs) and graded by the kit's grader: full marks. `make test` runs the
+same path with the kit's own versions.
 """
 
 OLDEST = """## The oldest Keras
