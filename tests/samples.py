@@ -38,7 +38,6 @@ rebuilds every lab's.
 from __future__ import annotations
 
 import importlib
-import json
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -47,6 +46,7 @@ from typing import NamedTuple
 import nbformat
 
 from autograder.labs import KIT_ROOT, LABS
+from tests.verdicts import fill
 
 #: Where the samples of each lab are written: <here>/<lab>/.
 SAMPLES_ROOT = KIT_ROOT / "data" / "sample_submissions"
@@ -158,16 +158,6 @@ def expectations(lab_id: str) -> dict[str, dict[str, float]]:
     return expected
 
 
-def _filled(student, answers_: dict[str, str]):
-    """A copy of the notebook ``student`` with its answer cells set to ``answers_``."""
-    notebook = nbformat.from_dict(json.loads(json.dumps(student)))
-    for cell in notebook.cells:
-        nbgrader = cell.metadata.get("nbgrader", {})
-        if nbgrader.get("solution") and nbgrader.get("grade_id") in answers_:
-            cell.source = answers_[nbgrader["grade_id"]].strip("\n")
-    return notebook
-
-
 def _saved_by_colab(notebook, name: str):
     """``notebook`` with the metadata Colab adds when a student saves a copy."""
     notebook.metadata["colab"] = {"provenance": [], "toc_visible": True, "name": name}
@@ -187,14 +177,14 @@ def build(lab_id: str, folder: Path | None = None) -> dict[str, dict[str, float]
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, changes in samples.SAMPLES.items():
-        nbformat.write(_filled(student, answers(lab_id, set(changes))), folder / name)
+        nbformat.write(fill(student, answers(lab_id, set(changes))), folder / name)
     nbformat.write(student, folder / samples.UNTOUCHED)
     if samples.COLAB:
         path = folder / colab_file(lab_id)
         path.parent.mkdir()
-        nbformat.write(_saved_by_colab(_filled(student, samples.CORRECT), path.name), path)
+        nbformat.write(_saved_by_colab(fill(student, samples.CORRECT), path.name), path)
     if samples.CUT_SHORT:
-        text = nbformat.writes(_filled(student, samples.CORRECT))
+        text = nbformat.writes(fill(student, samples.CORRECT))
         (folder / samples.CUT_SHORT).write_text(text[: len(text) // 2])
     return expectations(lab_id)
 

@@ -18,17 +18,10 @@ import nbformat
 import pytest
 
 from tests.conftest import run_cli
+from tests.verdicts import fill
 
 LAB0 = Path(__file__).resolve().parent / "lab0"
 pytestmark = pytest.mark.slow
-
-
-def _answers(notebook, answers: dict[str, str]):
-    for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
-            cell.source = answers[grade_id]
-    return notebook
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +55,8 @@ def test_the_lab_folder_alone_is_graded(kit, tmp_path):
              "Doubler": "class Doubler(keras.layers.Layer):\n    def call(self, x):\n"
                         "        return x + x\n"}
     wrong_scale = dict(right, scale="def scale(x, factor):\n    return x + factor\n")
-    nbformat.write(_answers(nbformat.from_dict(student), right), submissions / "ada.ipynb")
-    nbformat.write(_answers(nbformat.from_dict(student), wrong_scale), submissions / "bo.ipynb")
+    nbformat.write(fill(student, right), submissions / "ada.ipynb")
+    nbformat.write(fill(student, wrong_scale), submissions / "bo.ipynb")
     nbformat.write(student, submissions / "cy.ipynb")
     out = tmp_path / "out"
     result = run_cli("grade", "lab0", str(submissions), "--out", str(out), "--quiet",

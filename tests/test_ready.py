@@ -260,14 +260,9 @@ def _lines(text: str) -> dict[str, str]:
 
 
 def _solution(lab: Lab, answers: dict[str, str] | None = None):
-    from tests.verdicts import solution_notebook
+    from tests.verdicts import fill, solution_notebook
 
-    notebook = solution_notebook(lab.id)
-    for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if answers and grade_id in answers:
-            cell.source = answers[grade_id].strip("\n")
-    return notebook
+    return fill(solution_notebook(lab.id), answers or {})
 
 
 # Every lab's solution through its ready cell ("✓ name: passed" for each

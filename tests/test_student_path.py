@@ -37,7 +37,7 @@ from autograder.labs import available_labs
 from tests.conftest import run_cli
 from tests.samples import _saved_by_colab
 from tests.studentenv import built_env, overlay_env, run_notebook
-from tests.verdicts import _fill, solution_answers
+from tests.verdicts import fill, solution_answers
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +109,7 @@ def test_a_student_installs_runs_checks_submits_and_gets_full_marks(lab, runtime
     assert f"@{REF}#subdirectory=student" in setup.source and "file://" in setup.source
 
     colab, folder = colab_runtime(runtime, tmp_path)
-    student = _fill(opened, solution_answers(lab.id))
+    student = fill(opened, solution_answers(lab.id))
     student.cells.append(nbformat.v4.new_code_cell(WHERE_CELL))
     ran, errors = run_notebook(student, colab, timeout=600)
     assert errors == [], f"{lab.id}: cells raised in the Colab-like kernel:\n" + "\n".join(errors)

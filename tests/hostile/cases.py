@@ -96,9 +96,9 @@ def notebook(answers: dict[str, str] | None = None):
 
 def lab_notebook(lab_id: str, answers: dict[str, str] | None = None):
     """``lab_id``'s student notebook with the solutions, some answers replaced."""
-    from tests.verdicts import solution_notebook, _fill
+    from tests.verdicts import solution_notebook, fill
 
-    return _fill(solution_notebook(lab_id), answers or {})
+    return fill(solution_notebook(lab_id), answers or {})
 
 
 def feedback_of(out: Path, student: str) -> str:

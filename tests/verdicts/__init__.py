@@ -31,6 +31,7 @@ verdict. Pairing halves the mistake notebooks, and the suite's time with them.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +76,7 @@ def solution_answers(lab_id: str) -> dict[str, str]:
 
 def solution_notebook(lab_id: str):
     """The student notebook of ``lab_id`` with every answer cell filled with the solution."""
-    return _fill(nbformat.read(LABS[lab_id].student_path, as_version=4), solution_answers(lab_id))
+    return fill(nbformat.read(LABS[lab_id].student_path, as_version=4), solution_answers(lab_id))
 
 
 #: Appended to a solution to show what its student kernel really computed
@@ -135,7 +136,11 @@ def failed_checks(out: Path, lab_id: str, student: str) -> set[str] | None:
     return failed
 
 
-def _fill(notebook, answers: dict[str, str]):
+def fill(notebook, answers: dict[str, str]):
+    """A copy of ``notebook`` with each answer cell whose grade id ``answers``
+    names set to that answer, as a student fills it in: the one way every
+    suite (verdicts, samples, hostile, ready, lab0, the student's path) does."""
+    notebook = nbformat.from_dict(json.loads(json.dumps(notebook)))
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and meta.get("grade_id") in answers:
@@ -157,7 +162,7 @@ def build(lab_id: str, folder: Path) -> dict[str, dict[str, str]]:
     expected: dict[str, dict[str, str]] = {}
 
     def write(student_id: str, answers: dict[str, str], losing: set[str]) -> None:
-        notebook = _fill(nbformat.read(lab.student_path, as_version=4), {**solution, **answers})
+        notebook = fill(nbformat.read(lab.student_path, as_version=4), {**solution, **answers})
         nbformat.write(notebook, folder / f"{student_id}.ipynb")
         expected[student_id] = {e: ("lost" if e in losing else "kept") for e in lab.exercises}
 
