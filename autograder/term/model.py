@@ -1,0 +1,156 @@
+"""Plain records of the term layer: who is enrolled, whose a file is, the final rows.
+
+Every step of autograder.term reads and writes these; nothing here knows an
+LMS's file format (roster.py and export.py do).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+#: The LMSs whose files the kit reads and writes; "csv" is a plain file.
+LMS_KINDS = ("canvas", "moodle", "csv")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a submission's path (and the LMS's metadata) says about whose it is.
+
+    Attributes:
+        source: where it was read from: "canvas" (a Canvas bulk-download
+            name), "moodle" (a Moodle participant folder), "gradescope" (a
+            Gradescope export's submission folder), "folder" (a folder per
+            student) or "file" (a file per student).
+        name: the name the LMS wrote ("doejane" for Canvas, "Jane Doe" for
+            Moodle), or the folder or file stem for "folder" and "file".
+        user_id: Canvas's user id, Moodle's participant id, Gradescope's
+            submitter sid ("" when there is none).
+        email: Gradescope's submitter email ("" otherwise).
+        submission_id: Canvas's submission id, Gradescope's ``submission_<n>``,
+            Moodle's participant folder name ("" otherwise).
+    """
+
+    source: str
+    name: str = ""
+    user_id: str = ""
+    email: str = ""
+    submission_id: str = ""
+
+
+@dataclass
+class Student:
+    """One enrolled student, as the roster lists them.
+
+    Attributes:
+        student_id: the id of the student's row in grades.csv and of their
+            results (sanitized like a submission's id, unique in the roster).
+        name: the name to show ("Jane Doe").
+        email: "" when the roster has none.
+        section: the LMS's section ("" when none).
+        lms_ids: what the LMS calls the student, by field: for Canvas
+            ``id`` (the user id), ``sis_user_id``, ``sis_login_id``; for
+            Moodle ``participant`` (the assignment's participant id, from
+            "Participant 123456"), ``id_number``, ``username``; for a plain
+            CSV whatever extra columns it has (lower-cased names).
+    """
+
+    student_id: str
+    name: str = ""
+    email: str = ""
+    section: str = ""
+    lms_ids: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ClassRow:
+    """One enrolled (or, without a roster, submitting) student's final result of a lab.
+
+    Attributes:
+        student: who (a roster's Student; without a roster, one made from
+            the submission's id).
+        lab: the lab id.
+        score: the score of record: the tests' score with the instructor's
+            overrides, less the late penalty.
+        raw_score: the tests' score with the overrides, before any penalty.
+        max_score: the lab's points.
+        status: "graded", "no submission", or why the file was not graded.
+        file: the file graded, as found in the download ("" when none).
+        submitted_at: when it was submitted, ISO 8601 with offset ("" when
+            not known).
+        time_source: where that time came from ("Gradescope metadata", "zip
+            time", "times CSV", ...).
+        due: the due date that applied (ISO 8601, an extension's when the
+            student has one; "" when the lab has none).
+        late_seconds: how late, in seconds (0 when on time or unknown).
+        penalty: points taken for lateness.
+        feedback: the student's feedback page, relative to OUT ("" when none).
+        identity: whose the file is, as the download said (None when there
+            was no file).
+        notes: remarks for the instructor.
+        exercises: ``[{"exercise", "score", "max_score", "message",
+            "auto_score", "override_by", "override_note"}]`` in curriculum
+            order.
+    """
+
+    student: Student
+    lab: str
+    score: float
+    raw_score: float
+    max_score: float
+    status: str
+    file: str = ""
+    submitted_at: str = ""
+    time_source: str = ""
+    due: str = ""
+    late_seconds: float = 0.0
+    penalty: float = 0.0
+    feedback: str = ""
+    identity: Identity | None = None
+    notes: list[str] = field(default_factory=list)
+    exercises: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ClassRow":
+        data = dict(data)
+        data["student"] = Student(**data["student"])
+        if data.get("identity") is not None:
+            data["identity"] = Identity(**data["identity"])
+        return cls(**data)
+
+
+#: OUT/class.json: the final rows of the last report, what `export` reads.
+CLASS_FILE = "class.json"
+
+
+def write_class(out_dir: Path, lab: str, lab_title: str, rows: list[ClassRow],
+                roster_lms: str = "") -> Path:
+    """Write OUT/class.json: the lab, the roster's LMS ("" without a roster), the rows."""
+    path = Path(out_dir) / CLASS_FILE
+    path.write_text(json.dumps({"lab": lab, "lab_title": lab_title, "roster_lms": roster_lms,
+                                "rows": [row.to_json() for row in rows]}, indent=1),
+                    encoding="utf-8")
+    return path
+
+
+def read_class(out_dir: Path) -> tuple[dict, list[ClassRow]]:
+    """({"lab", "lab_title", "roster_lms"}, rows) of OUT/class.json.
+
+    Raises:
+        ValueError: OUT has no class.json (not graded yet), or it is not one.
+    """
+    path = Path(out_dir) / CLASS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows = [ClassRow.from_json(row) for row in data["rows"]]
+    except FileNotFoundError:
+        raise ValueError(f"{out_dir} has no {CLASS_FILE}: it is not a graded lab's folder. "
+                         f"Give the --out folder of `python -m autograder grade`.") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a class file written by `grade` ({error}); grade "
+                         f"the lab again into that folder to rewrite it.") from None
+    return {k: data.get(k, "") for k in ("lab", "lab_title", "roster_lms")}, rows
