@@ -35,7 +35,8 @@ def test_an_empty_folder_grades_nothing_and_succeeds(tmp_path):
                      "--quiet")
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "o" / "grades.csv").read_text().splitlines() == [
-        "student_id,lab,score,max_score,status,file,notes"]
+        "student_id,name,lab,score,max_score,raw_score,late_hours,penalty,status,file,"
+        "submitted_at,notes"]
 
 
 @pytest.mark.slow

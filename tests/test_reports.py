@@ -66,15 +66,17 @@ def test_written_paths(tmp_path, results):
 def test_grades_csv(tmp_path, results):
     paths = write_reports(results, tmp_path, "Lab 1")
     assert read_csv(paths["grades.csv"]) == [
-        ["student_id", "lab", "score", "max_score", "status", "file", "notes"],
-        ["alice", "lab1", "10", "10", "graded", "alice.ipynb", ""],
-        ["bob", "lab1", "7", "10", "graded", "bob.ipynb", SECRET_NOTE],
-        ["carol", "lab1", "2.5", "10", "graded", "carol.ipynb", ""],
-        ["dave", "lab1", "0", "10", "invalid notebook: not JSON " + HOSTILE, "dave.py",
-         "converted from .py"],
+        ["student_id", "name", "lab", "score", "max_score", "raw_score", "late_hours",
+         "penalty", "status", "file", "submitted_at", "notes"],
+        ["alice", "", "lab1", "10", "10", "10", "", "0", "graded", "alice.ipynb", "", ""],
+        ["bob", "", "lab1", "7", "10", "7", "", "0", "graded", "bob.ipynb", "", SECRET_NOTE],
+        ["carol", "", "lab1", "2.5", "10", "2.5", "", "0", "graded", "carol.ipynb", "", ""],
+        ["dave", "", "lab1", "0", "10", "0", "", "0", "invalid notebook: not JSON " + HOSTILE,
+         "dave.py", "", "converted from .py"],
     ]
-    assert paths["grades.csv"].read_text().splitlines()[0] == \
-        "student_id,lab,score,max_score,status,file,notes"
+    assert paths["grades.csv"].read_text().splitlines()[0] == (
+        "student_id,name,lab,score,max_score,raw_score,late_hours,penalty,status,file,"
+        "submitted_at,notes")
 
 
 def test_exercises_csv(tmp_path, results):
@@ -95,7 +97,7 @@ def test_csv_formula_injection_is_defused(tmp_path):
     results = [SubmissionResult("eve", "lab1", 0, 1, status="=HYPERLINK(\"x\")",
                                 exercises=[ex("a", 0, 1, "@SUM(1)")])]
     paths = write_reports(results, tmp_path, "Lab 1")
-    assert read_csv(paths["grades.csv"])[1][4] == "'=HYPERLINK(\"x\")"
+    assert read_csv(paths["grades.csv"])[1][8] == "'=HYPERLINK(\"x\")"
     assert read_csv(paths["exercises.csv"])[1][5] == "'@SUM(1)"
 
 
@@ -227,8 +229,9 @@ def test_common_failures_top_five():
 
 def test_report_with_no_results(tmp_path):
     paths = write_reports([], tmp_path, "Lab 1")
-    assert read_csv(paths["grades.csv"]) == [["student_id", "lab", "score", "max_score",
-                                              "status", "file", "notes"]]
+    assert read_csv(paths["grades.csv"]) == [[
+        "student_id", "name", "lab", "score", "max_score", "raw_score", "late_hours", "penalty",
+        "status", "file", "submitted_at", "notes"]]
     assert "Submissions</th><td class=\"num\">0<" in paths["report.html"].read_text()
 
 

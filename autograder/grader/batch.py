@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from autograder.grader import course, intake, reports
-from autograder.grader.submissions import Submission, collect_submissions
+from autograder.grader.submissions import Submission, collect
 from autograder.grader.options import GradingOptions, seed_check
 from autograder.grader.reports import clean_text
 from autograder.grader.results import ExerciseResult, SubmissionResult
@@ -75,8 +75,9 @@ class ClassGradebook:
             run["students"] = students
         (self.out_dir / "run.json").write_text(json.dumps(run, indent=1))
 
-    def saved(self, student_id: str, sha256: str) -> SubmissionResult | None:
-        """The finished result of this very file, if an earlier run into OUT saved one.
+    def saved(self, student_id: str, sha256: str | None) -> SubmissionResult | None:
+        """The finished result of this very file, if an earlier run into OUT saved one
+        (of whatever file, when ``sha256`` is None: `--only` keeps the others' results).
 
         Whatever seed it was graded with is kept, except that a run with an
         instructor's --seed regrades results of any other seed (shards must
@@ -84,7 +85,7 @@ class ClassGradebook:
         """
         try:
             entry = json.loads(self._result_path(student_id).read_text())
-            if entry.get("sha256") != sha256:
+            if sha256 is not None and entry.get("sha256") != sha256:
                 return None
             if self.seed_check and entry.get("seed_check") != self.seed_check:
                 return None
@@ -130,11 +131,52 @@ class ClassGradebook:
             gradebook.db.commit()
 
     def write_reports(self, results: list[SubmissionResult],
-                      hints: dict[str, str] | None = None) -> dict:
-        """grades.csv, exercises.csv, feedback and report.html in OUT (hints: the lab's)."""
+                      hints: dict[str, str] | None = None, term=None, collected=None,
+                      options: GradingOptions | None = None
+                      ) -> tuple[list[SubmissionResult], dict]:
+        """The rows of record and the files written: grades.csv, exercises.csv,
+        feedback, report.html and class.json in OUT.
+
+        ``hints``: the lab's unless given. ``term``: the instructor's rules
+        (autograder.term.apply.Term; none without it); ``collected``: what the
+        download held (submission times, files that match no one);
+        ``options``: whether and how to compare the answers.
+        """
+        from autograder.term.apply import Term, report_term
+        from autograder.term.model import write_class
+
         if hints is None:
             hints = self.lab.hints()
-        return reports.write_reports(results, self.out_dir, self.lab.title, hints)
+        term = term or Term(self.lab.id)
+        submissions = {s.student_id: s for s in collected.submissions} if collected else {}
+        points = self.points or _points_of(results)
+        rows, notes = term.apply(results, submissions, points)
+        summary = report_term(term, rows, collected, notes)
+        similar = self._similar(rows, options) if options and options.similarity else None
+        paths = reports.write_reports(rows, self.out_dir, self.lab.title, hints, summary,
+                                      **({"similar": similar} if similar is not None else {}))
+        write_class(self.out_dir, self.lab.id, self.lab.title,
+                    term.class_rows(rows, submissions, reports.feedback_names(rows)),
+                    term.roster.lms if term.roster is not None else "")
+        return rows, paths
+
+    def _similar(self, rows: list[SubmissionResult], options: GradingOptions):
+        """Pairs of similar answers among the graded notebooks (None: fewer than two)."""
+        try:
+            from autograder.term import similarity
+        except ImportError:
+            return None
+        notebooks = {}
+        for row in rows:
+            path = self.root / "submitted" / row.student_id / self.lab.id / \
+                f"{self.lab.notebook}.ipynb"
+            if row.source_name and path.is_file():
+                notebooks[row.student_id] = path
+        if len(notebooks) < 2 and not options.similar_to:
+            return None
+        extra = ({"threshold": options.similarity_threshold}
+                 if options.similarity_threshold is not None else {})
+        return similarity.find_similar(self.lab, notebooks, options.similar_to, **extra)
 
     def _result_path(self, student_id: str) -> Path:
         return self.out_dir / "results" / f"{student_id}.json"
@@ -164,11 +206,20 @@ class Grader:
         self.skip_cells = [] if options.run_demos else skipped_when_grading(self.lab)
         self.hidden: list[Path] = [self.gradebook.root, self.out_dir, KIT_ROOT]
 
-    def grade_all(self, submissions_path: Path) -> list[SubmissionResult]:
-        """Grade this run's part of the class (all of it but for a shard), in order."""
+    def grade_all(self, submissions_path: Path, roster=None) -> list[SubmissionResult]:
+        """Grade this run's part of the class (all of it but for a shard), in order.
+
+        ``roster``: match the files to the enrolled students
+        (autograder.grader.submissions.collect); what was found is kept in
+        ``self.collected``. With ``options.only``, only those students are
+        graded (again); the others keep their saved results.
+        """
         self.hidden.append(Path(submissions_path).resolve())
-        submissions = collect_submissions(submissions_path, self.lab.id, self.lab.notebook)
+        self.collected = collect(submissions_path, self.lab.id, self.lab.notebook, roster)
+        submissions = self.collected.submissions
         total = len(submissions)
+        if self.options.only:
+            submissions = self._only(submissions)
         if self.options.shard:
             # Every shard lists the same folder, sorted by student id: shard
             # K of N takes every N-th student from the K-th on.
@@ -180,8 +231,13 @@ class Grader:
         results: dict[str, SubmissionResult] = {}
         pending = []
         for submission in submissions:
-            saved = None if self.options.regrade else \
+            again = self.options.regrade or submission.student_id in self.options.only
+            saved = None if again else \
                 self.gradebook.saved(submission.student_id, digests[submission.student_id])
+            if saved is None and self.options.only and not again:
+                saved = self.gradebook.saved(submission.student_id, None)
+                if saved is None:
+                    continue  # not graded yet, and not asked for: no row this time
             if saved is not None:
                 results[submission.student_id] = saved
             else:
@@ -197,7 +253,19 @@ class Grader:
         if bar is not None:
             bar.close()
         shutil.rmtree(self._workers_dir, ignore_errors=True)
-        return [results[submission.student_id] for submission in submissions]
+        return [results[s.student_id] for s in submissions if s.student_id in results]
+
+    def _only(self, submissions: list[Submission]) -> list[Submission]:
+        """The class, checked against ``--only``: every id asked for must be in it."""
+        ids = {s.student_id for s in submissions}
+        unknown = [student for student in self.options.only if student not in ids]
+        if unknown:
+            near = sorted(ids, key=lambda i: (not i.lower().startswith(unknown[0][:3].lower()),
+                                              i))[:5]
+            raise ValueError(
+                f"--only {', '.join(unknown)}: no submission of that student id in the "
+                f"download. The ids are those of grades.csv (e.g. {', '.join(near) or 'none'}).")
+        return submissions
 
     @property
     def _workers_dir(self) -> Path:
@@ -277,3 +345,12 @@ def _progress(total: int, enabled: bool, initial: int = 0):
         return None
     return tqdm(total=total, initial=initial, desc="grading", unit="notebook",
                 file=sys.stderr, dynamic_ncols=True)
+
+
+def _points_of(results: list[SubmissionResult]) -> dict[str, float]:
+    """Exercise -> points, as the results say (when the gradebook was not opened)."""
+    points: dict[str, float] = {}
+    for result in results:
+        for x in result.exercises:
+            points.setdefault(x.exercise, x.max_score)
+    return points

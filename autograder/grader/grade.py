@@ -54,10 +54,16 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
           hints: dict[str, str] | None = None) -> tuple[list[SubmissionResult], dict]:
     """Grade ``submissions`` of ``lab_id`` and write every report into ``out_dir``.
 
+    Returns the rows of record (the term's rules applied: autograder.term)
+    and the paths written.
+
     ``options``: how (autograder.grader.options; the defaults without it).
     ``hints``: the feedback's hint for each exercise (default: the lab's
     hints.toml).
     """
+    from autograder.grader.source import source_points
+    from autograder.term.apply import Term
+
     options = options or GradingOptions()
     submissions = Path(submissions)
     if not submissions.exists():
@@ -66,5 +72,11 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
             f".ipynb files or a .zip downloaded from your LMS."
         )
     grader = Grader(lab_id, out_dir, options)
-    results = grader.grade_all(submissions)
-    return results, grader.gradebook.write_reports(results, hints)
+    # The instructor's files (roster, times, extensions, overrides, course.toml's
+    # deadlines) are read and checked before anyone is graded.
+    term = Term.load(lab_id, source_points(grader.lab), grader.out_dir,
+                     course_file=options.course_file, roster=options.roster,
+                     times=options.times, extensions=options.extensions,
+                     overrides=options.overrides)
+    results = grader.grade_all(submissions, term.roster)
+    return grader.gradebook.write_reports(results, hints, term, grader.collected, options)

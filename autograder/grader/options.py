@@ -55,6 +55,19 @@ class GradingOptions:
         course_dir: the nbgrader course folder (None: OUT/nbgrader).
         shard: this run's part of the class, (K, N) or "K/N" (needs `seed`).
         progress: show a progress bar with an ETA on stderr.
+        only: grade only these students again (their ids in grades.csv);
+            everyone else keeps the result an earlier run into OUT saved.
+        course_file: the course settings with the deadlines and late policy
+            (None: the kit's course.toml).
+        roster: the class list an LMS exports (autograder.term.roster).
+        times: a CSV of submission times (autograder.term.late).
+        extensions: a CSV of extensions (None: course.toml's, if any).
+        overrides: the instructor's scores and notes (None: OUT/overrides.csv
+            when it exists).
+        similarity: compare the answers pairwise after grading.
+        similar_to: a folder of earlier terms' or public solutions to compare with.
+        similarity_threshold: the share of an answer that must match to list a
+            pair (None: autograder.term.similarity's default).
     """
 
     jobs: int | None = None
@@ -68,6 +81,15 @@ class GradingOptions:
     course_dir: Path | None = None
     shard: tuple[int, int] | None = None
     progress: bool = True
+    only: tuple[str, ...] = ()
+    course_file: Path | None = None
+    roster: Path | None = None
+    times: Path | None = None
+    extensions: Path | None = None
+    overrides: Path | None = None
+    similarity: bool = True
+    similar_to: Path | None = None
+    similarity_threshold: float | None = None
 
     def __post_init__(self):
         if self.jobs is not None and (not _is_int(self.jobs) or self.jobs < 1):
@@ -88,8 +110,22 @@ class GradingOptions:
         if self.seed is not None and not isinstance(self.seed, str):
             raise ValueError(f"--seed must be text, got {type(self.seed).__name__}: give "
                              f"a long random word.")
-        if self.course_dir is not None:
-            object.__setattr__(self, "course_dir", Path(self.course_dir))
+        for name in ("course_dir", "course_file", "roster", "times", "extensions", "overrides",
+                     "similar_to"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
+        object.__setattr__(self, "only", tuple(
+            part.strip() for item in self.only or () for part in str(item).split(",")
+            if part.strip()))
+        if self.only and self.shard:
+            raise ValueError("--only and --shard do not go together: regrade students in the "
+                             "OUT folder of the whole class (after `merge`).")
+        if self.similarity_threshold is not None and not (
+                isinstance(self.similarity_threshold, (int, float))
+                and 0 < self.similarity_threshold <= 1):
+            raise ValueError(f"--similarity-threshold {self.similarity_threshold!r}: give the "
+                             f"share of an answer that must match, above 0 and at most 1 "
+                             f"(e.g. 0.6).")
         if isinstance(self.shard, str):
             object.__setattr__(self, "shard", parse_shard(self.shard))
         if self.shard is not None:

@@ -3,10 +3,14 @@
 ``write_reports(results, out_dir, lab_title, hints)`` writes, from the
 records in results.py only:
 
-- ``grades.csv``: ``student_id,lab,score,max_score,status,file,notes``, one
-  row per submission, sorted by student id; ``file`` is the file graded and
-  ``notes`` the instructor's notes (which of several files was graded and
-  why, repairs, late...), joined by `` | ``;
+- ``grades.csv``: ``student_id,name,lab,score,max_score,raw_score,late_hours,
+  penalty,status,file,submitted_at,notes``, one row per student (every
+  enrolled student with a roster), sorted by student id; ``score`` is the
+  score of record and ``raw_score`` the score before the late penalty (the
+  tests' score with the instructor's overrides); ``late_hours`` is empty
+  when on time; ``file`` is the file graded and ``notes`` the instructor's
+  notes (which of several files was graded and why, repairs, late...),
+  joined by `` | ``;
 - ``exercises.csv``: ``student_id,lab,exercise,score,max_score,message``, one
   row per graded exercise;
 - ``feedback/<student_id>.html``: one page per student (title, total, status,
@@ -49,7 +53,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from autograder.grader.results import GRADED, SubmissionResult
+from autograder.grader.results import GRADED, NO_SUBMISSION, SubmissionResult
 
 __all__ = [
     "clean_text",
@@ -62,7 +66,8 @@ __all__ = [
     "write_gradebook_table",
 ]
 
-GRADES_COLUMNS = ["student_id", "lab", "score", "max_score", "status", "file", "notes"]
+GRADES_COLUMNS = ["student_id", "name", "lab", "score", "max_score", "raw_score", "late_hours",
+                  "penalty", "status", "file", "submitted_at", "notes"]
 EXERCISES_COLUMNS = ["student_id", "lab", "exercise", "score", "max_score", "message"]
 
 #: Failure messages shown per exercise in report.html.
@@ -120,6 +125,18 @@ def format_score(value) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def late_hours(seconds: float) -> str:
+    """Hours late with two decimals ("" when on time)."""
+    return f"{seconds / 3600:.2f}" if seconds and seconds > 0 else ""
+
+
+def late_by(seconds: float) -> str:
+    """How late, in words ("1 day 2 h"; "" when on time)."""
+    from autograder.term.late import describe
+
+    return describe(seconds) if seconds and seconds > 0 else ""
+
+
 def _csv_text(value) -> str:
     """Text for a CSV cell that a spreadsheet will not run as a formula."""
     text = clean_text(value)
@@ -156,9 +173,12 @@ def write_grades_csv(results: list[SubmissionResult], path: Path) -> Path:
         writer = csv.writer(handle)
         writer.writerow(GRADES_COLUMNS)
         for r in _sorted(results):
-            writer.writerow([_csv_text(r.student_id), _csv_text(r.lab), format_score(r.score),
-                             format_score(r.max_score), _csv_text(r.status),
-                             _csv_text(r.source_name), _csv_text(" | ".join(r.notes))])
+            raw = r.raw_score if r.raw_score is not None else r.score
+            writer.writerow([_csv_text(r.student_id), _csv_text(r.name), _csv_text(r.lab),
+                             format_score(r.score), format_score(r.max_score), format_score(raw),
+                             late_hours(r.late_seconds), format_score(r.penalty),
+                             _csv_text(r.status), _csv_text(r.source_name),
+                             _csv_text(r.submitted_at), _csv_text(" | ".join(r.notes))])
     return path
 
 
@@ -228,7 +248,7 @@ def feedback_html(result: SubmissionResult, lab_title: str,
     failed_hints = [(x.exercise, hints[x.exercise]) for x in result.exercises
                     if not x.passed and hints.get(x.exercise)]
     return _render("feedback.html.j2", lab_title=lab_title, result=result,
-                   graded=GRADED, hints=failed_hints)
+                   graded=GRADED, hints=failed_hints, late_by=late_by(result.late_seconds))
 
 
 # --------------------------------------------------------------------------
@@ -338,25 +358,45 @@ def _pass_rate_chart(rates: list[tuple[str, int, int]]) -> dict:
 
 def _summary(results: list[SubmissionResult], max_score: float) -> list[tuple[str, object]]:
     scores = [r.score for r in results if r.score is not None and math.isfinite(r.score)]
+    missing = sum(r.status == NO_SUBMISSION for r in results)
     return [
-        ("Submissions", len(results)),
+        ("Submissions", len(results) - missing),
+        *([("No submission (0 points)", missing)] if missing else []),
         ("Graded normally", sum(r.status == GRADED for r in results)),
+        ("Late (penalty taken)", sum(r.penalty > 0 for r in results)),
         ("Maximum score", format_score(max_score)),
         ("Mean score", format_score(statistics.fmean(scores)) if scores else "-"),
         ("Median score", format_score(statistics.median(scores)) if scores else "-"),
     ]
 
 
-def report_html(results: list[SubmissionResult], lab_title: str) -> str:
-    """The instructor's class overview of one lab."""
+def report_html(results: list[SubmissionResult], lab_title: str,
+                term: dict | None = None) -> str:
+    """The instructor's class overview of one lab.
+
+    ``term``: what the term's rules add (autograder.term.apply.report_term):
+    ``roster`` (a description, "" without one), ``enrolled``, ``submitted``,
+    ``unmatched`` ([{files, who, reason}]), ``policy`` (the late policy in
+    words, "" without a due date), ``overrides_file`` and ``notes``.
+    """
+    term = {**EMPTY_TERM, **(term or {})}
     max_score = _class_max(results)
     ordered = _sorted(results)
+    submitted = [r for r in results if r.status != NO_SUBMISSION]
     return _render(
         "report.html.j2", lab_title=lab_title, summary=_summary(results, max_score),
         histogram=_histogram_chart(score_histogram([r.score for r in results], max_score)),
-        rates=_pass_rate_chart(pass_rates(results)), failures=common_failures(results),
-        not_graded=[r for r in ordered if r.status != GRADED],
-        noted=[r for r in ordered if r.notes])
+        rates=_pass_rate_chart(pass_rates(submitted)), failures=common_failures(submitted),
+        not_graded=[r for r in ordered if r.status not in (GRADED, NO_SUBMISSION)],
+        noted=[r for r in ordered if r.notes], term=term,
+        missing=[r for r in ordered if r.status == NO_SUBMISSION],
+        late=[(r, late_by(r.late_seconds)) for r in ordered if r.late_seconds > 0],
+        overridden=[(r, x) for r in ordered for x in r.exercises if x.override_by])
+
+
+#: report_html's ``term`` when no rule of the term applies.
+EMPTY_TERM = {"roster": "", "enrolled": 0, "submitted": 0, "unmatched": [], "policy": "",
+              "overrides_file": "", "notes": []}
 
 
 # --------------------------------------------------------------------------
@@ -365,7 +405,8 @@ def report_html(results: list[SubmissionResult], lab_title: str) -> str:
 
 
 def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str,
-                  hints: dict[str, str] | None = None) -> dict[str, Path]:
+                  hints: dict[str, str] | None = None, term: dict | None = None
+                  ) -> dict[str, Path]:
     """Write every output file of a grading run into ``out_dir``.
 
     Args:
@@ -373,11 +414,13 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
         out_dir: created when missing.
         lab_title: shown at the top of every page.
         hints: exercise name -> hint shown to students who failed it.
+        term: what the term's rules add to report.html (see report_html).
 
     Returns:
         Path of each file written, keyed by its path relative to ``out_dir``:
         ``"grades.csv"``, ``"exercises.csv"``, ``"report.html"`` and
-        ``"feedback/<student_id>.html"`` for each student.
+        ``"feedback/<student_id>.html"`` for each student who submitted
+        something (an enrolled student with no submission has none).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -385,13 +428,27 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
         "grades.csv": write_grades_csv(results, out_dir / "grades.csv"),
         "exercises.csv": write_exercises_csv(results, out_dir / "exercises.csv"),
     }
-    used: set[str] = set()
+    names = feedback_names(results)
     for result in _sorted(results):
-        name = _unique_name(_safe_filename(result.student_id), used)
-        relative = f"feedback/{name}.html"
-        written[relative] = _write(out_dir / relative, feedback_html(result, lab_title, hints))
-    written["report.html"] = _write(out_dir / "report.html", report_html(results, lab_title))
+        if result.student_id in names:
+            relative = names[result.student_id]
+            written[relative] = _write(out_dir / relative,
+                                       feedback_html(result, lab_title, hints))
+    written["report.html"] = _write(out_dir / "report.html",
+                                    report_html(results, lab_title, term))
     return written
+
+
+def feedback_names(results: list[SubmissionResult]) -> dict[str, str]:
+    """student_id -> their feedback page's path relative to OUT
+    (``feedback/<id>.html``; none for an enrolled student with no submission)."""
+    used: set[str] = set()
+    names = {}
+    for result in _sorted(results):
+        if result.status != NO_SUBMISSION:
+            name = _unique_name(_safe_filename(result.student_id), used)
+            names[result.student_id] = f"feedback/{name}.html"
+    return names
 
 
 def _unique_name(name: str, used: set[str]) -> str:

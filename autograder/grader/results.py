@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 #: Status of a submission that was graded normally.
 GRADED = "graded"
+#: Status of an enrolled student who submitted nothing (autograder.term).
+NO_SUBMISSION = "no submission"
 
 
 @dataclass
@@ -24,6 +26,11 @@ class ExerciseResult:
     score: float
     max_score: float
     message: str = ""
+    #: The tests' score when an instructor's override replaced it (None: no override).
+    auto_score: float | None = None
+    #: Who set the override, and their note to the student ("" when none).
+    override_by: str = ""
+    override_note: str = ""
 
     @property
     def passed(self) -> bool:
@@ -54,3 +61,14 @@ class SubmissionResult:
     source_name: str = ""
     exercises: list[ExerciseResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Set by the term's rules (autograder.term.apply), never by grading:
+    #: the enrolled student's name (from the roster; "" without one).
+    name: str = ""
+    #: the score before the late penalty (None: no rule of the term applied).
+    raw_score: float | None = None
+    #: how late (seconds past the due date that applied), and the points taken.
+    late_seconds: float = 0.0
+    penalty: float = 0.0
+    #: when it was submitted (ISO 8601, "" when not known) and the due date.
+    submitted_at: str = ""
+    due: str = ""

@@ -81,7 +81,7 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path,
         gradebook.save(entry["sha256"], result, entry.get("grades", {}),
                        entry.get("timings", {}))
         results.append(result)
-    return results, gradebook.write_reports(results)
+    return gradebook.write_reports(results)
 
 
 def _gather(lab_id: str, shard_dirs: list[Path]):

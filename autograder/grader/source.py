@@ -198,3 +198,17 @@ def write_notebook(notebook, path: Path) -> None:
     """Write a notebook in a stable form (sorted keys, one trailing newline)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(nbformat.writes(notebook, version=4) + "\n", encoding="utf-8")
+
+
+def source_points(lab: Lab, notebook=None) -> dict[str, float]:
+    """Points of each exercise of ``lab``, read from its source's tests cells
+    (``test_<exercise>`` and ``test_<exercise>__<property>``), in curriculum order."""
+    notebook = notebook or build_source_notebook(lab)
+    points = {exercise: 0.0 for exercise in lab.exercises}
+    for cell in notebook.cells:
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if nbgrader.get("grade"):
+            exercise = nbgrader["grade_id"].removeprefix("test_").split("__")[0]
+            if exercise in points:
+                points[exercise] += float(nbgrader["points"])
+    return points

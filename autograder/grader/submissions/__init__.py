@@ -18,6 +18,7 @@ Three steps, one module each:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grader.submissions.archives import (
@@ -28,21 +29,98 @@ from autograder.grader.submissions.archives import (
 )
 from autograder.grader.submissions.choice import Submission, choose
 from autograder.grader.submissions.lms import (
+    Group,
     group_entries,
     parse_gradescope_metadata,
     sanitize_id,
     unique_ids,
 )
+from autograder.term.model import Identity
 
 __all__ = [
     "MAX_ARCHIVE_BYTES",
     "MAX_ARCHIVE_MEMBERS",
     "MAX_FILE_BYTES",
+    "Collected",
     "Submission",
+    "Unmatched",
+    "collect",
     "collect_submissions",
     "parse_gradescope_metadata",
     "sanitize_id",
 ]
+
+
+@dataclass
+class Unmatched:
+    """Files of a download that match no enrolled student: listed, not graded.
+
+    Attributes:
+        files: their paths in the folder or zip.
+        identity: whose the download says they are.
+        reason: why the roster matches nobody ("matches nobody", "matches 2
+            students: ...").
+    """
+
+    files: list[str]
+    identity: Identity | None
+    reason: str
+
+
+@dataclass
+class Collected:
+    """What a folder or zip holds: one Submission per student, and files
+    that match no one on the roster (none without a roster)."""
+
+    submissions: list[Submission]
+    unmatched: list[Unmatched] = field(default_factory=list)
+
+
+def collect(path, lab_id: str, notebook_stem: str, roster=None) -> Collected:
+    """The submissions in ``path``, matched to the ``roster`` when one is given.
+
+    Without a roster this is ``collect_submissions``. With one
+    (autograder.term.roster.Roster), every student's files are matched to an
+    enrolled student by what the download says (``Roster.match``): a
+    student's id is the roster's ``student_id``, the files of two downloads
+    that match one student (a Canvas resubmission under another name, a
+    folder and a file) are one student's files, of which one is graded
+    (choice.py), and files that match nobody are returned in ``unmatched``
+    instead of being graded.
+    """
+    from autograder.labs import LABS
+
+    if roster is None:
+        return Collected(collect_submissions(path, lab_id, notebook_stem))
+    exercises = LABS[lab_id].exercises if lab_id in LABS else ()
+    with open_entries(Path(path)) as entries:
+        groups = group_entries(entries, lab_id, notebook_stem)
+        merged: dict[str, Group] = {}
+        unmatched = []
+        for group in groups:
+            student = roster.match(group.identity) if group.identity else None
+            if student is None:
+                unmatched.append(Unmatched(
+                    [c.entry.source_name for c in group.candidates], group.identity,
+                    roster.match_reason(group.identity) if group.identity else "no identity"))
+                continue
+            if student.student_id in merged:
+                into = merged[student.student_id]
+                into.note(f"the download has this student's files under several names "
+                          f"({into.raw_id!r}, {group.raw_id!r}); one is graded")
+                into.candidates.extend(group.candidates)
+                into.times.update(group.times)
+                into.marked_late |= group.marked_late
+                for note in group.notes:
+                    into.note(note)
+            else:
+                merged[student.student_id] = group
+        submissions = []
+        for student_id, group in merged.items():
+            submission = choose(group, exercises)
+            submission.student_id = student_id
+            submissions.append(submission)
+    return Collected(sorted(submissions, key=lambda s: s.student_id), unmatched)
 
 
 def collect_submissions(path, lab_id: str, notebook_stem: str) -> list[Submission]:

@@ -16,12 +16,14 @@ row of grades.csv), never in ``problem`` (reasons that stop grading).
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from dataclasses import dataclass
 
 from autograder.grader.submissions.archives import TooLarge, read_origin, too_large_problem
 from autograder.grader.submissions.lms import LAB_NOTEBOOK, OTHER_LAB, Candidate, Group
+from autograder.term.model import Identity
 
 _MAX_LISTED = 5
 
@@ -43,6 +45,16 @@ class Submission:
             "not a notebook: .py uploaded; expected a .ipynb", ...).
         note: remarks for the instructor that do not stop grading (which
             file was graded and why, late submission...).
+        identity: whose it is, as the download's names and metadata say
+            (autograder.term.model.Identity); the roster matches it.
+        submitted_at: when it was submitted, ISO 8601 ("" when unknown):
+            Gradescope's ``:created_at:`` as written; a zip member's time
+            as the zip stores it, local time without offset (the course's
+            time zone says which: autograder.term.late); a file's
+            modification time, in UTC.
+        time_source: where ``submitted_at`` comes from: "Gradescope
+            metadata (...)", "zip time" or "file time".
+        marked_late: Canvas wrote LATE in the file's name.
     """
 
     student_id: str
@@ -50,6 +62,10 @@ class Submission:
     origin: tuple | None
     problem: str = ""
     note: str = ""
+    identity: Identity | None = None
+    submitted_at: str = ""
+    time_source: str = ""
+    marked_late: bool = False
 
     def read(self) -> tuple[bytes | None, str]:
         """The content (read now, never kept), or None and why it cannot be read."""
@@ -91,13 +107,36 @@ def choose(group: Group, exercises: tuple[str, ...]) -> Submission:
         notes.append(best.note)
     if len(ordered) > 1:
         notes.append(_choice_note(best, ordered[1:], problems, answers, len(exercises)))
+    submitted_at, time_source = submission_time(group, best)
     return Submission(
         student_id="",
         source_name=best.entry.source_name,
         origin=None if best.entry.problem else best.entry.origin,
         problem=best.entry.problem or problems[id(best)],
         note="; ".join(notes),
+        identity=group.identity,
+        submitted_at=submitted_at,
+        time_source=time_source,
+        marked_late=group.marked_late,
     )
+
+
+def submission_time(group: Group, best: Candidate) -> tuple[str, str]:
+    """(when, where from) of the file graded: see Submission.submitted_at."""
+    for folder in best.entry.parts:
+        if folder in group.times:
+            return group.times[folder]
+    if not best.entry.mtime:
+        return "", ""
+    try:
+        if best.entry.origin and best.entry.origin[0] == "zip":
+            # The zip's date is a wall-clock time; archives.py read it as local.
+            stamp = datetime.datetime.fromtimestamp(best.entry.mtime)
+            return stamp.isoformat(timespec="seconds"), "zip time"
+        stamp = datetime.datetime.fromtimestamp(best.entry.mtime, datetime.timezone.utc)
+        return stamp.isoformat(timespec="seconds"), "file time"
+    except (ValueError, OverflowError, OSError):
+        return "", ""
 
 
 def answered(data: bytes | None, exercises: tuple[str, ...]) -> int:

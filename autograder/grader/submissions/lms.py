@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from autograder.grader.submissions.archives import Entry
+from autograder.term.model import Identity
 
 _NOISE_PARTS = {"__macosx", "__pycache__"}
 _NOISE_FILES = {"submission_metadata.yml", "thumbs.db", "desktop.ini"}
@@ -122,8 +123,14 @@ class Group:
     key: tuple
     raw_id: str
     fallback: str
+    identity: Identity | None = None
     candidates: list[Candidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Gradescope's ``:created_at:`` of each of its submission folders:
+    #: folder -> (time as written, where from).
+    times: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Canvas wrote LATE in a file name.
+    marked_late: bool = False
 
     def note(self, text: str) -> None:
         """Add ``text`` to the notes unless it is there already."""
@@ -248,38 +255,68 @@ def parse_gradescope_metadata(text: str) -> dict[str, str]:
         ValueError: ``text`` is not YAML, or not a mapping of submissions;
             the message says where and what was expected.
     """
+    return {key: found.student_id for key, found in parse_gradescope_submissions(text).items()}
+
+
+@dataclass(frozen=True)
+class GradescopeSubmission:
+    """What Gradescope's metadata says of one ``submission_<n>``: its first
+    submitter's id (sid, else the email's local part), sid, email and name,
+    and ``:created_at:`` as written ("" when missing)."""
+
+    student_id: str
+    sid: str = ""
+    email: str = ""
+    name: str = ""
+    created_at: str = ""
+
+
+def parse_gradescope_submissions(text: str) -> dict[str, GradescopeSubmission]:
+    """``parse_gradescope_metadata`` with all the kit reads of each submission.
+
+    Raises:
+        ValueError: as ``parse_gradescope_metadata``.
+    """
     try:
         document = yaml.load(text, Loader=_MetadataLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as error:
         raise ValueError(f"not valid YAML ({' '.join(str(error).split())[:300]})") from None
-    except RecursionError:  # PyYAML without libyaml, on lists nested thousands deep
+    except RecursionError:
         raise ValueError("not valid YAML (nested too deeply)") from None
     if document is None:
         return {}
     if not isinstance(document, dict):
         raise ValueError(f"expected a mapping of submission_<n> to submissions, "
                          f"found a {type(document).__name__}")
-    mapping = {}
+    return _gradescope_submissions(document)
+
+
+def _gradescope_submissions(document: dict) -> dict[str, GradescopeSubmission]:
+    found = {}
     for key, block in document.items():
         match = _GRADESCOPE_KEY.match(str(key))
-        student = _submitter_id(block) if match else ""
+        if not match:
+            continue
+        submitters = _field(block, "submitters")
+        submitters = [s for s in submitters if isinstance(s, dict)] \
+            if isinstance(submitters, list) else []
+        sid, email = _first(submitters, "sid"), _first(submitters, "email")
+        student = sid or email.split("@")[0]
         if student:
-            mapping[match.group(1)] = student
-    return mapping
+            name = next((_text(_field(s, "name")) for s in submitters
+                         if _text(_field(s, "name"))), "")
+            found[match.group(1)] = GradescopeSubmission(
+                student, sid, email, name, _text(_field(block, "created_at")))
+    return found
 
 
-def _submitter_id(block) -> str:
-    """The first sid of a submission's submitters, else the first email's local part."""
-    submitters = _field(block, "submitters")
-    if not isinstance(submitters, list):
-        return ""
-    for name in ("sid", "email"):
-        for submitter in submitters:
-            value = _field(submitter, name)
-            value = "" if value is None or isinstance(value, (dict, list)) else str(value).strip()
-            if value:
-                return value.split("@")[0] if name == "email" else value
-    return ""
+def _text(value) -> str:
+    return "" if value is None or isinstance(value, (dict, list)) else str(value).strip()
+
+
+def _first(submitters: list, name: str) -> str:
+    """The first submitter's ``name`` field that is not empty ("" when none is)."""
+    return next((_text(_field(s, name)) for s in submitters if _text(_field(s, name))), "")
 
 
 def _field(mapping, name: str):
@@ -289,7 +326,7 @@ def _field(mapping, name: str):
     return mapping.get(f":{name}", mapping.get(name))
 
 
-def gradescope_metadata(entries: list[Entry]) -> tuple[dict[str, str], str]:
+def gradescope_metadata(entries: list[Entry]) -> tuple[dict[str, GradescopeSubmission], str]:
     """Gradescope's submission -> student map from the shallowest metadata file.
 
     Returns the map and why the file could not be read ("" when it could,
@@ -311,7 +348,7 @@ def gradescope_metadata(entries: list[Entry]) -> tuple[dict[str, str], str]:
     if not data:
         return {}, ""
     try:
-        return parse_gradescope_metadata(data.decode("utf-8", errors="replace")), ""
+        return parse_gradescope_submissions(data.decode("utf-8", errors="replace")), ""
     except ValueError as error:
         return {}, f"{where}: {error}; {fallback}"
 
@@ -451,7 +488,7 @@ class _Rules:
     """The rules 1-5, applied to one listing: puts each file in its student's group."""
 
     groups: dict[tuple, Group]
-    metadata: dict[str, str]
+    metadata: dict[str, GradescopeSubmission]
     metadata_problem: str
     lab_id: str
     notebook_stem: str
@@ -464,9 +501,9 @@ class _Rules:
         else:
             self._in_folder(entry, parts[0], parts[-1])
 
-    def _group(self, key: tuple, raw_id: str, name: str) -> Group:
+    def _group(self, key: tuple, raw_id: str, name: str, identity: Identity) -> Group:
         if key not in self.groups:
-            self.groups[key] = Group(key, raw_id, split_ext(name)[0])
+            self.groups[key] = Group(key, raw_id, split_ext(name)[0], identity)
         return self.groups[key]
 
     def _add(self, group: Group, entry: Entry, name: str, named_by_student: bool) -> None:
@@ -479,8 +516,11 @@ class _Rules:
         if not canvas:
             return False
         group = self._group(("canvas", canvas["name"], canvas["uid"]),
-                            f"{canvas['name']}_{canvas['uid']}", name)
+                            f"{canvas['name']}_{canvas['uid']}", name,
+                            Identity("canvas", canvas["name"], canvas["uid"],
+                                     submission_id=canvas["sub"]))
         if canvas["late"]:
+            group.marked_late = True
             group.note("submitted late (Canvas: LATE)")
         self._add(group, entry, canvas["orig"], named_by_student=True)
         return True
@@ -488,7 +528,7 @@ class _Rules:
     def _top_file(self, entry: Entry, name: str) -> None:
         """Rule 1: a file in the top folder is the student of its stem."""
         base, _ = _strip_markers(split_ext(name)[0], dash_number=False)
-        group = self._group(("file", base), base, name)
+        group = self._group(("file", base), base, name, Identity("file", base))
         if _looks_like_lab_notebook(name, self.notebook_stem):
             group.note(f"the file name {name!r} looks like a lab notebook, not a student id; "
                        f"used {base!r} as the student id")
@@ -499,13 +539,19 @@ class _Rules:
         moodle = _MOODLE.match(folder)
         if moodle:
             group = self._group(("moodle", moodle["name"], moodle["pid"]),
-                                f"{moodle['name']}_{moodle['pid']}", name)
+                                f"{moodle['name']}_{moodle['pid']}", name,
+                                Identity("moodle", moodle["name"], moodle["pid"],
+                                         submission_id=folder))
         elif _GRADESCOPE.match(folder) and folder in self.metadata:
-            student = self.metadata[folder]
-            group = self._group(("gradescope", student), student, name)
+            found = self.metadata[folder]
+            group = self._group(("gradescope", found.student_id), found.student_id, name,
+                                Identity("gradescope", found.name, found.sid, found.email,
+                                         folder))
             group.note(f"Gradescope {folder}")
+            if found.created_at:
+                group.times[folder] = (found.created_at, f"Gradescope metadata ({folder})")
         else:
-            group = self._group(("folder", folder), folder, name)
+            group = self._group(("folder", folder), folder, name, Identity("folder", folder))
             if _GRADESCOPE.match(folder) and self.metadata_problem:
                 group.note(self.metadata_problem)
         self._add(group, entry, name, named_by_student=True)

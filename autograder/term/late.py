@@ -1,0 +1,355 @@
+"""Due dates, extensions and the late policy, and how late each submission was.
+
+The course's settings live in course.toml (read by autograder.labs)::
+
+    [deadlines]
+    timezone = "Europe/London"          # due dates, zip times and times CSVs are read in it
+    lab1 = "2026-10-05 23:59"           # a lab's due date
+    lab2 = { due = "2026-10-19 23:59", no_credit_after = "2026-10-26 23:59" }
+
+    [late]
+    grace_minutes = 15                  # this late still counts as on time
+    penalty_percent = 10                # of the lab's points, per period late
+    per = "day"                         # or "hour"; a part of a period counts whole
+    max_penalty_percent = 50            # the most a late submission loses (cap)
+    no_credit_after_days = 7            # 0 points when later than this after the due date
+    extensions = "extensions.csv"       # relative to course.toml (or --extensions)
+    trust_file_times = false            # see below
+
+A lab without a due date has no late work. The penalty is Canvas's rule: a
+share of the lab's points per period late (a part of a period counts as a
+whole one, counted from the due date once past the grace period), at most
+``max_penalty_percent``, never below 0 points; past ``no_credit_after`` (a
+date per lab, or ``no_credit_after_days`` after the due date) the score is 0.
+
+Extensions (``--extensions FILE`` or ``[late] extensions``) are a CSV with
+the columns ``student_id,lab`` and either ``due`` (the student's own due
+date) or ``days`` (days added to the lab's; fractions allowed); ``lab`` may
+be ``*`` for every lab. A student's extension moves ``no_credit_after`` by
+as much.
+
+When a submission was made comes, best first, from a times CSV
+(``--times FILE``: ``student_id,submitted_at``), Gradescope's metadata
+(``:created_at:``), the time a zip stores for each file (Canvas's and
+Moodle's downloads: a wall-clock time, read in the course's time zone). The
+time of a file in a plain folder is when it was copied there, not
+submitted, so it is not used unless ``trust_file_times = true`` (an LMS zip
+unpacked with its times kept). Canvas's ``LATE`` marker without a time
+marks the row for a person to look at; no penalty is taken without a time.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+PERIODS = {"day": 86400, "hour": 3600}
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """One lab's due date and last date for credit (aware datetimes)."""
+
+    due: datetime.datetime
+    no_credit_after: datetime.datetime | None = None
+
+
+@dataclass
+class LatePolicy:
+    """course.toml's ``[deadlines]`` and ``[late]``, checked."""
+
+    timezone: datetime.tzinfo = datetime.timezone.utc
+    deadlines: dict[str, Deadline] = field(default_factory=dict)
+    grace_minutes: float = 0.0
+    penalty_percent: float = 0.0
+    per: str = "day"
+    max_penalty_percent: float = 100.0
+    no_credit_after_days: float | None = None
+    extensions_file: Path | None = None
+    trust_file_times: bool = False
+
+    @classmethod
+    def from_settings(cls, deadlines: dict, late: dict, base: Path) -> "LatePolicy":
+        """The policy from course.toml's tables (``base``: course.toml's folder).
+
+        Raises:
+            ValueError: a setting that is not what it should be, saying which.
+        """
+        where = "course.toml"
+        deadlines = dict(deadlines or {})
+        late = dict(late or {})
+        zone_name = deadlines.pop("timezone", "UTC")
+        try:
+            zone = ZoneInfo(str(zone_name))
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{where} [deadlines] timezone = {zone_name!r} is not a time zone: "
+                             f"give an IANA name such as \"Europe/London\" or \"UTC\".") from None
+        policy = cls(timezone=zone)
+        for lab, value in deadlines.items():
+            if isinstance(value, dict):
+                unknown = set(value) - {"due", "no_credit_after"}
+                if unknown or "due" not in value:
+                    raise ValueError(
+                        f"{where} [deadlines] {lab} = {value!r}: give a date "
+                        f"(lab1 = \"2026-10-05 23:59\") or a table with due and, optionally, "
+                        f"no_credit_after.")
+                due = parse_time(value["due"], zone, f"{where} [deadlines] {lab}.due")
+                last = (parse_time(value["no_credit_after"], zone,
+                                   f"{where} [deadlines] {lab}.no_credit_after")
+                        if value.get("no_credit_after") else None)
+                policy.deadlines[lab] = Deadline(due, last)
+            else:
+                policy.deadlines[lab] = Deadline(parse_time(value, zone,
+                                                            f"{where} [deadlines] {lab}"))
+        numbers = {"grace_minutes": 0, "penalty_percent": 0, "max_penalty_percent": 0,
+                   "no_credit_after_days": 0}
+        known = set(numbers) | {"per", "extensions", "trust_file_times"}
+        unknown = sorted(set(late) - known)
+        if unknown:
+            raise ValueError(f"{where} [late] has {', '.join(unknown)}, which the kit does not "
+                             f"know; the settings are {', '.join(sorted(known))}.")
+        for name, low in numbers.items():
+            if name in late:
+                value = late[name]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                        or not math.isfinite(value) or value < low:
+                    raise ValueError(f"{where} [late] {name} = {value!r}: give a number, "
+                                     f"{low} or more.")
+                setattr(policy, name, float(value))
+        if policy.max_penalty_percent > 100:
+            raise ValueError(f"{where} [late] max_penalty_percent = "
+                             f"{late['max_penalty_percent']!r}: give a percent, at most 100.")
+        per = late.get("per", "day")
+        if per not in PERIODS:
+            raise ValueError(f"{where} [late] per = {per!r}: give \"day\" or \"hour\".")
+        policy.per = per
+        if "trust_file_times" in late:
+            if not isinstance(late["trust_file_times"], bool):
+                raise ValueError(f"{where} [late] trust_file_times: give true or false.")
+            policy.trust_file_times = late["trust_file_times"]
+        if late.get("extensions"):
+            policy.extensions_file = (Path(base) / str(late["extensions"])).resolve()
+        return policy
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late one submission was, and what it costs.
+
+    Attributes:
+        due: the due date that applied (None when the lab has none).
+        submitted: when it was submitted (None when not known).
+        seconds: how late, past the due date (0 when on time or unknown).
+        percent: the share of the lab's points taken (0..100).
+        note: for the instructor ("2 days 3 h late: -20%", "within the
+            grace period", "Canvas marks it late; the time is not known").
+    """
+
+    due: datetime.datetime | None
+    submitted: datetime.datetime | None
+    seconds: float = 0.0
+    percent: float = 0.0
+    note: str = ""
+
+
+def lateness(policy: LatePolicy, lab: str, submitted: datetime.datetime | None,
+             extension: "Extension | None" = None, marked_late: bool = False) -> Lateness:
+    """How late a submission of ``lab`` made at ``submitted`` was, under ``policy``."""
+    deadline = policy.deadlines.get(lab)
+    if deadline is None:
+        return Lateness(None, submitted)
+    due, last = deadline.due, deadline.no_credit_after
+    if last is None and policy.no_credit_after_days:
+        last = due + datetime.timedelta(days=policy.no_credit_after_days)
+    if extension is not None:
+        moved = extension.due_for(due)
+        if last is not None:
+            last = last + (moved - due)
+        due = moved
+    if submitted is None:
+        note = ("Canvas marks it late, and the time it was submitted is not known: no "
+                "penalty taken (give --times to apply the policy)") if marked_late else ""
+        return Lateness(due, None, 0.0, 0.0, note)
+    seconds = (submitted - due).total_seconds()
+    if seconds <= 0:
+        return Lateness(due, submitted)
+    if last is not None and submitted > last:
+        return Lateness(due, submitted, seconds, 100.0,
+                        f"{describe(seconds)} late, after the last date for credit "
+                        f"({last.isoformat(' ', 'minutes')}): no credit")
+    if seconds <= policy.grace_minutes * 60:
+        return Lateness(due, submitted, seconds, 0.0,
+                        f"{describe(seconds)} late, within the grace period")
+    periods = math.ceil(seconds / PERIODS[policy.per])
+    percent = min(policy.max_penalty_percent, periods * policy.penalty_percent)
+    return Lateness(due, submitted, seconds, percent,
+                    f"{describe(seconds)} late: {periods} {policy.per}{'s' * (periods > 1)} "
+                    f"at {policy.penalty_percent:g}%, -{percent:g}%")
+
+
+def penalty_points(raw: float, max_score: float, percent: float) -> float:
+    """Points taken: ``percent`` of the lab's points, leaving at least 0."""
+    return min(raw, max_score * percent / 100.0) if raw > 0 else 0.0
+
+
+def describe(seconds: float) -> str:
+    """``seconds`` as "2 days 3 h", "5 h 10 min", "12 min"."""
+    minutes = int(seconds // 60)
+    days, minutes = divmod(minutes, 1440)
+    hours, minutes = divmod(minutes, 60)
+    if days:
+        return f"{days} day{'s' * (days > 1)} {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min" if minutes else f"{int(seconds)} s"
+
+
+# -- times ----------------------------------------------------------------------
+
+_NANOSECONDS = re.compile(r"(\.\d{6})\d+")
+_SPACED_OFFSET = re.compile(r"\s+(?:UTC|GMT)?\s*([+-]\d{2}):?(\d{2})$")
+
+
+def parse_time(value, zone: datetime.tzinfo, where: str) -> datetime.datetime:
+    """An aware datetime from a TOML date or a text (read in ``zone`` without an offset).
+
+    Accepts ISO 8601 (``2026-10-05T23:59``, ``2026-10-05 23:59:00+01:00``,
+    ``...Z``), a date alone (the end of that day, 23:59:59), and
+    Gradescope's ``2024-03-01 10:00:00.000000000 -08:00``.
+
+    Raises:
+        ValueError: naming ``where`` and the forms accepted.
+    """
+    if isinstance(value, datetime.datetime):
+        stamp = value
+    elif isinstance(value, datetime.date):
+        stamp = datetime.datetime.combine(value, datetime.time(23, 59, 59))
+    else:
+        text = str(value).strip()
+        text = _NANOSECONDS.sub(r"\1", text)
+        text = _SPACED_OFFSET.sub(r"\1:\2", text)
+        text = re.sub(r"\s*(?:Z|UTC|GMT)$", "+00:00", text)
+        try:
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+                stamp = datetime.datetime.combine(datetime.date.fromisoformat(text),
+                                                  datetime.time(23, 59, 59))
+            else:
+                stamp = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"{where}: {str(value)!r} is not a date and time; write it like "
+                             f"2026-10-05 23:59 (in the course's time zone) or "
+                             f"2026-10-05T23:59:00+01:00.") from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=zone)
+
+
+def submission_time(policy: LatePolicy, submitted_at: str, time_source: str,
+                    where: str) -> datetime.datetime | None:
+    """When a submission was made, from what the download carried (None: not known
+    or not trusted)."""
+    if not submitted_at:
+        return None
+    if time_source == "file time" and not policy.trust_file_times:
+        return None
+    try:
+        return parse_time(submitted_at, policy.timezone, where)
+    except ValueError:
+        return None
+
+
+def read_times(path: Path, policy: LatePolicy) -> dict[str, datetime.datetime]:
+    """A times CSV (``student_id,submitted_at``): student_id -> when.
+
+    Raises:
+        ValueError: the file is missing, lacks a column, has a bad time or a
+            student twice; the message names the line.
+    """
+    rows = _read_csv(path, ("student_id", "submitted_at"), "--times")
+    times = {}
+    for line, row in rows:
+        student = row["student_id"].strip()
+        if student in times:
+            raise ValueError(f"{path}, line {line}: {student!r} is listed twice; keep one "
+                             f"time per student.")
+        times[student] = parse_time(row["submitted_at"], policy.timezone, f"{path}, line {line}")
+    return times
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One student's extension of one lab (or of every lab: ``lab == "*"``)."""
+
+    student_id: str
+    lab: str
+    due: datetime.datetime | None = None
+    days: float = 0.0
+
+    def due_for(self, due: datetime.datetime) -> datetime.datetime:
+        return self.due if self.due is not None else due + datetime.timedelta(days=self.days)
+
+
+def read_extensions(path: Path, policy: LatePolicy) -> list[Extension]:
+    """An extensions CSV: ``student_id,lab`` and ``due`` or ``days`` per row.
+
+    Raises:
+        ValueError: the file is missing or malformed; the message names the line.
+    """
+    rows = _read_csv(path, ("student_id", "lab"), "extensions")
+    extensions = []
+    for line, row in rows:
+        where = f"{path}, line {line}"
+        due, days = (row.get("due") or "").strip(), (row.get("days") or "").strip()
+        if bool(due) == bool(days):
+            raise ValueError(f"{where}: give either due (the student's due date) or days "
+                             f"(days added to the lab's), not {'both' if due else 'neither'}.")
+        if due:
+            extensions.append(Extension(row["student_id"].strip(), row["lab"].strip(),
+                                        due=parse_time(due, policy.timezone, where)))
+            continue
+        try:
+            value = float(days)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{where}: days = {days!r} is not a number of days (0 or more, "
+                             f"e.g. 2 or 0.5).") from None
+        extensions.append(Extension(row["student_id"].strip(), row["lab"].strip(), days=value))
+    return extensions
+
+
+def extension_for(extensions: list[Extension], student_id: str, lab: str) -> Extension | None:
+    """The student's extension of ``lab``: one for the lab itself before one for every lab."""
+    mine = [e for e in extensions if e.student_id == student_id and e.lab in (lab, "*")]
+    mine.sort(key=lambda e: e.lab == "*")
+    return mine[0] if mine else None
+
+
+def _read_csv(path: Path, required: tuple[str, ...], what: str):
+    """[(line number, row)] of a small CSV with the ``required`` columns."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ValueError(f"The {what} file {path} does not exist; give the path of a CSV "
+                         f"with the columns {', '.join(required)}.") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"The {what} file {path} is not UTF-8 text; save it as CSV "
+                         f"(UTF-8).") from None
+    reader = csv.DictReader(text.splitlines())
+    header = [name.strip().lower() for name in reader.fieldnames or []]
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise ValueError(f"The {what} file {path} has no column {', '.join(missing)}; its "
+                         f"first line must name the columns: {', '.join(required)}.")
+    reader.fieldnames = header
+    rows = []
+    for row in reader:
+        if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
+            continue
+        rows.append((reader.line_num, {k: (v or "") if isinstance(v, str) else "" for k, v in
+                                       row.items() if k is not None}))
+    return rows
