@@ -206,6 +206,7 @@ def test_empty_unrecognized_and_missing(tmp_path):
     assert "student_id" in message and "Canvas" in message and "Moodle" in message
     assert "cannot be read" in error(tmp_path / "missing.csv")
     assert "lists no students" in error(write(tmp_path, "student_id\n", "d.csv"))
+    assert "only empty cells" in error(write(tmp_path, ",,,\n,\n", "e.csv"))
 
 
 def test_utf16_and_cp1252(tmp_path):

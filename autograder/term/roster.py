@@ -320,7 +320,10 @@ def _detect(path: Path, text: str) -> tuple[str, str, list[tuple[int, list[str]]
         kind = _kind(rows[0][1]) if rows else ""
         if kind:
             return kind, delimiter, rows
-    header = _rows(text, ",")[0][1]
+    rows = _rows(text, ",")
+    if not rows:
+        raise ValueError(f"{path}: the roster has only empty cells. {_HOW}")
+    header = rows[0][1]
     shown = ", ".join(repr(h) for h in header[:8]) + (", ..." if len(header) > 8 else "")
     raise ValueError(
         f"{path}: line 1: the header ({shown}) is not a roster this reads: expected Canvas's "
