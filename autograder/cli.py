@@ -93,7 +93,11 @@ def grading_options(args) -> GradingOptions:
         given.update(seed=args.seed, progress=not args.quiet, cell_timeout=args.cell_timeout,
                      notebook_timeout=args.notebook_timeout, jobs=args.jobs,
                      regrade=args.regrade, shard=args.shard, kernels=args.kernels,
-                     run_demos=args.run_demos)
+                     run_demos=args.run_demos, only=tuple(args.only or ()),
+                     course_file=args.course, roster=args.roster, times=args.times,
+                     extensions=args.extensions, overrides=args.overrides,
+                     similarity=not args.no_similarity, similar_to=args.similar_to,
+                     similarity_threshold=args.similarity_threshold)
     return GradingOptions(**given)
 
 
@@ -202,6 +206,36 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also run the provided cells that only demonstrate (marked "
                             "grading=\"skip\" in the lab's source; they grade nothing and "
                             "are skipped by default)")
+    term = grade.add_argument_group(
+        "the term", "roster, deadlines, overrides and similarity (docs/instructors.md, "
+                    "\"A term with the kit\")")
+    term.add_argument("--roster", type=Path,
+                      help="the class list your LMS exports (Canvas gradebook CSV, Moodle "
+                           "grading worksheet or gradebook export, or a CSV with student_id, "
+                           "name, email): every enrolled student gets a row, files that match "
+                           "no one are listed, not graded")
+    term.add_argument("--course", type=Path, metavar="COURSE_TOML",
+                      help="course settings with [deadlines] and [late] (default: the kit's "
+                           "course.toml)")
+    term.add_argument("--times", type=Path,
+                      help="CSV student_id,submitted_at: submission times (instead of those "
+                           "the download carries)")
+    term.add_argument("--extensions", type=Path,
+                      help="CSV student_id,lab,due or student_id,lab,days (default: "
+                           "course.toml's [late] extensions)")
+    term.add_argument("--overrides", type=Path,
+                      help="CSV student_id,exercise,score,note,by: your scores and notes "
+                           "(default: OUT/overrides.csv when it exists)")
+    term.add_argument("--only", action="append", metavar="STUDENT",
+                      help="grade only this student again (repeat, or give a,b,c); the others "
+                           "keep their saved results")
+    term.add_argument("--no-similarity", action="store_true",
+                      help="do not compare the answers pairwise after grading")
+    term.add_argument("--similar-to", type=Path, metavar="FOLDER",
+                      help="also compare with these notebooks or .py files (earlier terms, "
+                           "public solutions)")
+    term.add_argument("--similarity-threshold", type=float, metavar="SHARE",
+                      help="share of an answer that must match to list a pair (0-1)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(func=_grade)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import datetime
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder.grader.results import NO_SUBMISSION, ExerciseResult, SubmissionResult
@@ -131,6 +131,32 @@ class Term:
                 self._apply_late(row, submissions.get(row.student_id))
         return [rows[k] for k in sorted(rows)], notes
 
+    def class_rows(self, rows: list[SubmissionResult], submissions: dict,
+                   feedback: dict[str, str]) -> list[ClassRow]:
+        """The rows of OUT/class.json (what `export` reads) from the rows of record.
+
+        ``feedback``: student_id -> the feedback page's path relative to OUT.
+        """
+        out = []
+        for row in rows:
+            student = self.roster.by_id(row.student_id) if self.roster is not None else None
+            student = student or Student(row.student_id, row.name)
+            submission = submissions.get(row.student_id)
+            source = ""
+            if row.submitted_at:
+                source = ("times CSV" if row.student_id in self.times
+                          else submission.time_source if submission else "")
+            out.append(ClassRow(
+                student=student, lab=row.lab, score=row.score,
+                raw_score=row.raw_score if row.raw_score is not None else row.score,
+                max_score=row.max_score, status=row.status, file=row.source_name,
+                submitted_at=row.submitted_at, time_source=source,
+                due=row.due, late_seconds=row.late_seconds, penalty=row.penalty,
+                feedback=feedback.get(row.student_id, ""),
+                identity=submission.identity if submission else None, notes=list(row.notes),
+                exercises=[asdict(x) for x in row.exercises]))
+        return out
+
     def _apply_late(self, row: SubmissionResult, submission) -> None:
         when = self.times.get(row.student_id)
         if when is not None:
@@ -172,27 +198,42 @@ def apply_override(row: SubmissionResult, override: Override) -> None:
             return
 
 
-def class_rows(rows: list[SubmissionResult], submissions: dict, roster,
-               feedback: dict[str, str]) -> list[ClassRow]:
-    """The rows of OUT/class.json (what `export` reads) from the rows of record.
+def report_term(term: Term, rows: list[SubmissionResult], collected, notes: list[str]) -> dict:
+    """What report.html shows of the term (autograder.grader.reports.report_html's ``term``)."""
+    summary = {"roster": "", "enrolled": 0, "submitted": 0, "unmatched": [],
+               "policy": policy_text(term.policy, term.lab_id),
+               "overrides_file": str(term.overrides_file or ""), "notes": list(notes)}
+    if term.roster is not None:
+        summary.update(
+            roster=f"{term.roster.source.name} ({term.roster.kind or term.roster.lms})",
+            enrolled=len(term.roster),
+            submitted=sum(r.status != NO_SUBMISSION for r in rows),
+            unmatched=[{"files": u.files, "who": _who(u.identity), "reason": u.reason}
+                       for u in (collected.unmatched if collected else [])])
+    return summary
 
-    ``feedback``: student_id -> the feedback page's path relative to OUT.
-    """
-    from dataclasses import asdict
 
-    out = []
-    for row in rows:
-        student = roster.by_id(row.student_id) if roster is not None else None
-        student = student or Student(row.student_id, row.name)
-        submission = submissions.get(row.student_id)
-        out.append(ClassRow(
-            student=student, lab=row.lab, score=row.score,
-            raw_score=row.raw_score if row.raw_score is not None else row.score,
-            max_score=row.max_score, status=row.status, file=row.source_name,
-            submitted_at=row.submitted_at,
-            time_source=(submission.time_source if submission and row.submitted_at else ""),
-            due=row.due, late_seconds=row.late_seconds, penalty=row.penalty,
-            feedback=feedback.get(row.student_id, "") if row.status != NO_SUBMISSION else "",
-            identity=submission.identity if submission else None, notes=list(row.notes),
-            exercises=[asdict(x) for x in row.exercises]))
-    return out
+def _who(identity) -> str:
+    if identity is None:
+        return "-"
+    parts = [identity.source, identity.name, identity.user_id and f"id {identity.user_id}",
+             identity.email]
+    return ", ".join(part for part in parts if part)
+
+
+def policy_text(policy: late.LatePolicy, lab_id: str) -> str:
+    """The late policy of ``lab_id`` in one sentence ("" when it has no due date)."""
+    deadline = policy.deadlines.get(lab_id)
+    if deadline is None:
+        return ""
+    text = f"Due {deadline.due.isoformat(' ', 'minutes')}"
+    if policy.grace_minutes:
+        text += f", {policy.grace_minutes:g} minutes' grace"
+    if policy.penalty_percent:
+        text += (f"; {policy.penalty_percent:g}% of the points per {policy.per} late (a part "
+                 f"counts whole), at most {policy.max_penalty_percent:g}%")
+    if deadline.no_credit_after:
+        text += f"; no credit after {deadline.no_credit_after.isoformat(' ', 'minutes')}"
+    elif policy.no_credit_after_days:
+        text += f"; no credit after {policy.no_credit_after_days:g} days late"
+    return text + "."
