@@ -17,7 +17,9 @@ report, see model.py) and the feedback pages it names, and writes into
     as the assignments' points, not as a student; a student is found by the
     ID column (Canvas's user id), then by SIS ids, then by name; an
     assignment column is matched by "Name (id)", then by its exact name, and
-    a header that matches none creates a new assignment. A blank or ``-``
+    a header that matches none creates a new assignment (with the Points
+    Possible row's points; scores are in the lab's points, so an existing
+    assignment should have the lab's points in Canvas too). A blank or ``-``
     cell means "no score" (it removes a score already there), so every row
     gets a number: a student without a submission gets 0. Canvas cannot
     import a row without its user id: a class graded without a Canvas roster
