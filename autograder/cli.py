@@ -137,6 +137,25 @@ def _merge(args) -> int:
     return 0
 
 
+def _export(args) -> int:
+    from autograder.grader.reports import clean_text
+    from autograder.term.export import export
+
+    done = export(Path(args.out), args.to, dest=Path(args.dest) if args.dest else None,
+                  assignment=args.assignment, moodle_key=args.moodle_key, lab=args.lab)
+    print(f"Exported {done.grades} grades and {done.feedback} feedback pages of {args.lab} "
+          f"for {args.to} into {done.dest}:")
+    for name in sorted(done.files):
+        print(f"  {name}")
+    for student_id, why in done.skipped:
+        print(f"  no feedback file for {clean_text(student_id, keep_lines=False)}: "
+              f"{clean_text(why, keep_lines=False)}")
+    print("Upload:")
+    for step in done.steps:
+        print(f"  {step}")
+    return 0
+
+
 def _demo(args) -> int:
     from autograder.labs import KIT_ROOT, available_labs
 
@@ -251,6 +270,19 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--allow-missing", action="store_true",
                        help="merge even when a shard or a student's result is missing")
     merge.set_defaults(func=_merge)
+
+    export = commands.add_parser(
+        "export", help="write a graded lab's grades and feedback for Canvas, Moodle or a CSV")
+    export.add_argument("lab", help="lab id, e.g. lab1 (checked against OUT's class.json)")
+    export.add_argument("out", help="the --out folder of `grade`")
+    export.add_argument("--to", required=True, choices=("canvas", "moodle", "csv"),
+                        help="the LMS whose import files to write")
+    export.add_argument("--dest", help="output folder (default: OUT/export/<to>)")
+    export.add_argument("--assignment", help="the grade column's name (default: the lab's "
+                        "title; for Canvas, \"Name (id)\" matches an existing assignment)")
+    export.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
+                        help="how Moodle finds each student (default: email)")
+    export.set_defaults(func=_export)
 
     demo = commands.add_parser("demo", help="grade the bundled sample submissions")
     demo.add_argument("--out", default="demo_output", help="output folder (default: demo_output)")
