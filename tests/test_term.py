@@ -360,3 +360,102 @@ def test_only_one_student_is_graded_again_and_overrides_stay(canvas_class, tmp_p
         main(["grade", "lab1", "--only"])
     assert main(["grade", "lab1", str(folder / "submissions.zip"), "--out", str(out),
                  "--roster", str(folder / "roster.csv"), "--quiet", "--only", "nobody"]) == 2
+
+
+# ------------------------------------------------------------------ Moodle and Gradescope
+
+MOODLE_WORKSHEET = (
+    # Moodle's "Download grading worksheet" (mod/assign/gradingtable.php's columns)
+    'Identifier,"Full name","Email address",Status,Grade,"Maximum Grade",'
+    '"Grade can be changed","Last modified (submission)","Last modified (grade)",'
+    '"Feedback comments"\n'
+    '"Participant 200001","Jane Doe",jane@uni.example,"Submitted for grading",,10.00,Yes,'
+    '"Monday, 5 October 2026, 9:00 PM",-,\n'
+    '"Participant 200002","Tom Lee",tom@uni.example,"No submission",,10.00,Yes,-,-,\n'
+)
+
+
+def test_a_moodle_class_from_download_to_grade_import(tmp_path):
+    """Moodle's zip has a folder per participant (file and online text
+    folders of one participant are one student); the grades go back keyed
+    by email, the feedback as Moodle's feedback-files zip."""
+    with zipfile.ZipFile(tmp_path / "moodle.zip", "w") as archive:
+        _member(archive, "Jane Doe_200001_assignsubmission_file_/lab1_attention.ipynb",
+                "frank.ipynb", (2026, 10, 5, 21, 0, 0))
+        archive.writestr("Jane Doe_200001_assignsubmission_onlinetext_/onlinetext.html",
+                         "<p>see the notebook</p>")
+        _member(archive, "Someone Else_299999_assignsubmission_file_/lab1_attention.ipynb",
+                "alice.ipynb", (2026, 10, 5, 21, 0, 0))
+    (tmp_path / "roster.csv").write_text(MOODLE_WORKSHEET)
+    out = tmp_path / "out"
+    assert main(["grade", "lab1", str(tmp_path / "moodle.zip"), "--out", str(out), "--roster",
+                 str(tmp_path / "roster.csv"), "--quiet", "--jobs", "1",
+                 "--no-similarity"]) == 0
+    grades = _grades(out)
+    assert sorted(grades) == ["jane", "tom"]
+    assert grades["tom"]["status"] == "no submission"
+    assert grades["jane"]["file"] == \
+        "Jane Doe_200001_assignsubmission_file_/lab1_attention.ipynb"
+    assert "Someone Else_299999_assignsubmission_file_/lab1_attention.ipynb" in \
+        (out / "report.html").read_text(encoding="utf-8")
+    assert main(["export", "lab1", str(out), "--to", "moodle"]) == 0
+    with open(out / "export" / "moodle" / "grades.csv", encoding="utf-8", newline="") as h:
+        rows = list(csv.reader(h))
+    assert rows[0] == ["Full name", "Email address", "Lab 1: attention from scratch",
+                       "Lab 1: attention from scratch (Feedback)"]
+    assert {row[1]: row[2] for row in rows[1:]} == {
+        "jane@uni.example": grades["jane"]["score"], "tom@uni.example": "0"}
+    with zipfile.ZipFile(out / "export" / "moodle" / "feedback.zip") as archive:
+        assert archive.namelist() == ["Jane Doe_200001_assignsubmission_file_/feedback.html"]
+
+
+GRADESCOPE_METADATA = """\
+submission_1001:
+  :submitters:
+  - :name: Ann Smith
+    :sid: '3001'
+    :email: ann@uni.example
+  :created_at: 2026-10-06 03:30:00.000000000 +00:00
+submission_1002:
+  :submitters:
+  - :name: Ben Jones
+    :sid: '3002'
+    :email: ben@uni.example
+  :created_at: 2026-10-05 20:00:00.000000000 -04:00
+"""
+
+
+def test_a_gradescope_export_carries_its_own_submission_times(tmp_path):
+    """Gradescope's metadata gives the submitters' sids (matched to the
+    roster's student_id) and the times, late by the course's policy."""
+    export = tmp_path / "assignment_export"
+    for folder, sample in (("submission_1001", "bob.ipynb"), ("submission_1002", "bob.ipynb")):
+        (export / folder).mkdir(parents=True)
+        (export / folder / "lab1_attention.ipynb").write_bytes((SAMPLES / sample).read_bytes())
+    (export / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    (tmp_path / "roster.csv").write_text("student_id,name,email\n3001,Ann Smith,ann@uni.example\n"
+                                         "3002,Ben Jones,ben@uni.example\n")
+    (tmp_path / "course.toml").write_text(
+        '[deadlines]\ntimezone = "America/New_York"\nlab1 = "2026-10-05 23:59"\n'
+        '[late]\npenalty_percent = 25\nper = "hour"\n')
+    out = tmp_path / "out"
+    assert main(["grade", "lab1", str(export), "--out", str(out), "--roster",
+                 str(tmp_path / "roster.csv"), "--course", str(tmp_path / "course.toml"),
+                 "--quiet", "--jobs", "2", "--no-similarity"]) == 0
+    grades = _grades(out)
+    # Ann: 03:30 UTC is 23:30 in New York (EDT): on time; Ben: 20:00 -04:00, on time too...
+    assert grades["3001"]["penalty"] == "0" and grades["3001"]["late_hours"] == ""
+    assert grades["3002"]["penalty"] == "0"
+    # ...until the due date is an hour earlier: Ann is then 31 minutes late, one hour at 25%
+    (tmp_path / "course.toml").write_text(
+        '[deadlines]\ntimezone = "America/New_York"\nlab1 = "2026-10-05 22:59"\n'
+        '[late]\npenalty_percent = 25\nper = "hour"\n')
+    assert main(["grade", "lab1", str(export), "--out", str(out), "--roster",
+                 str(tmp_path / "roster.csv"), "--course", str(tmp_path / "course.toml"),
+                 "--quiet", "--no-similarity"]) == 0
+    grades = _grades(out)
+    assert grades["3001"]["late_hours"] == "0.52"
+    assert float(grades["3001"]["penalty"]) == pytest.approx(
+        min(2.5, float(grades["3001"]["raw_score"])))
+    assert grades["3001"]["submitted_at"] == "2026-10-06T03:30:00+00:00"
+    assert grades["3002"]["penalty"] == "0"
