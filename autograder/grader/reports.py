@@ -347,8 +347,12 @@ def _summary(results: list[SubmissionResult], max_score: float) -> list[tuple[st
     ]
 
 
-def report_html(results: list[SubmissionResult], lab_title: str) -> str:
-    """The instructor's class overview of one lab."""
+def report_html(results: list[SubmissionResult], lab_title: str, similar=None) -> str:
+    """The instructor's class overview of one lab.
+
+    ``similar``: autograder.term.similarity.find_similar's Pairs, shown as
+    the section "Similar answers" at the end (None: no such section).
+    """
     max_score = _class_max(results)
     ordered = _sorted(results)
     return _render(
@@ -356,7 +360,7 @@ def report_html(results: list[SubmissionResult], lab_title: str) -> str:
         histogram=_histogram_chart(score_histogram([r.score for r in results], max_score)),
         rates=_pass_rate_chart(pass_rates(results)), failures=common_failures(results),
         not_graded=[r for r in ordered if r.status != GRADED],
-        noted=[r for r in ordered if r.notes])
+        noted=[r for r in ordered if r.notes], similar=similar)
 
 
 # --------------------------------------------------------------------------
@@ -365,7 +369,7 @@ def report_html(results: list[SubmissionResult], lab_title: str) -> str:
 
 
 def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str,
-                  hints: dict[str, str] | None = None) -> dict[str, Path]:
+                  hints: dict[str, str] | None = None, similar=None) -> dict[str, Path]:
     """Write every output file of a grading run into ``out_dir``.
 
     Args:
@@ -373,6 +377,8 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
         out_dir: created when missing.
         lab_title: shown at the top of every page.
         hints: exercise name -> hint shown to students who failed it.
+        similar: find_similar's Pairs for report.html's "Similar answers"
+            (None: the section is not shown).
 
     Returns:
         Path of each file written, keyed by its path relative to ``out_dir``:
@@ -390,7 +396,8 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
         name = _unique_name(_safe_filename(result.student_id), used)
         relative = f"feedback/{name}.html"
         written[relative] = _write(out_dir / relative, feedback_html(result, lab_title, hints))
-    written["report.html"] = _write(out_dir / "report.html", report_html(results, lab_title))
+    written["report.html"] = _write(out_dir / "report.html",
+                                    report_html(results, lab_title, similar))
     return written
 
 
