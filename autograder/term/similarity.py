@@ -17,7 +17,9 @@ cell already had (the signature, the docstring, ``# YOUR CODE HERE``,
 ``raise NotImplementedError()``): two students who wrote nothing are not
 similar. copydetect's tokenizer (Pygments) then replaces every name by
 ``V`` or ``F``, every string by ``S`` and drops comments and white space,
-so renamed variables and rewritten comments do not hide a copy.
+so renamed variables and rewritten comments do not hide a copy. A
+one-character separator unique to each notebook stands between two
+exercises, so that no match runs from one exercise into the next.
 
 The similarity of a to b is copydetect's: the share of a's fingerprinted
 tokens (characters of the filtered code) that also occur in b; it is not
@@ -204,8 +206,8 @@ def _provided(student_path: Path, exercises: tuple[str, ...]) -> dict[str, froze
             for exercise, source in _answer_cells(blank, exercises).items()}
 
 
-def _keep(lines, provided: frozenset[str]) -> bool:
-    stripped = lines.strip()
+def _keep(line, provided: frozenset[str]) -> bool:
+    stripped = line.strip()
     return bool(stripped) and stripped not in provided
 
 
