@@ -152,9 +152,14 @@ class ClassGradebook:
         points = self.points or _points_of(results)
         rows, notes = term.apply(results, submissions, points)
         summary = report_term(term, rows, collected, notes)
-        similar = self._similar(rows, options) if options and options.similarity else None
+        similar = None
+        if options and options.similarity:
+            try:
+                similar = self._similar(rows, options)
+            except ValueError as error:  # a --similar-to folder that is not one: say so
+                summary["notes"].append(f"the similarity check did not run: {error}")
         paths = reports.write_reports(rows, self.out_dir, self.lab.title, hints, summary,
-                                      **({"similar": similar} if similar is not None else {}))
+                                      similar)
         write_class(self.out_dir, self.lab.id, self.lab.title,
                     term.class_rows(rows, submissions, reports.feedback_names(rows)),
                     term.roster.lms if term.roster is not None else "")
@@ -162,10 +167,8 @@ class ClassGradebook:
 
     def _similar(self, rows: list[SubmissionResult], options: GradingOptions):
         """Pairs of similar answers among the graded notebooks (None: fewer than two)."""
-        try:
-            from autograder.term import similarity
-        except ImportError:
-            return None
+        from autograder.term import similarity
+
         notebooks = {}
         for row in rows:
             path = self.root / "submitted" / row.student_id / self.lab.id / \

@@ -371,13 +371,15 @@ def _summary(results: list[SubmissionResult], max_score: float) -> list[tuple[st
 
 
 def report_html(results: list[SubmissionResult], lab_title: str,
-                term: dict | None = None) -> str:
+                term: dict | None = None, similar=None) -> str:
     """The instructor's class overview of one lab.
 
     ``term``: what the term's rules add (autograder.term.apply.report_term):
     ``roster`` (a description, "" without one), ``enrolled``, ``submitted``,
     ``unmatched`` ([{files, who, reason}]), ``policy`` (the late policy in
     words, "" without a due date), ``overrides_file`` and ``notes``.
+    ``similar``: autograder.term.similarity.find_similar's Pairs, shown as
+    the section "Similar answers" at the end (None: no such section).
     """
     term = {**EMPTY_TERM, **(term or {})}
     max_score = _class_max(results)
@@ -391,7 +393,8 @@ def report_html(results: list[SubmissionResult], lab_title: str,
         noted=[r for r in ordered if r.notes], term=term,
         missing=[r for r in ordered if r.status == NO_SUBMISSION],
         late=[(r, late_by(r.late_seconds)) for r in ordered if r.late_seconds > 0],
-        overridden=[(r, x) for r in ordered for x in r.exercises if x.override_by])
+        overridden=[(r, x) for r in ordered for x in r.exercises if x.override_by],
+        similar=similar)
 
 
 #: report_html's ``term`` when no rule of the term applies.
@@ -405,8 +408,8 @@ EMPTY_TERM = {"roster": "", "enrolled": 0, "submitted": 0, "unmatched": [], "pol
 
 
 def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str,
-                  hints: dict[str, str] | None = None, term: dict | None = None
-                  ) -> dict[str, Path]:
+                  hints: dict[str, str] | None = None, term: dict | None = None,
+                  similar=None) -> dict[str, Path]:
     """Write every output file of a grading run into ``out_dir``.
 
     Args:
@@ -415,6 +418,8 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
         lab_title: shown at the top of every page.
         hints: exercise name -> hint shown to students who failed it.
         term: what the term's rules add to report.html (see report_html).
+        similar: find_similar's Pairs for report.html's "Similar answers"
+            (None: the section is not shown).
 
     Returns:
         Path of each file written, keyed by its path relative to ``out_dir``:
@@ -435,7 +440,7 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
             written[relative] = _write(out_dir / relative,
                                        feedback_html(result, lab_title, hints))
     written["report.html"] = _write(out_dir / "report.html",
-                                    report_html(results, lab_title, term))
+                                    report_html(results, lab_title, term, similar))
     return written
 
 
