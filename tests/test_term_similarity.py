@@ -334,3 +334,14 @@ def test_report_without_similarity_has_no_section(tmp_path):
     assert "Similar answers" not in html
     empty = reports.report_html([], "Lab 1", similar=Pairs(notebooks=2))
     assert "Similar answers" in empty and "No pair reached the threshold" in empty
+
+
+def test_a_notebook_padded_with_megabytes_of_code_is_compared_on_its_first_part(tmp_path, monkeypatch):
+    monkeypatch.setattr(similarity, "MAX_ANSWER_CHARS", 2_000)
+    padded = dict(EINSUM)
+    padded["softmax"] = EINSUM["softmax"] + "".join(f"\n    pad_{i} = {i}" for i in range(2000))
+    notebooks = {"ann": write(tmp_path, "ann", EINSUM), "pad": write(tmp_path, "pad", padded)}
+    found = find_similar("lab1", notebooks)
+    assert ("pad", "answers longer than 2,000 characters: only the first are compared") \
+        in found.skipped
+    assert found.notebooks == 2

@@ -156,8 +156,9 @@ class ClassGradebook:
         if options and options.similarity:
             try:
                 similar = self._similar(rows, options)
-            except ValueError as error:  # a --similar-to folder that is not one: say so
-                summary["notes"].append(f"the similarity check did not run: {error}")
+            except Exception as error:  # noqa: BLE001 - it flags; it never stops the reports
+                summary["notes"].append(f"the similarity check did not run: "
+                                        f"{type(error).__name__}: {error}")
         paths = reports.write_reports(rows, self.out_dir, self.lab.title, hints, summary,
                                       similar)
         write_class(self.out_dir, self.lab.id, self.lab.title,

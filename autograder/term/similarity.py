@@ -406,6 +406,11 @@ def _compare(a: _Side, b: _Side) -> Pair:
     return Pair(a.name, b.name, float(similarity_a), float(similarity_b), int(tokens))
 
 
+#: Answer code compared per notebook, at most (a notebook padded with
+#: megabytes of code is compared on its first part, and said so).
+MAX_ANSWER_CHARS = 200_000
+
+
 def _check_settings(threshold: float, limit: int, noise: int, guarantee: int) -> None:
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold is {threshold!r}: expected a share of the code, above 0 and "
@@ -451,6 +456,11 @@ def find_similar(lab: Lab | str, notebooks: dict[str, Path], references: Path | 
     for student_id, path in sorted(notebooks.items()):
         try:
             answers = extract_answers(Path(path), lab)
+            if len(answers.text) > MAX_ANSWER_CHARS:
+                kept = answers.text[:MAX_ANSWER_CHARS].rsplit("\n", 1)[0]
+                answers = Answers(kept, answers.origins[:kept.count("\n") + 1])
+                skipped.append((student_id, f"answers longer than {MAX_ANSWER_CHARS:,} "
+                                            f"characters: only the first are compared"))
             students.append(_side(student_id, len(students), answers, noise, guarantee))
         except (OSError, UnicodeDecodeError, nbformat.reader.NotJSONError) as error:
             skipped.append((student_id, f"not read: {error}"))
