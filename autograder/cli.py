@@ -106,13 +106,23 @@ def _grade(args) -> int:
     options = grading_options(args)
     from autograder.grader.grade import grade
     from autograder.grader.reports import write_gradebook_table
+    from autograder.grader.results import NO_SUBMISSION
 
     started = time.monotonic()
     results, paths = grade(args.lab, Path(args.submissions), Path(args.out), options)
     print(write_gradebook_table(results))
     seconds = time.monotonic() - started
     part = f" (shard {args.shard})" if args.shard else ""
-    print(f"\n{len(results)} submissions of {args.lab}{part} graded in {seconds:.1f} s.")
+    missing = sum(r.status == NO_SUBMISSION for r in results)
+    print(f"\n{len(results) - missing} submissions of {args.lab}{part} graded in "
+          f"{seconds:.1f} s." + (f" {missing} enrolled students sent nothing (0 points)."
+                                 if missing else ""))
+    if "unmatched.csv" in paths:
+        with open(paths["unmatched.csv"], encoding="utf-8") as handle:
+            files = sum(1 for _ in handle) - 1
+        print(f"{files} files match no one on the roster and were not graded: "
+              f"{paths['unmatched.csv']} (and report.html) says whose they seem to be.",
+              file=sys.stderr)
     print(f"Grades:   {Path(args.out) / 'grades.csv'}")
     print(f"Report:   {Path(args.out) / 'report.html'}")
     print(f"Feedback: {Path(args.out) / 'feedback'}/")

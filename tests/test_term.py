@@ -285,6 +285,10 @@ def test_every_enrolled_student_has_one_row_and_strangers_are_not_graded(canvas_
     assert "Files that match no one on the roster (not graded)" in report
     assert "6 enrolled, 5 submitted" in report
     assert not (out / "results" / "mallorymal_555.json").exists()
+    with open(out / "unmatched.csv", encoding="utf-8", newline="") as handle:
+        unmatched = list(csv.DictReader(handle))
+    assert [row["file"] for row in unmatched] == ["mallorymal_555_9555_lab1_attention.ipynb"]
+    assert "id 555" in unmatched[0]["whose"] and "matches nobody" in unmatched[0]["reason"]
 
 
 def test_late_work_is_penalised_by_the_course_policy(canvas_class):

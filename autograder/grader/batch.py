@@ -161,6 +161,7 @@ class ClassGradebook:
                                         f"{type(error).__name__}: {error}")
         paths = reports.write_reports(rows, self.out_dir, self.lab.title, hints, summary,
                                       similar)
+        paths.update(reports.write_unmatched(summary["unmatched"], self.out_dir))
         write_class(self.out_dir, self.lab.id, self.lab.title,
                     term.class_rows(rows, submissions, reports.feedback_names(rows)),
                     term.roster.lms if term.roster is not None else "")

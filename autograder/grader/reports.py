@@ -444,6 +444,27 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
     return written
 
 
+#: OUT/unmatched.csv: the files that matched no one on the roster (not graded).
+UNMATCHED_COLUMNS = ["file", "whose", "reason"]
+
+
+def write_unmatched(unmatched: list[dict], out_dir: Path) -> dict[str, Path]:
+    """``unmatched.csv`` (one row per file) when files matched no one on the
+    roster, else none (an earlier run's is removed)."""
+    path = Path(out_dir) / "unmatched.csv"
+    if not unmatched:
+        path.unlink(missing_ok=True)
+        return {}
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(UNMATCHED_COLUMNS)
+        for found in unmatched:
+            for name in found["files"]:
+                writer.writerow([_csv_text(name), _csv_text(found["who"]),
+                                 _csv_text(found["reason"])])
+    return {"unmatched.csv": path}
+
+
 def feedback_names(results: list[SubmissionResult]) -> dict[str, str]:
     """student_id -> their feedback page's path relative to OUT
     (``feedback/<id>.html``; none for an enrolled student with no submission)."""
