@@ -115,18 +115,22 @@ def _grade(args) -> int:
     part = f" (shard {args.shard})" if args.shard else ""
     missing = sum(r.status == NO_SUBMISSION for r in results)
     print(f"\n{len(results) - missing} submissions of {args.lab}{part} graded in "
-          f"{seconds:.1f} s." + (f" {missing} enrolled students sent nothing (0 points)."
-                                 if missing else ""))
+          f"{seconds:.1f} s." + (f" {_count(missing, 'enrolled student')} sent nothing "
+                                 f"(0 points)." if missing else ""))
     if "unmatched.csv" in paths:
         with open(paths["unmatched.csv"], encoding="utf-8") as handle:
             files = sum(1 for _ in handle) - 1
-        print(f"{files} files match no one on the roster and were not graded: "
-              f"{paths['unmatched.csv']} (and report.html) says whose they seem to be.",
-              file=sys.stderr)
+        print(f"{_count(files, 'file')} {'matches' if files == 1 else 'match'} no one on the "
+              f"roster, not graded: {paths['unmatched.csv']} (and report.html) says whose "
+              f"{'it seems' if files == 1 else 'they seem'} to be.", file=sys.stderr)
     print(f"Grades:   {Path(args.out) / 'grades.csv'}")
     print(f"Report:   {Path(args.out) / 'report.html'}")
     print(f"Feedback: {Path(args.out) / 'feedback'}/")
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def _merge(args) -> int:
@@ -181,7 +185,28 @@ def _demo(args) -> int:
             ["grade", lab.id, str(samples), "--out", str(out), "--seed", args.seed,
              "--regrade"]))
         print()
-    return status
+    return status | _demo_term(args)
+
+
+def _demo_term(args) -> int:
+    """The README's walk through a term, on the sample term (data/sample_term/):
+    lab 1 from a Canvas download, with the roster, the late policy, an
+    extension and an override, then exported for Canvas."""
+    from autograder.labs import KIT_ROOT
+
+    term = KIT_ROOT / "data" / "sample_term"
+    if not (term / "lab1_canvas.zip").exists():
+        return 0
+    out = Path(args.out) / "term-lab1"
+    print(f"== A term: lab 1 from Canvas, with its roster and late policy "
+          f"({term.relative_to(KIT_ROOT)}) ==")
+    status = _grade(build_parser().parse_args(
+        ["grade", "lab1", str(term / "lab1_canvas.zip"), "--out", str(out), "--roster",
+         str(term / "roster.csv"), "--course", str(term / "course.toml"), "--overrides",
+         str(term / "overrides.csv"), "--seed", args.seed, "--regrade"]))
+    print()
+    return status | _export(build_parser().parse_args(
+        ["export", "lab1", str(out), "--to", "canvas", "--assignment", "Lab 1 (4321)"]))
 
 
 def build_parser() -> argparse.ArgumentParser:

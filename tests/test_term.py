@@ -1,11 +1,13 @@
 """The instructor's term: the late policy, overrides, and a whole class through
 roster, grading, the report and the LMS export.
 
-The class (``canvas_class``) is a Canvas "Download Submissions" zip of lab 1,
-graded with a Canvas gradebook export as roster and a course.toml with a due
-date and a late policy; it has an on-time, a late, an extended, a LATE-marked,
-a duplicated (resubmitted) and an unknown submission, and an enrolled student
-who sent nothing. Expected values are worked out by hand from the policy.
+The class (``canvas_class``) is the sample term (data/sample_term/build.py):
+a Canvas "Download Submissions" zip of lab 1, graded with a Canvas gradebook
+export as roster and a course.toml with a due date and a late policy; it has
+an on-time, a late, an extended, a LATE-marked, a duplicated (resubmitted)
+and an unknown submission, and an enrolled student who sent nothing. A
+Moodle class and a Gradescope export follow. Expected values are worked out
+by hand from the policy.
 """
 
 from __future__ import annotations
@@ -194,75 +196,33 @@ def test_overrides_replace_scores_keep_the_tests_score_and_penalties_come_after(
 
 # ------------------------------------------------------------------ a whole class
 
-CANVAS_ROSTER = (
-    "Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (4321)\n"
-    "    Points Possible,,,,,10.00\n"
-    '"Able, Alice",101,S101,aable,Section A,\n'
-    '"Brown, Bob",102,S102,bbrown,Section A,\n'
-    '"Chen, Carol",103,S103,cchen,Section B,\n'
-    '"Doe, Dave",104,S104,ddoe,Section B,\n'
-    '"Eve, Erin",105,S105,eeve,Section B,\n'
-    '"Zed, Zoe",106,S106,zzed,Section A,\n'
-    '"Student, Test",999,,,Section A,\n'
-)
-
-COURSE = """
-[deadlines]
-timezone = "America/New_York"
-lab1 = "2026-10-05 23:59"
-
-[late]
-grace_minutes = 15
-penalty_percent = 10
-per = "day"
-max_penalty_percent = 50
-"""
+TERM = ROOT / "data" / "sample_term"
 
 
-def _member(archive: zipfile.ZipFile, name: str, sample: str, when: tuple) -> None:
-    info = zipfile.ZipInfo(name, date_time=when)
-    archive.writestr(info, (SAMPLES / sample).read_bytes())
+def test_the_sample_term_is_built_from_the_lab1_samples(tmp_path):
+    """data/sample_term/ is what its build.py writes, byte for byte (run it
+    after changing the lab 1 samples)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sample_term_build", TERM / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for path in module.build(tmp_path):
+        assert path.read_bytes() == (TERM / path.name).read_bytes(), \
+            f"data/sample_term/{path.name} is out of date: run python data/sample_term/build.py"
 
 
 @pytest.fixture(scope="module")
 def canvas_class(tmp_path_factory):
-    """Grade the class once: (folder, out, CLI status)."""
-    folder = tmp_path_factory.mktemp("term")
-    with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
-        # on time (local New York time, as Canvas's zip stores it)
-        _member(archive, "ablealice_101_9001_lab1_attention.ipynb", "alice.ipynb",
-                (2026, 10, 5, 20, 0, 0))
-        # 1 day 2 h late: 2 days at 10%
-        _member(archive, "brownbob_LATE_102_9002_lab1_attention.ipynb", "bob.ipynb",
-                (2026, 10, 7, 2, 0, 0))
-        # 30 minutes late but with a 1-day extension: on time
-        _member(archive, "chencarol_LATE_103_9003_lab1_attention.ipynb", "carol.ipynb",
-                (2026, 10, 6, 0, 29, 0))
-        # dave resubmitted: Canvas names the second file "-1"; the one with answers counts
-        _member(archive, "doedave_104_9004_lab1_attention.ipynb", "dave.ipynb",
-                (2026, 10, 4, 9, 0, 0))
-        _member(archive, "doedave_104_9014_lab1_attention-1.ipynb", "frank.ipynb",
-                (2026, 10, 5, 9, 0, 0))
-        # erin submits 10 minutes late: within the grace period
-        _member(archive, "eveerin_LATE_105_9005_lab1_attention.ipynb", "erin/Copy of "
-                "lab1_attention.ipynb", (2026, 10, 6, 0, 9, 0))
-        # not on the roster (a student who dropped, or a stray file)
-        _member(archive, "mallorymal_555_9555_lab1_attention.ipynb", "alice.ipynb",
-                (2026, 10, 5, 10, 0, 0))
-        # zoe (106) sent nothing
-    (folder / "roster.csv").write_text(CANVAS_ROSTER)
-    (folder / "course.toml").write_text(COURSE)
-    (folder / "extensions.csv").write_text("student_id,lab,days\ncchen,lab1,1\n")
-    out = folder / "out"
+    """The sample term's lab 1 (data/sample_term/build.py says who is who),
+    graded once as the README does, the overrides in OUT: (folder, out, status)."""
+    out = tmp_path_factory.mktemp("term") / "out"
     out.mkdir()
-    (out / "overrides.csv").write_text(
-        "student_id,exercise,score,note,by\naable,softmax,1,Copied the loop from the lecture "
-        "notes without citing,Dr Smith\n")
-    status = main(["grade", "lab1", str(folder / "submissions.zip"), "--out", str(out),
-                   "--roster", str(folder / "roster.csv"), "--course",
-                   str(folder / "course.toml"), "--extensions", str(folder / "extensions.csv"),
+    (out / "overrides.csv").write_bytes((TERM / "overrides.csv").read_bytes())
+    status = main(["grade", "lab1", str(TERM / "lab1_canvas.zip"), "--out", str(out),
+                   "--roster", str(TERM / "roster.csv"), "--course", str(TERM / "course.toml"),
                    "--seed", "term", "--quiet", "--jobs", "2"])
-    return folder, out, status
+    return TERM, out, status
 
 
 def _grades(out: Path) -> dict[str, dict]:
@@ -351,18 +311,19 @@ def test_the_class_goes_into_canvas_as_canvas_imports_it(canvas_class):
 def test_only_one_student_is_graded_again_and_overrides_stay(canvas_class, tmp_path):
     folder, out, _ = canvas_class
     before = {p.name: p.stat().st_mtime_ns for p in (out / "results").iterdir()}
-    status = main(["grade", "lab1", str(folder / "submissions.zip"), "--out", str(out),
-                   "--roster", str(folder / "roster.csv"), "--course",
-                   str(folder / "course.toml"), "--extensions", str(folder / "extensions.csv"),
+    penalised = _grades(out)["bbrown"]
+    # the roster and course settings of the first run are used again without being named
+    status = main(["grade", "lab1", str(folder / "lab1_canvas.zip"), "--out", str(out),
                    "--quiet", "--only", "eeve", "--no-similarity"])
     assert status == 0
+    assert _grades(out)["bbrown"] == penalised
     after = {p.name: p.stat().st_mtime_ns for p in (out / "results").iterdir()}
     assert [name for name in after if after[name] != before.get(name)] == ["eeve.json"]
     assert "Dr Smith" in (out / "report.html").read_text(encoding="utf-8")
     assert len(_grades(out)) == 6
     with pytest.raises(SystemExit):
         main(["grade", "lab1", "--only"])
-    assert main(["grade", "lab1", str(folder / "submissions.zip"), "--out", str(out),
+    assert main(["grade", "lab1", str(folder / "lab1_canvas.zip"), "--out", str(out),
                  "--roster", str(folder / "roster.csv"), "--quiet", "--only", "nobody"]) == 2
 
 
@@ -377,6 +338,11 @@ MOODLE_WORKSHEET = (
     '"Monday, 5 October 2026, 9:00 PM",-,\n'
     '"Participant 200002","Tom Lee",tom@uni.example,"No submission",,10.00,Yes,-,-,\n'
 )
+
+
+def _member(archive: zipfile.ZipFile, name: str, sample: str, when: tuple) -> None:
+    info = zipfile.ZipInfo(name, date_time=when)
+    archive.writestr(info, (SAMPLES / sample).read_bytes())
 
 
 def test_a_moodle_class_from_download_to_grade_import(tmp_path):
@@ -463,3 +429,19 @@ def test_a_gradescope_export_carries_its_own_submission_times(tmp_path):
         min(2.5, float(grades["3001"]["raw_score"])))
     assert grades["3001"]["submitted_at"] == "2026-10-06T03:30:00+00:00"
     assert grades["3002"]["penalty"] == "0"
+
+
+def test_a_remembered_term_file_that_is_gone_is_a_clear_error(tmp_path):
+    from autograder.grader.grade import remembered_term
+    from autograder.grader.options import GradingOptions
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id\nann\n")
+    out = tmp_path / "out"
+    assert remembered_term(out, GradingOptions(roster=roster)).roster == roster
+    assert remembered_term(out, GradingOptions()).roster == roster.resolve()
+    roster.unlink()
+    with pytest.raises(ValueError, match=r"used .*roster.csv \(--roster\), which is gone"):
+        remembered_term(out, GradingOptions())
+    (out / "term.json").unlink()
+    assert remembered_term(out, GradingOptions()).roster is None

@@ -71,6 +71,7 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
             f"Submissions not found: {submissions} does not exist. Give a folder of "
             f".ipynb files or a .zip downloaded from your LMS."
         )
+    options = remembered_term(Path(out_dir), options)
     grader = Grader(lab_id, out_dir, options)
     # The instructor's files (roster, times, extensions, overrides, course.toml's
     # deadlines) are read and checked before anyone is graded.
@@ -80,3 +81,44 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
                      overrides=options.overrides)
     results = grader.grade_all(submissions, term.roster)
     return grader.gradebook.write_reports(results, hints, term, grader.collected, options)
+
+
+#: The term's files a run into OUT used, which later runs into it use again.
+TERM_FILES = ("roster", "course_file", "times", "extensions", "overrides")
+
+
+def remembered_term(out_dir: Path, options: GradingOptions) -> GradingOptions:
+    """``options`` with the term's files (roster, course settings, times,
+    extensions, overrides) of the last run into ``out_dir`` where this run
+    names none, so that `grade --only bob` or a resumed run applies the same
+    rules; then OUT/term.json records this run's. A file given replaces the
+    remembered one; deleting OUT/term.json forgets them all.
+
+    Raises:
+        ValueError: a remembered file is gone (moved or deleted), saying which.
+    """
+    import dataclasses
+    import json
+
+    record = Path(out_dir) / "term.json"
+    try:
+        remembered = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        remembered = {}
+    changes = {}
+    for name in TERM_FILES:
+        path = remembered.get(name) if isinstance(remembered, dict) else None
+        if getattr(options, name) is None and isinstance(path, str):
+            if not Path(path).exists():
+                flag = "--course" if name == "course_file" else f"--{name}"
+                raise ValueError(
+                    f"The last grading into {out_dir} used {path} ({flag}), which is gone. "
+                    f"Give {flag} again with its new place, or delete {record} to grade "
+                    f"without the files the earlier runs used.")
+            changes[name] = Path(path)
+    options = dataclasses.replace(options, **changes) if changes else options
+    used = {name: str(Path(getattr(options, name)).resolve()) for name in TERM_FILES
+            if getattr(options, name) is not None}
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(used, indent=1), encoding="utf-8")
+    return options
