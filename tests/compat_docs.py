@@ -52,8 +52,8 @@ published to a local git repository, each lab's first cell installing labkit
 from it at the course's tag in a Colab-like kernel (`google.colab` present,
 no labkit), the solutions run with every check and the "Ready to submit?"
 cell passing, the notebook saved as Colab saves it (metadata, widget state,
-outputs) and graded by the kit's grader: full marks. `make test` runs the
-same path with the kit's own versions.
+outputs) and graded by the kit's grader: full marks; and the same path
+with the kit's own versions for every lab (`make test` runs lab 1's).
 """
 
 OLDEST = """## The oldest Keras

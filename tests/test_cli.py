@@ -168,14 +168,20 @@ def test_the_demo_grades_every_lab_with_every_option_of_grade(monkeypatch, tmp_p
     from autograder import cli
     from autograder.labs import available_labs
 
-    seen = []
+    seen, exported = [], []
     monkeypatch.setattr(cli, "_grade", lambda args: seen.append(vars(args)) or 0)
+    monkeypatch.setattr(cli, "_export", lambda args: exported.append(vars(args)) or 0)
     assert cli.main(["demo", "--out", str(tmp_path)]) == 0
     expected = vars(cli.build_parser().parse_args(["grade", "lab1", "x", "--out", "y"]))
     with_samples = [lab.id for lab in available_labs()
                     if (ROOT / "data" / "sample_submissions" / lab.id).exists()]
-    assert [args["lab"] for args in seen] == with_samples and len(seen) == 5
-    for args in seen:
+    # every lab's samples, then the sample term (lab 1 from Canvas, with its roster)
+    assert [args["lab"] for args in seen] == with_samples + ["lab1"] and len(seen) == 6
+    term = seen.pop()
+    assert term["roster"] == ROOT / "data" / "sample_term" / "roster.csv"
+    assert [(e["lab"], e["to"], e["out"]) for e in exported] == [
+        ("lab1", "canvas", str(tmp_path / "term-lab1"))]
+    for args in seen + [term]:
         assert set(args) == set(expected)
         assert args["regrade"] and args["seed"] == "demo" and args["kernels"] == "fork"
 
