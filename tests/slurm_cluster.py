@@ -185,6 +185,8 @@ MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
+# Start batch jobs at once, not up to 3 s later (the default): halves a test's wait.
+SchedulerParameters=batch_sched_delay=0
 MinJobAge=600
 NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={_memory_mb()} State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP

@@ -45,8 +45,9 @@ def test_array_job_then_dependent_job(slurm, tmp_path):
 
 
 def test_failed_array_task_keeps_the_dependent_job_from_running(slurm, tmp_path):
-    """afterok: one failed task and the merge never runs (Slurm cancels it,
-    DependencyNeverSatisfied, or leaves it pending; either way no all.txt)."""
+    """afterok: one failed task and the merge never runs. With
+    --kill-on-invalid-dep=yes Slurm cancels it rather than leaving it pending
+    (DependencyNeverSatisfied) for ever, as `autograder slurm` should ask."""
     work = tmp_path / "work"
     work.mkdir()
     array = slurm.sbatch("--array=1-2", "--output=task-%A_%a.log",
