@@ -20,7 +20,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs publish demo lint test test-fast test-backends test-compat test-torch test-jax bench clean help
+.PHONY: env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-backends test-compat test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -57,6 +57,23 @@ postgres:
 	    echo "warning: could not install PostgreSQL; its test will be skipped."; \
 	  else \
 	    echo "note: PostgreSQL not found; tests/test_postgres.py will be skipped."; \
+	  fi; }
+
+# tests/test_slurm_cluster.py (marker slurm) runs jobs on a real one-node
+# Slurm that it starts on loopback (tests/slurm_cluster.py) from Debian's
+# packages; the tests are skipped, saying why, without them. Not yet part of
+# make test: run `make slurm` then `pytest -m slurm`.
+SLURM_PACKAGES = slurmctld slurmd slurm-client munge
+slurm:
+	@{ command -v sbatch && command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Slurm and munge (for the slurm tests)..."; \
+	    (DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_PACKAGES) >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_PACKAGES) >/dev/null 2>&1)) || \
+	    echo "warning: could not install Slurm; the slurm tests will be skipped."; \
+	  else \
+	    echo "note: Slurm not found; the slurm tests (pytest -m slurm) will be skipped."; \
 	  fi; }
 
 # Other Keras backends, CPU builds (tests/test_backends.py grades every lab's
