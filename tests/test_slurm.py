@@ -93,7 +93,7 @@ def test_a_class_graded_through_a_real_slurm_equals_one_local_run(tmp_path):
         env = dict(os.environ, **cluster.env)
         run = slurm.prepare("lab1", SAMPLES, out, 3, seed="slurm-test", cpus_per_task=1)
         slurm.submit(run, env=env)
-        cluster.wait(run.job_ids, timeout=900)
+        cluster.wait(*run.job_ids, timeout=900)
     local = tmp_path / "local"
     assert main(["grade", "lab1", str(SAMPLES), "--out", str(local), "--seed", "slurm-test",
                  "--quiet", "--jobs", "2"]) == 0
