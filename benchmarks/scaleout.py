@@ -1,9 +1,9 @@
 """What a class of 2,000 costs across several machines: measured parts, projected whole.
 
-1. Grades the lab's sample submissions (a real `grade --shard K/2` of each
-   half, ``--jobs JOBS``) and takes the cost of one submission in
-   core-seconds: the shards' wall time times their workers, over the
-   submissions graded.
+1. Grades a class of SAMPLE submissions (the lab's valid sample notebooks
+   repeated, as benchmarks/grading_speed.py makes it) and takes the cost of
+   one submission in core-seconds, and a real `grade --shard K/2` of each
+   half (``--jobs JOBS``).
 2. Makes two shards of COUNT students in all from those real results (each
    result, its autograded notebooks and run.json copied under new student
    ids) and times `merge` of them: the gradebook rows, the notebooks copied,
@@ -12,7 +12,9 @@
    N tasks with C cores each: every task grades ceil(COUNT / N) students,
    C at a time, then the merge runs once: ceil(COUNT / N) x cost / C +
    start-up + merge (the start-up, a task's own import and the lab's
-   registration in nbgrader, measured in step 1 from a shard of one).
+   registration in nbgrader). Step 1 measures both on one core: the whole
+   sample class, then one of its submissions; the difference is the cost of
+   the others.
 
     .venv/bin/python benchmarks/scaleout.py [--lab lab1] [--count 2000] [--jobs 2]
     .venv/bin/python benchmarks/scaleout.py --write-docs    # docs/performance.md, block "scaleout"
@@ -31,6 +33,7 @@ import time
 from pathlib import Path
 
 import _docs  # benchmarks/_docs.py: this script's folder is on sys.path
+from grading_speed import LABS, class_of  # the same generated class
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -72,29 +75,37 @@ def main() -> int:
     parser.add_argument("--lab", default="lab1")
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--sample", type=int, default=16,
+                        help="submissions really graded to measure the cost (default 16)")
     _docs.add_option(parser)
     args = parser.parse_args()
     if args.write_docs:
         _docs.check(["scaleout"])
-    samples = ROOT / "data" / "sample_submissions" / args.lab
-    class_size = len([p for p in samples.iterdir() if not p.name.startswith(".")])
     out = _docs.Recorder()
     with tempfile.TemporaryDirectory(prefix="labkit-scaleout-") as work:
         work = Path(work)
+        # The class grading_speed.py grades: the lab's samples that are valid
+        # notebooks, repeated under new ids.
+        samples = work / "class"
+        class_size = len(class_of(LABS[args.lab], args.sample, samples))
         walls = []
         for k in (1, 2):
             walls.append(cli("grade", args.lab, str(samples), "--out", str(work / f"shard{k}"),
                              "--shard", f"{k}/2", "--seed", "scaleout", "--jobs",
                              str(args.jobs), "--quiet", "--no-similarity", "--regrade"))
+        # One core: the whole class, then one of it; the difference is the cost of
+        # the others, the rest the start-up (the import, the lab's registration).
         one = work / "one"
         one.mkdir()
         first = sorted(samples.iterdir())[0]
-        (shutil.copytree if first.is_dir() else shutil.copy)(first, one / first.name)
-        startup = cli("grade", args.lab, str(one), "--out", str(work / "single"), "--seed",
-                      "scaleout", "--jobs", "1", "--quiet", "--no-similarity")
-        # A shard's wall time = start-up + its students / jobs x cost: the cost from both.
+        shutil.copy(first, one / first.name)
+        serial = cli("grade", args.lab, str(samples), "--out", str(work / "serial"), "--seed",
+                     "scaleout", "--jobs", "1", "--quiet", "--no-similarity")
+        single = cli("grade", args.lab, str(one), "--out", str(work / "single"), "--seed",
+                     "scaleout", "--jobs", "1", "--quiet", "--no-similarity")
         graded = class_size
-        cost = max(sum(walls) - 2 * startup, 0.1) * args.jobs / graded
+        cost = max(serial - single, 0.1) / (graded - 1)
+        startup = max(single - cost, 0.0)
         big = work / "big"
         half = args.count // 2
         replicate(work / "shard1", big / "1", args.lab, half, 1)
@@ -102,13 +113,18 @@ def main() -> int:
         merged = cli("merge", args.lab, str(big / "1"), str(big / "2"), "--out",
                      str(work / "class"))
         rows = len((work / "class" / "grades.csv").read_text().splitlines()) - 1
-    out(f"Lab {args.lab}: one submission costs {cost:.1f} core-seconds (its {graded} samples "
-        f"graded in two shards, --jobs {args.jobs}); a task's start-up {startup:.1f} s "
-        f"(a shard of one). `merge` of {args.count:,} students from two shards: "
-        f"{merged:.0f} s ({rows:,} rows).")
+    out(f"Lab {args.lab}: one submission costs {cost:.1f} core-seconds and a task's start-up "
+        f"{startup:.1f} s (a class of {graded} graded on one core in {serial:.1f} s, "
+        f"one of them in {single:.1f} s); its two shards (--jobs {args.jobs}) took "
+        f"{walls[0]:.1f} s and {walls[1]:.1f} s. `merge` of {args.count:,} students from two "
+        f"shards: {merged:.0f} s ({rows:,} rows).")
     out("")
     out(f"Projected wall time for {args.count:,} submissions of {args.lab} "
         "(grading + merge):")
+    out("The grading column assumes a task grades as many submissions at once as it has "
+        "cores (`--cpus-per-task`, `--jobs`), each at the cost measured here on one core, "
+        "with the memory for them (each student kernel may use up to 6 GiB of address "
+        "space: autograder/limits.py).")
     out("")
     out("| array tasks (nodes) | cores each | students a task | grading | + merge | total |")
     out("| ---: | ---: | ---: | ---: | ---: | ---: |")
