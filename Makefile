@@ -5,6 +5,7 @@
 #               notebooks run): a few minutes
 #   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
+#   make test-slurm  a class graded through a real one-node Slurm (own suite)
 #   make test-compat  the compatibility matrix: a venv per row (the kit's pins, Colab's
 #               Python/TensorFlow/Keras/NumPy, the oldest Keras labkit allows) built in
 #               .cache/studentenvs/; in each, labkit installed as students do, every lab's
@@ -20,7 +21,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres torch jax labs publish demo lint test test-fast test-backends test-compat test-torch test-jax bench clean help
+.PHONY: env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-backends test-compat test-slurm test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -59,6 +60,22 @@ postgres:
 	    echo "note: PostgreSQL not found; tests/test_postgres.py will be skipped."; \
 	  fi; }
 
+# The slurm tests (marker slurm, make test-slurm) run jobs on a real one-node
+# Slurm that they start on loopback (tests/slurm_cluster.py) from Debian's
+# packages; they are skipped, saying why, without them.
+SLURM_PACKAGES = slurmctld slurmd slurm-client munge
+slurm:
+	@{ command -v sbatch && command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Slurm and munge (for the slurm tests)..."; \
+	    (DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_PACKAGES) >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_PACKAGES) >/dev/null 2>&1)) || \
+	    echo "warning: could not install Slurm; the slurm tests will be skipped."; \
+	  else \
+	    echo "note: Slurm not found; the slurm tests (pytest -m slurm) will be skipped."; \
+	  fi; }
+
 # Other Keras backends, CPU builds (tests/test_backends.py grades every lab's
 # solution under each one installed; make test-torch runs the verdict suite).
 # PyTorch's CPU wheel is pinned; without it pip would fetch the CUDA build.
@@ -89,7 +106,13 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 test: env lint postgres
-	$(PY) -m pytest -m "not backends and not compat"
+	$(PY) -m pytest -m "not backends and not compat and not slurm"
+
+# A class graded through a real one-node Slurm (tests/test_slurm.py's cluster
+# test, tests/test_slurm_cluster.py): Slurm and munge from Debian's packages,
+# started on loopback by the tests; skipped, saying why, where they cannot be.
+test-slurm: env slurm
+	$(PY) -m pytest -m slurm tests/test_slurm.py tests/test_slurm_cluster.py
 
 # Every lab's solution graded under PyTorch and JAX (tests/test_backends.py,
 # about a minute a backend, plus installing them): other backends are a suite
@@ -106,7 +129,7 @@ test-compat: env
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint
-	$(PY) -m pytest -m "not slow and not backends"
+	$(PY) -m pytest -m "not slow and not backends and not slurm"
 
 # The verdict suite and every lab's grading tests under another backend.
 BACKEND_TESTS = tests/test_verdicts.py tests/test_grading.py

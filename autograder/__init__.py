@@ -3,6 +3,9 @@
 - ``autograder.cli``, ``autograder.labs``: the command line and the lab registry.
 - ``autograder.grader``: the grading process (release, intake, sandbox,
   execution of notebooks, gradebook, reports). Never runs student code.
+- ``autograder.term``: the instructor's term around grading (roster, late
+  policy, overrides, similarity, LMS export).
+- ``autograder.scaleout``: grading on Gradescope, Slurm and Kubernetes.
 - ``autograder.testkernel``: loaded in the test kernel, which runs the hidden
   tests and reaches the student's kernel only through ``probe``.
 - ``autograder.studentkernel``: ``glue.py``, read as text and sent to the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -85,12 +86,29 @@ def database_url(url: str | None) -> str | None:
     return f"postgresql+psycopg://{rest}"
 
 
+def _seed(args) -> str | None:
+    """--seed, or the seed read from --seed-file (which keeps it off the command
+    line that ps and squeue show)."""
+    if not getattr(args, "seed_file", None):
+        return args.seed
+    if args.seed:
+        raise ValueError("give --seed or --seed-file, not both.")
+    try:
+        seed = Path(args.seed_file).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise ValueError(f"--seed-file {args.seed_file}: {error.strerror or error}; give the "
+                         f"file that holds the seed.") from None
+    if not seed:
+        raise ValueError(f"--seed-file {args.seed_file} is empty: write the seed in it.")
+    return seed
+
+
 def grading_options(args) -> GradingOptions:
     """The options of `grade` (or `merge`, which has only --db and --course-dir),
     built once from the command line and checked (GradingOptions says what is wrong)."""
     given = {"db_url": args.db, "course_dir": args.course_dir}
     if args.command == "grade":
-        given.update(seed=args.seed, progress=not args.quiet, cell_timeout=args.cell_timeout,
+        given.update(seed=_seed(args), progress=not args.quiet, cell_timeout=args.cell_timeout,
                      notebook_timeout=args.notebook_timeout, jobs=args.jobs,
                      regrade=args.regrade, shard=args.shard, kernels=args.kernels,
                      run_demos=args.run_demos, only=tuple(args.only or ()),
@@ -170,6 +188,80 @@ def _export(args) -> int:
     return 0
 
 
+def _gradescope(args) -> int:
+    from autograder.scaleout.gradescope import build_bundle
+
+    started = time.monotonic()
+    bundle = build_bundle(args.lab, Path(args.out))
+    print(f"Wrote {bundle.path} ({bundle.files} files, {time.monotonic() - started:.1f} s): "
+          f"the Gradescope autograder of {bundle.lab}.")
+    print("Upload it to Gradescope: the programming assignment > Configure Autograder > Zip "
+          "file upload (Ubuntu base image), then Update Autograder; the build grades the blank "
+          "notebook once as a self-test. It holds the hidden tests: never give it to students.")
+    v = bundle.visibility
+    print(f"Visibility (course.toml [gradescope]): results {v.visibility}, each exercise "
+          f"{v.tests_visibility}, the grader's log {v.stdout_visibility}.")
+    return 0
+
+
+def _gradescope_run(args) -> int:
+    from autograder.scaleout import gradescope
+
+    if args.self_test:
+        results = gradescope.self_test()
+        print(f"self-test: graded the blank notebook, {len(results['tests'])} exercises, "
+              f"score {results['score']}")
+        return 0
+    results = gradescope.run(Path(args.root))
+    print(json.dumps({k: results[k] for k in ("score", "execution_time") if k in results}))
+    return 0
+
+
+def _slurm(args) -> int:
+    from autograder.scaleout import slurm
+
+    term = {name: getattr(args, name) for name in slurm.TERM_OPTIONS}
+    run = slurm.prepare(args.lab, Path(args.submissions), Path(args.out), args.shards,
+                        seed=args.seed, partition=args.partition, account=args.account,
+                        time=args.time, mem=args.mem, cpus_per_task=args.cpus_per_task,
+                        sbatch_args=tuple(args.sbatch_arg or ()), term=term)
+    print(f"Wrote {run.grade_script} ({run.shards} array tasks: grade --shard K/{run.shards})")
+    print(f"  and {run.merge_script} (merge into {run.out / 'class'}, then the term's rules "
+          f"and the similarity check over the whole class).")
+    if args.dry_run:
+        print("Dry run: nothing submitted. Submit them with:")
+        for command in run.commands:
+            print("  " + " ".join(command))
+        for script in (run.grade_script, run.merge_script):
+            print(f"\n--- {script.name} ---\n{script.read_text()}", end="")
+        return 0
+    slurm.submit(run)
+    print(f"Submitted: array job {run.job_ids[0]} (grading), job {run.job_ids[1]} (merge, "
+          f"after every task succeeds). Follow them with: squeue -j "
+          f"{','.join(run.job_ids)}")
+    print(f"The class's results: {run.out / 'class' / 'grades.csv'} and report.html, once "
+          f"the merge job has finished; each task's log in {run.out / 'slurm'}/.")
+    return 0
+
+
+def _kubernetes(args) -> int:
+    from autograder.scaleout import kubernetes
+
+    made = kubernetes.write(args.lab, Path(args.out), args.shards, args.image, args.submissions,
+                            pvc=args.pvc, seed_secret=args.seed_secret,
+                            namespace=args.namespace, cpu=args.cpu, memory=args.memory)
+    print(f"Wrote {made.dockerfile}, {made.grade_job} and {made.merge_job}.")
+    print(f"1. Build and push the image: docker build -f {made.dockerfile} -t {args.image} . "
+          f"&& docker push {args.image}")
+    print(f"2. The seed, once: kubectl create secret generic {args.seed_secret} "
+          f"--from-literal=seed=$(python -c 'import secrets; print(secrets.token_hex(16))')")
+    print(f"3. kubectl apply -f {made.grade_job} && kubectl wait --for=condition=complete "
+          f"--timeout=24h job/{made.documents[0]['metadata']['name']}")
+    print(f"4. kubectl apply -f {made.merge_job}: the class in out/"
+          f"{made.documents[0]['metadata']['labels']['labkit/run']}/class on the volume.")
+    return 0
+
+
 def _demo(args) -> int:
     from autograder.labs import KIT_ROOT, available_labs
 
@@ -242,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--course-dir", type=Path,
                        help="nbgrader course folder (default: OUT/nbgrader)")
     grade.add_argument("--seed", help="seed of the hidden tests' inputs (default: random)")
+    grade.add_argument("--seed-file", type=Path,
+                       help="read --seed from this file (off the command line: `slurm` uses it)")
     grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
                        help=f"seconds one cell may run (default {CELL_TIMEOUT_S})")
     grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT_S,
@@ -318,6 +412,62 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
                         help="how Moodle finds each student (default: email)")
     export.set_defaults(func=_export)
+
+    gradescope = commands.add_parser(
+        "gradescope", help="write a lab's Gradescope autograder bundle (grading at submission "
+                           "time on Gradescope)")
+    gradescope.add_argument("lab", help="lab id, e.g. lab1")
+    gradescope.add_argument("--out", required=True, help="the bundle, a .zip to upload")
+    gradescope.set_defaults(func=_gradescope)
+
+    gradescope_run = commands.add_parser(
+        "gradescope-run", help="(what a bundle runs on Gradescope) grade ROOT/submission and "
+                               "write ROOT/results/results.json")
+    gradescope_run.add_argument("--root", default="/autograder",
+                                help="Gradescope's folder (default /autograder)")
+    gradescope_run.add_argument("--self-test", action="store_true",
+                                help="grade the lab's blank notebook (setup.sh's last step)")
+    gradescope_run.set_defaults(func=_gradescope_run)
+
+    slurm = commands.add_parser(
+        "slurm", help="grade a class across a Slurm cluster: an array job of shards, then a "
+                      "dependent merge")
+    slurm.add_argument("lab", help="lab id, e.g. lab1")
+    slurm.add_argument("submissions", help="folder or .zip of the class, on shared storage")
+    slurm.add_argument("--out", required=True, help="folder for the shards, logs and OUT/class")
+    slurm.add_argument("--shards", type=int, required=True, help="array tasks (e.g. one a node)")
+    slurm.add_argument("--seed", help="the hidden inputs' seed (default: a fresh secret one)")
+    slurm.add_argument("--partition")
+    slurm.add_argument("--account")
+    slurm.add_argument("--time", help="each task's time limit, e.g. 01:00:00")
+    slurm.add_argument("--mem", help="each task's memory, e.g. 16G")
+    slurm.add_argument("--cpus-per-task", type=int, default=2,
+                       help="CPUs of each task, the submissions it grades at once (default 2)")
+    slurm.add_argument("--sbatch-arg", action="append", metavar="ARG",
+                       help="any other sbatch option, e.g. --sbatch-arg=--qos=short (repeat)")
+    for name in ("roster", "course", "times", "extensions", "overrides"):
+        slurm.add_argument(f"--{name}", type=Path, help=f"as grade's --{name}")
+    slurm.add_argument("--dry-run", action="store_true",
+                       help="write and print the scripts and sbatch commands; submit nothing")
+    slurm.set_defaults(func=_slurm)
+
+    k8s = commands.add_parser(
+        "kubernetes", help="write an indexed Job of shards, a merge Job and the grader's "
+                           "Dockerfile for a Kubernetes cluster")
+    k8s.add_argument("lab", help="lab id, e.g. lab1")
+    k8s.add_argument("submissions", help="the class's folder or .zip inside the volume, "
+                                         "e.g. /data/lab1/submissions.zip")
+    k8s.add_argument("--out", required=True, help="folder for the manifests and Dockerfile")
+    k8s.add_argument("--shards", type=int, required=True, help="pods grading at once")
+    k8s.add_argument("--image", required=True, help="the grader's image, e.g. "
+                                                    "registry.example.edu/cs101/labkit:2026")
+    k8s.add_argument("--pvc", required=True, help="the PersistentVolumeClaim mounted at /data")
+    k8s.add_argument("--seed-secret", default="labkit-seed",
+                     help="the Secret whose key `seed` holds the seed (default labkit-seed)")
+    k8s.add_argument("--namespace")
+    k8s.add_argument("--cpu", default="2", help="CPUs of each pod (default 2)")
+    k8s.add_argument("--memory", default="8Gi", help="memory of each pod (default 8Gi)")
+    k8s.set_defaults(func=_kubernetes)
 
     demo = commands.add_parser("demo", help="grade the bundled sample submissions")
     demo.add_argument("--out", default="demo_output", help="output folder (default: demo_output)")

@@ -34,6 +34,7 @@ BLOCKS = {
     "numerical_policy-jax": "docs/verdicts.md",
     "plain_nbgrader_hostile": "docs/security.md",
     "colab_gpu": "docs/performance.md",
+    "scaleout": "docs/performance.md",
 }
 
 

@@ -150,7 +150,8 @@ class ClassGradebook:
         term = term or Term(self.lab.id)
         submissions = {s.student_id: s for s in collected.submissions} if collected else {}
         points = self.points or _points_of(results)
-        rows, notes = term.apply(results, submissions, points)
+        rows, notes = term.apply(results, submissions, points,
+                                 whole_class=not (options and options.shard))
         summary = report_term(term, rows, collected, notes)
         similar = None
         if options and options.similarity:

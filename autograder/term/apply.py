@@ -101,16 +101,19 @@ class Term:
         return term
 
     def apply(self, results: list[SubmissionResult], submissions: dict,
-              points: dict[str, float]) -> tuple[list[SubmissionResult], list[str]]:
+              points: dict[str, float], whole_class: bool = True
+              ) -> tuple[list[SubmissionResult], list[str]]:
         """The rows of record, and notes for the report (overrides of unknown students...).
 
         ``submissions``: student_id -> its Submission (for times and the
-        LMS's late marker); ``points``: exercise -> points of the lab.
-        Results are copied, never changed.
+        LMS's late marker); ``points``: exercise -> points of the lab;
+        ``whole_class``: False for a shard (`grade --shard`), whose rows are
+        only its own students' (the enrolled who sent nothing get theirs when
+        the shards are joined). Results are copied, never changed.
         """
         rows = {r.student_id: copy.deepcopy(r) for r in results}
         notes = []
-        if self.roster is not None:
+        if self.roster is not None and whole_class:
             for student in self.roster.students:
                 row = rows.get(student.student_id)
                 if row is None:
@@ -120,8 +123,10 @@ class Term:
         for override in self.overrides:
             row = rows.get(override.student_id)
             if row is None:
-                notes.append(f"overrides line {override.line}: {override.student_id!r} has no "
-                             f"row in this lab's gradebook; check the id against grades.csv")
+                if whole_class:
+                    notes.append(f"overrides line {override.line}: {override.student_id!r} has "
+                                 f"no row in this lab's gradebook; check the id against "
+                                 f"grades.csv")
                 continue
             apply_override(row, override)
         for row in rows.values():
