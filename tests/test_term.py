@@ -445,3 +445,17 @@ def test_a_remembered_term_file_that_is_gone_is_a_clear_error(tmp_path):
         remembered_term(out, GradingOptions())
     (out / "term.json").unlink()
     assert remembered_term(out, GradingOptions()).roster is None
+
+
+def test_the_instructors_csv_files_take_excel_and_quoted_lines(tmp_path):
+    """A BOM, header names in any case, a note over two lines, blank rows."""
+    path = tmp_path / "o.csv"
+    path.write_text('\ufeffStudent_ID , Exercise,Score,Note,By\n\n'
+                    'bob,softmax,,"line one\nline two",TA\n', encoding="utf-8")
+    [override] = read_overrides(path, POINTS)
+    assert (override.student_id, override.note, override.line) == ("bob", "line one\nline two", 3)
+    with pytest.raises(ValueError, match="first line must name the columns: student_id,exercise"):
+        (tmp_path / "bad.csv").write_text("id,exercise\n")
+        read_overrides(tmp_path / "bad.csv", POINTS)
+    with pytest.raises(ValueError, match="does not exist"):
+        late.read_times(tmp_path / "none.csv", policy())

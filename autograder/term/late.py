@@ -40,13 +40,14 @@ marks the row for a person to look at; no penalty is taken without a time.
 
 from __future__ import annotations
 
-import csv
 import datetime
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from autograder.term.csvfile import read_rows
 
 PERIODS = {"day": 86400, "hour": 3600}
 
@@ -268,7 +269,7 @@ def read_times(path: Path, policy: LatePolicy) -> dict[str, datetime.datetime]:
         ValueError: the file is missing, lacks a column, has a bad time or a
             student twice; the message names the line.
     """
-    rows = _read_csv(path, ("student_id", "submitted_at"), "--times")
+    rows = read_rows(path, ("student_id", "submitted_at"), "--times")
     times = {}
     for line, row in rows:
         student = row["student_id"].strip()
@@ -298,7 +299,8 @@ def read_extensions(path: Path, policy: LatePolicy) -> list[Extension]:
     Raises:
         ValueError: the file is missing or malformed; the message names the line.
     """
-    rows = _read_csv(path, ("student_id", "lab"), "extensions")
+    rows = read_rows(path, ("student_id", "lab"), "extensions",
+                     "student_id,lab,due or student_id,lab,days")
     extensions = []
     for line, row in rows:
         where = f"{path}, line {line}"
@@ -326,30 +328,3 @@ def extension_for(extensions: list[Extension], student_id: str, lab: str) -> Ext
     mine = [e for e in extensions if e.student_id == student_id and e.lab in (lab, "*")]
     mine.sort(key=lambda e: e.lab == "*")
     return mine[0] if mine else None
-
-
-def _read_csv(path: Path, required: tuple[str, ...], what: str):
-    """[(line number, row)] of a small CSV with the ``required`` columns."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ValueError(f"The {what} file {path} does not exist; give the path of a CSV "
-                         f"with the columns {', '.join(required)}.") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"The {what} file {path} is not UTF-8 text; save it as CSV "
-                         f"(UTF-8).") from None
-    reader = csv.DictReader(text.splitlines())
-    header = [name.strip().lower() for name in reader.fieldnames or []]
-    missing = [name for name in required if name not in header]
-    if missing:
-        raise ValueError(f"The {what} file {path} has no column {', '.join(missing)}; its "
-                         f"first line must name the columns: {', '.join(required)}.")
-    reader.fieldnames = header
-    rows = []
-    for row in reader:
-        if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
-            continue
-        rows.append((reader.line_num, {k: (v or "") if isinstance(v, str) else "" for k, v in
-                                       row.items() if k is not None}))
-    return rows

@@ -16,10 +16,11 @@ override, and the tests' own score stays in OUT/results/ beside it.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.term.csvfile import read_rows
 
 #: The file in OUT read when --overrides is not given.
 DEFAULT_FILE = "overrides.csv"
@@ -48,29 +49,10 @@ def read_overrides(path: Path, exercises: dict[str, float]) -> list[Override]:
             student twice; the message names the line.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ValueError(f"The overrides file {path} does not exist; give a CSV with the "
-                         f"columns {','.join(COLUMNS)}.") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"The overrides file {path} is not UTF-8 text; save it as CSV "
-                         f"(UTF-8).") from None
-    reader = csv.DictReader(text.splitlines())
-    header = [(name or "").strip().lower() for name in reader.fieldnames or []]
-    missing = [name for name in ("student_id", "exercise", "score") if name not in header]
-    if missing:
-        raise ValueError(f"The overrides file {path} has no column {', '.join(missing)}; its "
-                         f"first line must be: {','.join(COLUMNS)} (note and by may be empty).")
-    reader.fieldnames = header
     found: dict[tuple[str, str], int] = {}
     overrides = []
-    for row in reader:
-        row = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str)
-               and isinstance(v, (str, type(None)))}
-        if not any(row.values()):
-            continue
-        line = reader.line_num
+    for line, row in read_rows(path, ("student_id", "exercise", "score"), "overrides",
+                               ",".join(COLUMNS) + " (note and by may be empty)"):
         where = f"{path}, line {line}"
         student, exercise = row.get("student_id", ""), row.get("exercise", "")
         if not student:
