@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import shutil
 import textwrap
 
 import nbformat
 import pytest
 
-from autograder.grader import release, source
+from autograder.grader import leaks, release, source
 from autograder.labs import Lab, available_labs
 from tests.conftest import ROOT
 
-SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS",
-                  "END HIDDEN TESTS", "autograder.references", "autograder.testkernel.testing")
-
-
-def _solution_lines(lab: Lab) -> set[str]:
-    """Substantial code lines inside the solution regions of the source."""
-    text = lab.source_path.read_text()
-    lines = set()
-    for block in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", text, re.S):
-        for line in block.splitlines():
-            line = line.strip()
-            if len(line) > 25 and not line.startswith("#"):
-                lines.add(line)
-    return lines
+@pytest.fixture(scope="module")
+def scanner():
+    """The leak scanner publish uses (autograder.grader.leaks): markers, solution
+    lines, hidden-test, reference and stand-in lines, for every lab."""
+    return leaks.Scanner(available_labs())
 
 
 @pytest.mark.parametrize("lab", available_labs(), ids=lambda lab: lab.id)
@@ -41,13 +31,10 @@ def test_committed_notebook_matches_a_fresh_release(lab, tmp_path):
 
 
 @pytest.mark.parametrize("lab", available_labs(), ids=lambda lab: lab.id)
-def test_student_notebook_has_no_outputs_solutions_or_hidden_tests(lab):
+def test_student_notebook_has_no_outputs_solutions_or_hidden_tests(lab, scanner):
     notebook = json.loads(lab.student_path.read_text())
-    text = "".join("".join(cell["source"]) for cell in notebook["cells"])
-    for marker in SECRET_MARKERS:
-        assert marker not in text, f"{marker!r} leaked into {lab.student_path}"
-    leaked = [line for line in _solution_lines(lab) if line in text]
-    assert not leaked, f"solution lines leaked into the student notebook: {leaked[:3]}"
+    found = scanner.text_leaks(lab.student_path.name, lab.student_path.read_text())
+    assert not found, "leaked into the student notebook: " + "; ".join(map(str, found[:3]))
     for cell in notebook["cells"]:
         assert not cell.get("outputs"), "the student notebook stores outputs"
         if cell["cell_type"] == "code":

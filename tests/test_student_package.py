@@ -3,7 +3,6 @@ helpers the labs' layers share (argument checks, the mask value), literal by lit
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import zipfile
@@ -11,6 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from autograder.grader.leaks import Scanner
 from autograder.labs import available_labs
 from labkit import masking, validation
 
@@ -45,19 +45,15 @@ def test_wheel_carries_each_labs_visible_checks_for_its_last_cell(wheel):
 
 
 def test_wheel_holds_no_solution_or_reference_code(wheel):
-    solution_lines = set()
-    for lab in available_labs():
-        text = lab.source_path.read_text()
-        for block in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", text, re.S):
-            solution_lines |= {line.strip() for line in block.splitlines()
-                               if len(line.strip()) > 25 and not line.strip().startswith("#")}
+    # The scanner publish uses: solution, hidden-test, reference and stand-in lines.
+    scanner = Scanner(available_labs())
     with zipfile.ZipFile(wheel) as archive:
         for name in archive.namelist():
             text = archive.read(name).decode("utf-8", "replace")
             for marker in FORBIDDEN:
                 assert marker not in text, f"{marker!r} found in {name} of the student wheel"
-            leaked = [line for line in solution_lines if line in text]
-            assert not leaked, f"solution code in {name}: {leaked[:2]}"
+            leaked = scanner.text_leaks(name, text)
+            assert not leaked, f"instructor-only code in the student wheel: {leaked[:2]}"
 
 
 def test_the_visible_checks_compare_with_the_graders_tolerances():
