@@ -49,9 +49,11 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import io
 import re
 import unicodedata
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -116,7 +118,31 @@ class Roster:
 
     def by_id(self, student_id: str) -> Student | None:
         """The student whose ``student_id`` this is (exactly), None when nobody's."""
-        return next((s for s in self.students if s.student_id == student_id), None)
+        found = self._index["exact"].get(student_id)
+        return found[0] if found else None
+
+    @functools.cached_property
+    def _index(self) -> dict[str, dict[str, list[Student]]]:
+        """The students by every key ``resolve`` compares, made once: a class of
+        thousands is matched in one pass, not a scan of the roster per file."""
+        index: dict[str, dict[str, list[Student]]] = {
+            name: defaultdict(list) for name in ("exact", "id", "participant", "student_id",
+                                                 "other", "sid", "email", "name")}
+        for s in self.students:
+            index["exact"][s.student_id].append(s)
+            for key in ("id", "participant"):
+                if s.lms_ids.get(key, ""):
+                    index[key][s.lms_ids[key]].append(s)
+            index["student_id"][_id_key(s.student_id)].append(s)
+            for key in _other_keys(s):
+                index["other"][key].append(s)
+            for key in {_id_key(s.student_id), _id_key(s.lms_ids.get("sis_user_id", "")),
+                        _id_key(s.lms_ids.get("id_number", ""))} - {""}:
+                index["sid"][key].append(s)
+            if s.email.strip():
+                index["email"][s.email.strip().casefold()].append(s)
+            index["name"][_name_key(s.name)].append(s)
+        return index
 
     def match(self, identity: Identity) -> Student | None:
         """The enrolled student a submission is, None when nobody or not one for sure."""
@@ -155,7 +181,7 @@ class Roster:
             if any(s.lms_ids.get("participant") for s in self.students):
                 return _one(self._exact("participant", identity.user_id),
                             f"Moodle participant {identity.user_id!r}")
-            found = [s for s in self.students if _name_key(s.name) == _name_key(identity.name)]
+            found = self._index["name"].get(_name_key(identity.name), [])
             student, why = _one(found if _name_key(identity.name) else [],
                                 f"the full name {identity.name!r}")
             return student, why + (" (the roster has no Moodle participant ids, so names are "
@@ -169,17 +195,16 @@ class Roster:
 
     def _exact(self, key: str, value: str) -> list[Student]:
         value = value.strip()
-        return [s for s in self.students if value and s.lms_ids.get(key, "") == value]
+        return list(self._index[key].get(value, [])) if value else []
 
     def _gradescope(self, identity: Identity) -> tuple[Student | None, str]:
         sid = _id_key(identity.user_id)
         if sid:
-            found = [s for s in self.students if sid in {_id_key(s.student_id),
-                     _id_key(s.lms_ids.get("sis_user_id", "")), _id_key(s.lms_ids.get("id_number", ""))}]
+            found = self._index["sid"].get(sid, [])
             if found or not identity.email.strip():
                 return _one(found, f"Gradescope sid {identity.user_id!r}")
         email = identity.email.strip().casefold()
-        found = [s for s in self.students if email and s.email.strip().casefold() == email]
+        found = self._index["email"].get(email, []) if email else []
         what = f"Gradescope email {identity.email!r}" + (f" (the sid {identity.user_id!r} matches "
                                                           f"nobody)" if sid else "")
         return _one(found, what) if email else (None, "the Gradescope submission has no sid "
@@ -190,11 +215,10 @@ class Roster:
         what = f"the name {name!r}"
         if not key:
             return None, f"{what} matches nobody"
-        found = [s for s in self.students if _id_key(s.student_id) == key]
+        found = self._index["student_id"].get(key, [])
         if found:
             return _one(found, what)
-        found = [s for s in self.students if key in _other_keys(s)]
-        return _one(found, what)
+        return _one(self._index["other"].get(key, []), what)
 
 
 def _one(found: list[Student], what: str) -> tuple[Student | None, str]:
