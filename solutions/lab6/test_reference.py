@@ -1,0 +1,138 @@
+"""Tests of lab 6's references (solutions/lab6/reference.py), on hand-worked
+cases and on the properties the lab teaches: rotary scores depend on relative
+position only, a key/value cache gives the full computation's rows, top-p keeps
+the token that crosses p.
+
+The lab is not declared yet (no lab.toml), so its reference is loaded by path,
+not as ``autograder.references.lab6``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_SPEC = importlib.util.spec_from_file_location("lab6_reference",
+                                               Path(__file__).with_name("reference.py"))
+reference = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(reference)
+
+R = np.random.default_rng(6)
+INF = -np.inf
+
+
+# -- rotary embeddings -----------------------------------------------------------
+
+
+def test_rotary_turns_each_pair_by_position_times_its_frequency():
+    # head_dim 4, base 100: pair 0 turns by the position, pair 1 by a tenth of it
+    x = np.array([[1.0, 0.0, 1.0, 0.0]] * 3)
+    out = reference.rotary(x, np.array([0, 1, 3]), base=100.0)
+    assert np.allclose(out[0], [1, 0, 1, 0])                      # position 0: unchanged
+    assert np.allclose(out[1], [math.cos(1), math.sin(1), math.cos(0.1), math.sin(0.1)])
+    assert np.allclose(out[2], [math.cos(3), math.sin(3), math.cos(0.3), math.sin(0.3)])
+
+
+def test_rotary_scores_depend_on_relative_position_only_and_norms_are_kept():
+    q, k = R.normal(size=(1, 8)), R.normal(size=(1, 8))
+
+    def score(m, n):
+        return float(reference.rotary(q, np.array([m]))[0] @ reference.rotary(k, np.array([n]))[0])
+
+    assert score(7, 3) == pytest.approx(score(12, 8), abs=1e-12)
+    assert score(7, 3) == pytest.approx(score(4, 0), abs=1e-12)
+    assert score(7, 3) != pytest.approx(score(3, 7), abs=1e-6)   # direction matters
+    x = R.normal(size=(2, 5, 8))
+    rotated = reference.rotary(x, np.arange(5))
+    assert np.allclose(np.linalg.norm(rotated, axis=-1), np.linalg.norm(x, axis=-1))
+
+
+def test_rotary_refuses_an_odd_head_dim():
+    with pytest.raises(ValueError, match="head_dim must be even"):
+        reference.rotary(np.ones((2, 3)), np.arange(2))
+
+
+# -- attention with a cache -------------------------------------------------------
+
+
+def test_causal_attention_lets_the_first_position_see_itself_only():
+    q, k, v = (R.normal(size=(4, 6)) for _ in range(3))
+    out = reference.causal_attention(q, k, v)
+    assert np.allclose(out[0], v[0])
+    weights_last = np.exp(q[-1] @ k.T / math.sqrt(6))
+    assert np.allclose(out[-1], (weights_last / weights_last.sum()) @ v)
+
+
+@pytest.mark.parametrize("cached", [0, 1, 4, 6])
+def test_a_cache_gives_the_full_computations_rows(cached):
+    q, k, v = (R.normal(size=(2, 3, 7, 4)) for _ in range(3))
+    assert reference.cache_matches_full(q, k, v, cached)
+
+
+def test_a_cache_one_position_off_does_not():
+    q, k, v = (R.normal(size=(7, 4)) for _ in range(3))
+    full = reference.causal_attention(q, k, v)
+    shifted = reference.cached_attention(q[4:], k[:3], v[:3], k[3:6], v[3:6])
+    assert not np.allclose(full[4:], shifted)
+
+
+# -- loss and perplexity ----------------------------------------------------------
+
+
+def test_next_token_loss_predicts_the_next_token_and_ignores_padding():
+    # vocabulary of 2: logits (0, log 3) give the token 1 a probability of 3/4
+    logits = np.zeros((1, 4, 2))
+    logits[..., 1] = math.log(3)
+    ids = np.array([[1, 1, 0, 0]])        # targets 1, 0 (padding), 0 (padding)
+    assert reference.next_token_loss(logits, ids) == pytest.approx(-math.log(3 / 4))
+    ids = np.array([[1, 1, 1, 0]])        # targets 1, 1, padding
+    assert reference.next_token_loss(logits, ids) == pytest.approx(-math.log(3 / 4))
+    with pytest.raises(ValueError, match="every target is padding"):
+        reference.next_token_loss(logits, np.array([[5, 0, 0, 0]]))
+
+
+def test_the_perplexity_of_a_uniform_model_is_the_vocabulary_size():
+    ids = R.integers(1, 11, size=(3, 9))
+    assert reference.perplexity(np.zeros((3, 9, 11)), ids) == pytest.approx(11)
+
+
+# -- filtering and sampling -------------------------------------------------------
+
+
+def test_top_k_keeps_the_k_largest_and_their_ties():
+    logits = np.array([1.0, 3.0, 2.0, 3.0])
+    assert np.array_equal(reference.top_k_filter(logits, 1), [INF, 3, INF, 3])
+    assert np.array_equal(reference.top_k_filter(logits, 3), [INF, 3, 2, 3])
+    assert np.array_equal(reference.top_k_filter(logits, 9), logits)
+
+
+def test_top_p_keeps_the_token_that_crosses_p():
+    logits = np.log([0.125, 0.5, 0.125, 0.25])      # most probable: 1, 3, then 0 and 2
+    assert np.array_equal(np.isfinite(reference.top_p_filter(logits, 0.4)),
+                          [False, True, False, False])
+    assert np.array_equal(np.isfinite(reference.top_p_filter(logits, 0.6)),
+                          [False, True, False, True])   # 0.5 < 0.6: token 3 crosses it
+    assert np.array_equal(np.isfinite(reference.top_p_filter(logits, 0.8)),
+                          [True, True, False, True])    # ties: the lower id first
+    assert np.isfinite(reference.top_p_filter(logits, 1.0)).all()
+    assert np.isfinite(reference.top_p_filter(logits, 1e-9)).sum() == 1
+
+
+def test_the_sampling_distribution_applies_temperature_then_top_k_then_top_p():
+    logits = np.array([[2.0, 1.0, 0.0, -1.0]])
+    assert np.array_equal(reference.sampling_distribution(logits, 0.0), [[1, 0, 0, 0]])
+    plain = np.exp(logits) / np.exp(logits).sum()
+    assert np.allclose(reference.sampling_distribution(logits), plain)
+    hot = np.exp(logits / 2) / np.exp(logits / 2).sum()
+    assert np.allclose(reference.sampling_distribution(logits, 2.0), hot)
+    two = np.exp(logits[:, :2]) / np.exp(logits[:, :2]).sum()
+    assert np.allclose(reference.sampling_distribution(logits, top_k=2), [[*two[0], 0, 0]])
+    # top-p on what top-k left: token 0 alone holds 0.73 of it, so p = 0.5 keeps it only
+    assert np.allclose(reference.sampling_distribution(logits, top_k=2, top_p=0.5),
+                       [[1, 0, 0, 0]])
+    with pytest.raises(ValueError, match="temperature must be 0 or more"):
+        reference.sampling_distribution(logits, -1.0)
