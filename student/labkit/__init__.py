@@ -10,6 +10,8 @@
   (``python -m labkit check NOTEBOOK`` does the same for a saved notebook).
 - ``labkit.masking``: ``large_negative(dtype)``, the number that masks
   attention scores (finite in float16 too).
+- ``labkit.datasets``: lab 5's dates and vocabularies; ``labkit.language``:
+  lab 6's generated language, with the best perplexity any model can reach.
 
 This package holds no solutions, no reference implementations and no hidden
 tests.
