@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "student"))
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
 from labkit import language  # noqa: E402
