@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "student"))
 
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
 from labkit import language  # noqa: E402
@@ -54,7 +55,10 @@ class Block(keras.layers.Layer):
         self.ffn1 = keras.layers.Dense(dff, activation="gelu")
         self.ffn2 = keras.layers.Dense(d_model)
 
-    def call(self, x):
+    def call(self, x, cache=None, start=0, return_cache=False):
+        """``x`` (B, T, d_model) at positions start..start+T-1, after ``cache``
+        ((B, H, start, D) keys and values of the positions before, or None);
+        with ``return_cache``, also the cache extended by these positions."""
         b, t = ops.shape(x)[0], ops.shape(x)[1]
         q, k, v = ops.split(self.qkv(self.norm1(x)), 3, axis=-1)
 
@@ -62,16 +66,22 @@ class Block(keras.layers.Layer):
             return ops.transpose(ops.reshape(z, (b, t, self.num_heads, self.head_dim)),
                                  (0, 2, 1, 3))
 
-        positions = ops.arange(t)
+        positions = ops.arange(start, start + t)
         q, k, v = rotate(heads(q), positions), rotate(heads(k), positions), heads(v)
+        if cache is not None:
+            k = ops.concatenate([cache[0], k], axis=2)
+            v = ops.concatenate([cache[1], v], axis=2)
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) / math.sqrt(self.head_dim)
-        causal = ops.tril(ops.ones((t, t), dtype="bool"))
-        scores = ops.where(causal, scores, -1e9)
+        total = ops.shape(k)[2]
+        # query i (position start + i) sees keys 0..start + i
+        allowed = ops.arange(total)[None, :] <= (start + ops.arange(t))[:, None]
+        scores = ops.where(allowed, scores, -1e9)
         context = ops.matmul(ops.softmax(scores, axis=-1), v)
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
                               (b, t, self.num_heads * self.head_dim))
         x = x + self.out(context)
-        return x + self.ffn2(self.ffn1(self.norm2(x)))
+        x = x + self.ffn2(self.ffn1(self.norm2(x)))
+        return (x, (k, v)) if return_cache else x
 
 
 class MiniGPT(keras.Model):
@@ -85,8 +95,36 @@ class MiniGPT(keras.Model):
         x = self.embedding(ids)
         for block in self.blocks:
             x = block(x)
+        return self.logits(x)
+
+    def logits(self, x):
         # tied output layer: the embedding table, transposed
         return ops.matmul(self.norm(x), ops.transpose(self.embedding.embeddings))
+
+    def step(self, ids, caches, start):
+        """Logits of ``ids`` at positions start.., and the blocks' extended caches."""
+        x, new = self.embedding(ids), []
+        for block, cache in zip(self.blocks, caches):
+            x, cache = block(x, cache=cache, start=start, return_cache=True)
+            new.append(cache)
+        return self.logits(x), new
+
+
+def generate(model, prompt, steps: int, use_cache: bool):
+    """Greedy continuation of ``prompt`` (B, P): with the key/value cache, or
+    recomputing the whole prefix at every step."""
+    ids = np.asarray(prompt)
+    if not use_cache:
+        for _ in range(steps):
+            logits = model(ids)
+            ids = np.concatenate([ids, np.argmax(logits[:, -1], axis=-1)[:, None]], axis=1)
+        return ids
+    logits, caches = model.step(ids, [None] * len(model.blocks), 0)
+    for _ in range(steps):
+        token = np.argmax(ops.convert_to_numpy(logits[:, -1]), axis=-1)[:, None]
+        ids = np.concatenate([ids, token], axis=1)
+        logits, caches = model.step(token, caches, ids.shape[1] - 1)
+    return ids
 
 
 def masked_loss(y_true, logits):
@@ -100,6 +138,8 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--sentences", type=int, default=8000)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--generate", type=int, default=120,
+                        help="tokens generated to time the key/value cache")
     args = parser.parse_args()
     keras.utils.set_random_seed(6)
     train = language.encode(language.sentences(args.sentences, seed=0), length=48)
@@ -116,6 +156,19 @@ def main() -> int:
         print(f"epoch {epoch}: validation perplexity {math.exp(nats):.3f} "
               f"({nats / floor_nats:.2f}x the floor's nats), {time.monotonic() - started:.0f} s")
     print(f"parameters: {model.count_params():,}")
+    prompt = language.encode(["the"], length=5)[:, :4]        # start, t, h, e
+    for use_cache in (False, True):
+        generate(model, prompt, 2, use_cache)                # warm up
+    timings, outputs = {}, {}
+    for use_cache in (False, True):
+        began = time.monotonic()
+        outputs[use_cache] = generate(model, prompt, args.generate, use_cache)
+        timings[use_cache] = time.monotonic() - began
+    same = np.array_equal(outputs[False], outputs[True])
+    text = "".join(language.VOCABULARY.tokens[i] for i in outputs[True][0, 1:])
+    print(f"greedy, {args.generate} tokens: recomputing {timings[False]:.2f} s, with the "
+          f"cache {timings[True]:.2f} s ({timings[False] / timings[True]:.1f}x); the same "
+          f"tokens: {same}; {text!r}")
     return 0
 
 
