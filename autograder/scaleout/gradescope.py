@@ -281,7 +281,7 @@ def results_json(lab, row, hints: dict[str, str], visibility: Visibility) -> dic
                 "stdout_visibility": visibility.stdout_visibility, "tests": []}
     tests = []
     for number, exercise in enumerate(row.exercises, start=1):
-        passed = exercise.score >= exercise.max_score
+        passed = exercise.passed
         output = "Passed." if passed else clean_text(exercise.message or "Not full marks.")
         if not passed and hints.get(exercise.exercise):
             output += f"\n\nHint: {clean_text(hints[exercise.exercise])}"

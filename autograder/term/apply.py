@@ -27,7 +27,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autograder.grader.results import NO_SUBMISSION, ExerciseResult, SubmissionResult
+from autograder.grader.results import NO_SUBMISSION, SubmissionResult
 from autograder.term import late
 from autograder.term.model import ClassRow, Student
 from autograder.term.overrides import DEFAULT_FILE, Override, read_overrides
@@ -184,11 +184,12 @@ class Term:
 
 
 def no_submission(student_id: str, lab_id: str, points: dict[str, float]) -> SubmissionResult:
-    """The row of an enrolled student who submitted nothing: every exercise at 0."""
-    exercises = [ExerciseResult(name, 0.0, value, NO_SUBMISSION) for name, value in
-                 points.items()]
-    return SubmissionResult(student_id, lab_id, 0.0, sum(points.values()), NO_SUBMISSION, "",
-                            exercises)
+    """The row of an enrolled student who submitted nothing: every exercise at 0
+    (the row of a submission that was not graded, with that status)."""
+    from autograder.grader.intake import failed
+    from autograder.labs import get_lab
+
+    return failed(student_id, get_lab(lab_id), points, NO_SUBMISSION, "")
 
 
 def apply_override(row: SubmissionResult, override: Override) -> None:
