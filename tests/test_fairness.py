@@ -41,6 +41,9 @@ PROPERTY_WORDS = {
     "length": ("max_length",),
     "odd_depth": ("odd",),
     "dtype": ("float32",),
+    "start": ("start",),
+    "cache": ("cache",),
+    "sampling": ("sampling", "temperature"),
     "broadcast": ("broadcast",),
 }
 

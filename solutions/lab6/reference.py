@@ -1,10 +1,10 @@
 """Reference implementations of lab 6 ("a decoder-only language model"), instructor side.
 
-Lab 6 is being built (issue 23): this folder has no lab.toml yet, so the kit
-does not list it, release it or grade it. What is here are the references
-its hidden tests will compare with, written first and tested on their own
-(solutions/lab6/test_reference.py), in float64 NumPy, independently of any
-solution cell. They fix the lab's conventions, which its text will state:
+Never shipped with labs/ or the `labkit` package. Everything numeric is
+float64 NumPy, written independently of the solution cells in
+solutions/lab6/lab6_language_model.py (they share the maths, not the code),
+and tested on its own in solutions/lab6/test_reference.py. The lab's
+conventions, which its text states:
 
 - **Rotary embeddings** rotate consecutive pairs of a head's features,
   ``(x[2i], x[2i+1])``, by the angle ``position * base ** (-2i / head_dim)``
@@ -35,6 +35,8 @@ solution cell. They fix the lab's conventions, which its text will state:
 from __future__ import annotations
 
 import numpy as np
+
+from autograder.testkernel.layers import call_method
 
 #: Rotary embeddings' base, as in RoFormer (Su et al., 2021) and most language models.
 ROTARY_BASE = 10_000.0
@@ -182,3 +184,352 @@ def sampling_distribution(logits, temperature: float = 1.0, top_k: int | None = 
     if top_p is not None:
         scaled = top_p_filter(scaled, top_p)
     return _softmax(scaled)
+
+
+# --- the models' forward passes ------------------------------------------------------
+#
+# The curriculum's layout (solutions/lab6, sections 2 to 4):
+#
+# - DecoderOnlyBlock (pre-norm): h = x + attention(norm1(x)); out = h + ffn(norm2(h)).
+#   The attention projects with four Dense layers (query_dense, key_dense,
+#   value_dense, output_dense, each d_model -> d_model with a bias), splits the
+#   features into heads (head i holds features i * head_dim ... (i + 1) * head_dim - 1),
+#   rotates the queries and keys by position (rotary), lets position t see
+#   positions 0..t, and merges the heads back. ffn = dense2(relu(dense1(x))).
+#   LayerNormalization with epsilon 1e-6.
+# - MiniGPT: token embedding (no scaling, no position table), the blocks, a final
+#   LayerNormalization, logits = x @ embedding.T (the output layer is tied to the
+#   embedding: no weights of its own, no bias).
+# - A cache is (keys, values), each (B, num_heads, P, head_dim): the rotated keys and
+#   the values of the P positions before; the new positions are P, P + 1, ...
+
+EPSILON = 1e-6
+
+
+def layer_norm(x, gamma, beta, epsilon=EPSILON) -> np.ndarray:
+    x = _float64(x)
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + epsilon) * _float64(gamma) + _float64(beta)
+
+
+def _dense(x, kernel_bias) -> np.ndarray:
+    kernel, bias = kernel_bias
+    return _float64(x) @ _float64(kernel) + _float64(bias)
+
+
+def _split_heads(x, num_heads) -> np.ndarray:
+    b, t, d = x.shape
+    return x.reshape(b, t, num_heads, d // num_heads).transpose(0, 2, 1, 3)  # (B, H, T, D)
+
+
+def block_forward(parameters, x, num_heads, cache=None):
+    """(output (B, T, d_model), (keys, values) of every position so far) of a
+    DecoderOnlyBlock with ``parameters`` (``parameter_shapes("block")``) on ``x``
+    at the positions after ``cache``, and the attention weights (B, H, T, P + T)."""
+    x = _float64(x)
+    b, t, d_model = x.shape
+    past = 0 if cache is None else np.asarray(cache[0]).shape[2]
+    positions = past + np.arange(t)
+    normed = layer_norm(x, *parameters["norm1"])
+    q = _split_heads(_dense(normed, parameters["query_dense"]), num_heads)
+    k = _split_heads(_dense(normed, parameters["key_dense"]), num_heads)
+    v = _split_heads(_dense(normed, parameters["value_dense"]), num_heads)
+    q, k = rotary(q, positions), rotary(k, positions)
+    if cache is not None:
+        k = np.concatenate([_float64(cache[0]), k], axis=2)
+        v = np.concatenate([_float64(cache[1]), v], axis=2)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (B, H, T, P + T)
+    allowed = np.arange(past + t)[None, :] <= positions[:, None]
+    weights = _softmax(np.where(allowed, scores, -np.inf))
+    heads = weights @ v  # (B, H, T, D)
+    merged = heads.transpose(0, 2, 1, 3).reshape(b, t, d_model)
+    h = x + _dense(merged, parameters["output_dense"])
+    hidden = np.maximum(_dense(layer_norm(h, *parameters["norm2"]), parameters["dense1"]), 0)
+    return h + _dense(hidden, parameters["dense2"]), (k, v), weights
+
+
+def minigpt_forward(parameters, token_ids, num_heads, caches=None):
+    """(logits (B, T, V), caches) of a MiniGPT with ``parameters``
+    (``parameter_shapes("minigpt")``) on ``token_ids`` after ``caches``."""
+    table = _float64(parameters["embedding"])
+    x = table[np.asarray(token_ids)]
+    new_caches = []
+    for index, block in enumerate(parameters["blocks"]):
+        x, cache, _ = block_forward(block, x, num_heads,
+                                    None if caches is None else caches[index])
+        new_caches.append(cache)
+    x = layer_norm(x, *parameters["final_norm"])
+    return x @ table.T, new_caches
+
+
+def block_parameter_count(d_model: int, dff: int) -> int:
+    """Weights of a DecoderOnlyBlock: four d_model x d_model projections with
+    biases, two LayerNormalizations and the feed-forward block."""
+    return 4 * (d_model * d_model + d_model) + 2 * 2 * d_model + \
+        (d_model * dff + dff) + (dff * d_model + d_model)
+
+
+def minigpt_parameter_count(vocab_size, num_layers, d_model, dff) -> int:
+    """Weights of a MiniGPT: the embedding (shared with the output), the blocks and
+    the final LayerNormalization."""
+    return vocab_size * d_model + num_layers * block_parameter_count(d_model, dff) + 2 * d_model
+
+
+def parameter_shapes(kind, d_model, num_heads, dff, vocab_size=None, num_layers=None,
+                     **others) -> dict:
+    """The shapes of every weight of a DecoderOnlyBlock ("block") or MiniGPT
+    ("minigpt"), from the constructor's arguments, in the curriculum's layout
+    (never read from the student's layer)."""
+    square = [(d_model, d_model), (d_model,)]
+    norm = [(d_model,), (d_model,)]
+    block = {"norm1": norm, "query_dense": square, "key_dense": square,
+             "value_dense": square, "output_dense": square, "norm2": norm,
+             "dense1": [(d_model, dff), (dff,)], "dense2": [(dff, d_model), (d_model,)]}
+    if kind == "block":
+        return block
+    return {"embedding": (vocab_size, d_model),
+            "blocks": [dict(block) for _ in range(num_layers)], "final_norm": norm}
+
+
+def random_parameters(r, shapes):
+    """Grader-chosen float32 weights for ``parameter_shapes``'s structure: kernels
+    (and the embedding) normal / sqrt(first dimension), vectors 0.5 + 0.3 normal."""
+    if isinstance(shapes, dict):
+        return {key: random_parameters(r, value) for key, value in shapes.items()}
+    if isinstance(shapes, list):
+        return [random_parameters(r, value) for value in shapes]
+    if len(shapes) > 1:
+        return (r.normal(size=shapes) / np.sqrt(shapes[0])).astype("float32")
+    return (0.5 + 0.3 * r.normal(size=shapes)).astype("float32")
+
+
+def give_weights(construct, layer, kind, parameters, what: str) -> None:
+    """Set the grader's ``parameters`` in the student's DecoderOnlyBlock ("block")
+    or MiniGPT ("minigpt"), sublayer by sublayer, in the student's kernel; fail,
+    saying where, when a sublayer is missing or does not take them. The
+    references are computed from ``parameters``: nothing the student's layer
+    reports about its weights is used."""
+    from autograder.testkernel.testing import assert_true
+
+    problem = construct(SET_WEIGHTS_SOURCE, "set_weights_by_sublayer", layer, kind, parameters)
+    assert_true(not problem, f"{what}: {problem}")
+
+
+#: Runs in the student's kernel: gives a DecoderOnlyBlock or MiniGPT the grader's
+#: weights through each sublayer's set_weights, found by the names the lab fixes.
+SET_WEIGHTS_SOURCE = """
+def set_weights_by_sublayer(layer, kind, parameters):
+    class Misfit(Exception):
+        pass
+
+    def give(sublayer, values, where):
+        if sublayer is None:
+            raise Misfit(f"{where} is missing: create it in __init__ under that name.")
+        try:
+            sublayer.set_weights(values)
+        except Exception as error:
+            shapes = [tuple(value.shape) for value in values]
+            raise Misfit(f"{where} does not take weights of the shapes {shapes}: "
+                         f"{type(error).__name__}: {str(error)[:300]}") from None
+
+    def block(target, values, where):
+        for part, arrays in values.items():
+            owner, name = target, part
+            if part in ("dense1", "dense2"):
+                owner = getattr(target, "ffn", None)
+                if owner is None:
+                    raise Misfit(f"{where}.ffn is missing: create the provided FeedForward "
+                                 "in __init__ as self.ffn.")
+            give(getattr(owner, name, None), arrays,
+                 f"{where}.{'ffn.' if owner is not target else ''}{name}")
+
+    try:
+        if kind == "block":
+            block(layer, parameters, "your DecoderOnlyBlock")
+        else:
+            give(getattr(layer, "token_embedding", None), [parameters["embedding"]],
+                 "your MiniGPT's token_embedding")
+            blocks = list(getattr(layer, "blocks", None) or [])
+            if len(blocks) != len(parameters["blocks"]):
+                raise Misfit(f"your MiniGPT's blocks holds {len(blocks)} layer(s), expected "
+                             f"num_layers={len(parameters['blocks'])} separate "
+                             "DecoderOnlyBlocks in a list.")
+            for index, (target, values) in enumerate(zip(blocks, parameters["blocks"])):
+                block(target, values, f"your MiniGPT's blocks[{index}]")
+            give(getattr(layer, "final_norm", None), parameters["final_norm"],
+                 "your MiniGPT's final_norm")
+    except Misfit as problem:
+        return str(problem)
+    return ""
+"""
+
+
+def check_config(layer_class, arguments: dict, what: str) -> None:
+    """``layer_class(**arguments).get_config()`` holds every argument under its own
+    name and ``from_config`` rebuilds it; AssertionError (the feedback) otherwise."""
+    layer = layer_class(**arguments)
+    try:
+        config = call_method(layer, "get_config")
+    except Exception as error:  # noqa: BLE001 - the student's get_config raised
+        raise AssertionError(
+            f"{what}: get_config() raised {type(error).__name__} ({str(error)[:300]}); "
+            "return super().get_config() with every constructor argument added under its "
+            "own name.") from None
+    if not isinstance(config, dict):
+        raise AssertionError(f"{what}: get_config() returned {type(config).__name__}, "
+                             "expected a dict.")
+    wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
+    if wrong:
+        raise AssertionError(
+            f"{what}: get_config() gives {wrong} for these arguments; store each "
+            "constructor argument under its own name and add it to super().get_config().")
+    rebuilt = call_method(layer_class, "from_config", config)
+    again = call_method(rebuilt, "get_config")
+    again = again if isinstance(again, dict) else {}
+    wrong = {k: again.get(k) for k, v in arguments.items() if again.get(k) != v}
+    if wrong:
+        raise AssertionError(f"{what}: from_config(get_config()) built a layer whose "
+                             f"get_config() gives {wrong}.")
+
+
+# --- language models made by hand, for perplexity and generate ----------------------
+
+#: Runs in the student's kernel and here: small "language models" with the lab's
+#: calling convention, ``model(token_ids, cache=None, return_cache=False,
+#: training=False)``, whose logits are known. ``HashLM``'s logits at a position
+#: depend on every token up to it and on the position, so a cache that is off by
+#: one position, or lost, changes them. It records each call's (cached length,
+#: new length) in ``calls``.
+LANGUAGE_MODELS_SOURCE = """
+import hashlib
+
+import numpy as np
+
+
+class HashLM:
+    def __init__(self, seed, vocab_size=9, end_id=None, end_after=None, scale=2.0,
+                 margin=0.3):
+        self.seed, self.vocab_size, self.scale, self.margin = seed, vocab_size, scale, margin
+        self.end_id, self.end_after = end_id, end_after
+        self.calls = []
+        self._memo = {}
+
+    def logits_after(self, prefix):
+        prefix = tuple(int(t) for t in prefix)
+        if prefix not in self._memo:
+            digest = hashlib.sha256(repr((self.seed, prefix)).encode()).digest()
+            generator = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+            z = self.scale * generator.normal(size=self.vocab_size)
+            z[0] = -30.0  # padding is never likely
+            if self.margin:
+                order = np.argsort(-z)
+                if z[order[0]] - z[order[1]] < self.margin:  # a clear winner
+                    z[order[0]] = z[order[1]] + self.margin
+            if self.end_id is not None:
+                ends = self.end_after is not None and \
+                    int(digest[8]) % self.end_after == 0 and len(prefix) > 2
+                z[self.end_id] = z.max() + 3.0 if ends else -30.0
+            self._memo[prefix] = z.astype(np.float32)
+        return self._memo[prefix]
+
+    def __call__(self, token_ids, cache=None, return_cache=False, training=False):
+        from keras import ops
+
+        ids = np.asarray(ops.convert_to_numpy(token_ids)).astype(np.int64)
+        if ids.ndim != 2:
+            raise ValueError(f"expected token_ids (B, T), got shape {ids.shape}")
+        if cache is None:
+            past = np.zeros((ids.shape[0], 0), dtype=np.int64)
+        else:
+            if not isinstance(cache, (list, tuple)) or len(cache) != 1:
+                raise ValueError("pass back the cache this model returned, unchanged")
+            past = np.asarray(cache[0])
+            if past.ndim != 2 or past.shape[0] != ids.shape[0]:
+                raise ValueError(f"the cache holds {past.shape[0] if past.ndim else '?'} rows, "
+                                 f"token_ids {ids.shape[0]}")
+        self.calls.append((int(past.shape[1]), int(ids.shape[1])))
+        whole = np.concatenate([past, ids], axis=1)
+        logits = np.stack([np.stack([self.logits_after(whole[b, : past.shape[1] + t + 1])
+                                     for t in range(ids.shape[1])])
+                           for b in range(ids.shape[0])]).astype(np.float32)
+        logits = ops.convert_to_tensor(logits)
+        return (logits, [whole]) if return_cache else logits
+
+    def call_log(self):
+        return list(self.calls)
+
+
+def make_model(**options):
+    return HashLM(**options)
+"""
+
+
+def language_models() -> dict:
+    """LANGUAGE_MODELS_SOURCE's names, built here (for the expected answers)."""
+    scope: dict = {}
+    exec(compile(LANGUAGE_MODELS_SOURCE, "<language models>", "exec"), scope)
+    return scope
+
+
+def greedy_generate(model, prompt_ids, max_new_tokens, end_id=None) -> np.ndarray:
+    """(B, P + n) ids: the prompt and the greedy tokens, each from the whole prefix
+    recomputed (no cache); 0 after a row's end_id; stops once every row has ended."""
+    tokens = np.asarray(prompt_ids).astype(np.int64)
+    finished = np.zeros(len(tokens), dtype=bool)
+    for _ in range(max_new_tokens):
+        logits = np.stack([model.logits_after(row) for row in tokens])
+        chosen = np.where(finished, 0, np.argmax(logits, axis=-1))
+        tokens = np.concatenate([tokens, chosen[:, None]], axis=1)
+        if end_id is not None:
+            finished |= chosen == end_id
+            if finished.all():
+                break
+    return tokens
+
+
+def corpus_perplexity(model, token_ids, pad_id: int = 0) -> float:
+    """exp(total cross-entropy of every non-padding target / their number) of a
+    hand-made model (``logits_after``) on ``token_ids`` (B, T)."""
+    ids = np.asarray(token_ids).astype(np.int64)
+    total, count = 0.0, 0
+    for row in ids:
+        for t in range(len(row) - 1):
+            if row[t + 1] == pad_id:
+                continue
+            z = _float64(model.logits_after(row[: t + 1]))
+            total -= _log_softmax(z)[row[t + 1]]
+            count += 1
+    return float(np.exp(total / count))
+
+
+def pad_generated(result, width: int, what: str) -> np.ndarray:
+    """A student's generate() output as int64 (B, width), 0-padded on the right
+    (a row may stop early); AssertionError (the feedback) if it cannot be."""
+    from autograder.testkernel.testing import as_array, assert_true
+
+    ids = as_array(result, what)
+    assert_true(ids.ndim == 2, f"{what}: returned shape {ids.shape}, expected (B, P + n): "
+                               "the prompt and the new tokens, a row per prompt.")
+    assert_true(ids.shape[1] <= width, f"{what}: returned {ids.shape[1]} columns, more than "
+                                       f"the prompt and max_new_tokens ({width}).")
+    assert_true(np.all(np.isfinite(ids)) and np.all(ids == np.round(ids)),
+                f"{what}: the ids are not integers.")
+    return np.pad(ids.astype(np.int64), ((0, 0), (0, width - ids.shape[1])))
+
+
+def filtered_probabilities(values, what: str) -> np.ndarray:
+    """softmax of a student's filtered logits in float64 (-inf and very negative
+    values both give 0); AssertionError if a row has nothing left."""
+    values = _float64(values)
+    if np.any(np.isnan(values)) or np.any(np.isposinf(values)):
+        raise AssertionError(f"{what}: the output holds NaN or +inf; set the removed logits "
+                             "to -inf and leave the others as they are.")
+    if np.any(np.all(np.isneginf(values), axis=-1)):
+        raise AssertionError(f"{what}: a row has every logit removed; keep at least the "
+                             "largest one.")
+    return _softmax(values)
+
+
+__all__ = [name for name in dir() if not name.startswith("_")
+           and name not in ("annotations", "np")]
