@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.testkernel.layers import call_method
+# Re-exported for the hidden tests, which run both under the grader and in place.
+from autograder.testkernel.layers import call_method, class_paths  # noqa: F401
+from autograder.testkernel.testing import constructor, tensor, to_numpy  # noqa: F401
 
 #: Rotary embeddings' base, as in RoFormer (Su et al., 2021) and most language models.
 ROTARY_BASE = 10_000.0
