@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BLOCKS = {
     "grading_speed": "docs/performance.md",
     "lab5_training": "docs/performance.md",
+    "lab6_training": "docs/performance.md",
     "numerical_policy-tensorflow": "docs/verdicts.md",
     "numerical_policy-torch": "docs/verdicts.md",
     "numerical_policy-jax": "docs/verdicts.md",

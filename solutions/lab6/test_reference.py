@@ -3,8 +3,8 @@ cases and on the properties the lab teaches: rotary scores depend on relative
 position only, a key/value cache gives the full computation's rows, top-p keeps
 the token that crosses p.
 
-The lab is not declared yet (no lab.toml), so its reference is loaded by path,
-not as ``autograder.references.lab6``.
+The reference is loaded by its path (the test kernel imports it as
+``autograder.references.lab6``).
 """
 
 from __future__ import annotations
@@ -136,3 +136,95 @@ def test_the_sampling_distribution_applies_temperature_then_top_k_then_top_p():
                        [[1, 0, 0, 0]])
     with pytest.raises(ValueError, match="temperature must be 0 or more"):
         reference.sampling_distribution(logits, -1.0)
+
+
+# -- the block and the model, from the grader's weights ------------------------------
+
+
+def _parameters(kind, **sizes):
+    return reference.random_parameters(np.random.default_rng(7),
+                                       reference.parameter_shapes(kind, **sizes))
+
+
+def test_a_block_with_silenced_sublayers_returns_its_input():
+    # pre-norm: the residual stream is never normalised, so with the output
+    # projection and the feed-forward's last layer at zero the block is the identity
+    parameters = _parameters("block", d_model=8, num_heads=2, dff=6)
+    parameters["output_dense"] = [np.zeros((8, 8)), np.zeros(8)]
+    parameters["dense2"] = [np.zeros((6, 8)), np.zeros(8)]
+    x = R.normal(size=(2, 5, 8))
+    out, _, _ = reference.block_forward(parameters, x, num_heads=2)
+    assert np.allclose(out, x)
+
+
+def test_a_block_is_causal_and_its_cache_gives_the_full_outputs():
+    parameters = _parameters("block", d_model=8, num_heads=2, dff=6)
+    x = R.normal(size=(2, 6, 8))
+    full, (keys, values), weights = reference.block_forward(parameters, x, num_heads=2)
+    assert keys.shape == values.shape == (2, 2, 6, 4)
+    assert np.allclose(np.triu(weights[0, 0], k=1), 0)              # nothing after the query
+    assert np.allclose(weights.sum(axis=-1), 1)
+    changed = x.copy()
+    changed[:, 4] += 1
+    assert np.allclose(reference.block_forward(parameters, changed, 2)[0][:, :4], full[:, :4])
+    first, cache, _ = reference.block_forward(parameters, x[:, :4], 2)
+    rest, (all_keys, _), _ = reference.block_forward(parameters, x[:, 4:], 2, cache=cache)
+    assert np.allclose(rest, full[:, 4:], atol=1e-12)
+    assert np.allclose(all_keys, keys, atol=1e-12)
+
+
+def test_the_model_ties_its_output_to_the_embedding_and_counts_its_weights():
+    parameters = _parameters("minigpt", d_model=8, num_heads=2, dff=6, vocab_size=11,
+                             num_layers=2)
+    ids = R.integers(0, 11, size=(2, 5))
+    logits, caches = reference.minigpt_forward(parameters, ids, num_heads=2)
+    assert logits.shape == (2, 5, 11) and len(caches) == 2
+    step, _ = reference.minigpt_forward(parameters, ids[:, 4:], 2,
+                                        caches=reference.minigpt_forward(parameters,
+                                                                         ids[:, :4], 2)[1])
+    assert np.allclose(step, logits[:, 4:], atol=1e-12)
+    count = sum(np.size(array) for block in parameters["blocks"]
+                for pair in block.values() for array in pair)
+    count += np.size(parameters["embedding"]) + sum(np.size(a) for a in parameters["final_norm"])
+    assert reference.minigpt_parameter_count(11, 2, 8, 6) == count
+    # hand count of one block, d_model 8, dff 6: 4 projections 4 * 72, 2 norms 32,
+    # dense1 8 * 6 + 6, dense2 6 * 8 + 8
+    assert reference.block_parameter_count(8, 6) == 288 + 32 + 54 + 56
+
+
+# -- the hand-made language models of the hidden tests ---------------------------------
+
+
+def test_a_hand_made_model_gives_the_same_logits_with_and_without_its_cache():
+    model = reference.language_models()["make_model"](seed=5)
+    ids = np.array([[3, 4, 5, 6], [7, 8, 3, 3]])
+    full = np.asarray(model(ids))
+    logits, cache = model(ids[:, :3], return_cache=True)
+    assert np.allclose(np.asarray(logits), full[:, :3])
+    assert np.allclose(np.asarray(model(ids[:, 3:], cache=cache)), full[:, 3:])
+    assert model.call_log() == [(0, 4), (0, 3), (3, 1)]
+    # a cache one position short: other logits
+    assert not np.allclose(np.asarray(model(ids[:, 3:], cache=[cache[0][:, :2]]))[:, -1],
+                           full[:, 3])
+
+
+def test_greedy_generation_stops_rows_at_the_end_id():
+    model = reference.language_models()["make_model"](seed=11, end_id=2, end_after=3)
+    tokens = reference.greedy_generate(model, np.array([[3, 4], [5, 6], [7, 8]]), 12,
+                                       end_id=2)
+    for row in tokens:
+        ends = np.flatnonzero(row == 2)
+        if ends.size:
+            assert not row[ends[0] + 1:].any()
+    assert tokens.shape[1] <= 14
+    assert (tokens == 2).any(axis=1).all() or tokens.shape[1] == 14
+
+
+def test_the_corpus_perplexity_weighs_every_target_the_same():
+    class Uniform:
+        def logits_after(self, prefix):
+            return np.zeros(5)
+
+    assert reference.corpus_perplexity(Uniform(), np.array([[1, 2, 3, 0], [1, 0, 0, 0],
+                                                            [1, 2, 0, 0]])) == \
+        pytest.approx(5.0)
