@@ -518,12 +518,31 @@ weights = checks.to_numpy(block.last_attention_weights)
 checks.check_close(weights.sum(axis=-1), np.ones((2, 2, 6)),
                    "last_attention_weights (2, 2, 6, 6): each row sums to 1",
                    hint="keep the softmax's output in self.last_attention_weights.")
+# The outputs, worked out here in NumPy from the block's own sublayers (its rotary too):
+# q and k rotated (v not), scores / sqrt(head_dim), the future masked, softmax, times v.
+normed = block.norm1(x)
+q_turned, k_turned = (checks.to_numpy(block.rotary(split_heads(dense(normed), 2)))
+                      for dense in (block.query_dense, block.key_dense))
+v_heads = checks.to_numpy(split_heads(block.value_dense(normed), 2))
+scores = q_turned.astype("float64") @ k_turned.transpose(0, 1, 3, 2) / np.sqrt(8)
+scores = np.where(np.tril(np.ones((6, 6), bool)), scores, -np.inf)
+attention = np.exp(scores - scores.max(axis=-1, keepdims=True))
+attention /= attention.sum(axis=-1, keepdims=True)
+h = x + checks.to_numpy(block.output_dense(merge_heads((attention @ v_heads).astype("float32"))))
+checks.check_close(out, h + checks.to_numpy(block.ffn(block.norm2(h))),
+                   "the outputs: h = x + output_dense(attention(norm1(x))), h + ffn(norm2(h))",
+                   hint="rotate q and k (not v) with self.rotary, divide the scores by "
+                        "sqrt(head_dim), mask the keys after each query, softmax over the keys.")
 # The cache: the first 4 positions, then the last 2 after them.
 first, cache = checks.check_tuple(block(x[:, :4], return_cache=True), 2,
                                   "block(x[:, :4], return_cache=True)",
                                   hint="return (out, (keys, values)) when return_cache is True.")
 keys, values = checks.check_tuple(cache, 2, "the cache: (keys, values)")
 checks.check_shape(keys, (2, 2, 4, 8), "the cached keys: (B, num_heads, 4, head_dim)")
+checks.check_close(keys, k_turned[:, :, :4], "the cached keys: rotated, positions 0 .. 3",
+                   hint="cache the keys after the rotation: the next call puts them, as they "
+                        "are, before its own rotated keys.")
+checks.check_close(values, v_heads[:, :, :4], "the cached values: positions 0 .. 3, not rotated")
 checks.check_close(first, out[:, :4], "block(x[:, :4]): the first four outputs")
 rest, cache = block(x[:, 4:], cache=cache, return_cache=True)
 checks.check_close(rest, out[:, 4:], "block(x[:, 4:], cache=...): the last two outputs",
@@ -761,6 +780,16 @@ checks.check_true(tiny.count_params() == expected_count,
                   hint="the output layer is tied: logits = x @ embeddings^T, no Dense and no "
                        "bias of its own.")
 checks.check_true(np.all(np.isfinite(logits)), "the logits are finite", "they are not")
+# The logits, composed here from tiny's own layers: the embedding's vectors (no scaling),
+# the blocks in order, final_norm, then the embedding's table transposed (tied).
+table = checks.to_numpy(tiny.token_embedding.embeddings)  # (vocab_size, d_model)
+stream = table[ids]
+for each_block in blocks:
+    stream = each_block(stream)
+checks.check_close(logits, checks.to_numpy(tiny.final_norm(stream)) @ table.T,
+                   "the logits: final_norm(blocks(token_embedding(ids))) @ embeddings^T",
+                   hint="no scaling of the embedding's vectors, no position vector, no "
+                        "softmax: the logits are the last norm's output times E^T.")
 prompt_logits, caches = checks.check_tuple(tiny(ids[:, :8], return_cache=True), 2,
                                            "tiny(ids[:, :8], return_cache=True)",
                                            hint="return (logits, caches) with return_cache.")
@@ -1031,6 +1060,11 @@ checks.check_close(perplexity(UniformModel(), corpus), 5.0,
                    hint="return math.exp of the mean cross-entropy over the targets.")
 checks.check_close(perplexity(CopyModel(), corpus), 1 / 0.9,
                    "perplexity of a model right with probability 0.9: 1 / 0.9")
+padded_with_4 = np.array([[1, 2, 3, 4, 4], [1, 3, 4, 4, 4]])  # targets 2, 3 and 3 (not 4)
+checks.check_close(perplexity(CopyModel(), padded_with_4, pad_id=4),
+                   math.exp(-(2 * np.log(0.9) + np.log(0.1 / 4)) / 3),
+                   "perplexity with pad_id=4: two targets right, one wrong",
+                   hint="leave out the targets equal to pad_id (here 4, not 0).")
 mixed = np.array([[1, 3, 0, 0, 0], [1, 2, 3, 4, 0]])  # the first target wrong, 3 right
 wanted = math.exp(-(np.log(0.1 / 4) + 3 * np.log(0.9)) / 4)
 _ = checks.check_close(perplexity(CopyModel(), mixed, batch_size=1), wanted,
@@ -1231,7 +1265,7 @@ checks.check_close(probabilities(top_k_filter(row, 4)), softmax_of([1, 3, 2, inf
 checks.check_close(probabilities(top_k_filter(row, 9)), softmax_of(row), "top_k_filter(k=9 > V)")
 checks.check_close(checks.to_numpy(top_k_filter(row, 3))[[1, 2, 4]], [3, 2, 2],
                    "top_k_filter: the kept logits unchanged")
-batch = np.stack([row, row[::-1]])
+batch = np.stack([row, row[::-1] - 2.0])  # the second row's logits all below the first's max
 _ = checks.check_close(probabilities(top_k_filter(batch, 1)), [[0, 1, 0, 0, 0], [0, 0, 0, 1, 0]],
                        "top_k_filter on a batch (2, 5): each row on its own",
                        hint="find the k-th largest along the last axis only.")
@@ -1298,8 +1332,9 @@ def top_p_filter(logits, p):
 
 
 # %% nbgrader="locked" grade_id="check_top_p_filter"
-# Visible check: probabilities 0.5, 0.25, 0.15, 0.1 (ids 2, 0, 3, 1).
-row = np.log(np.array([0.25, 0.1, 0.5, 0.15]))
+# Visible check: probabilities 0.5, 0.25, 0.15, 0.1 (ids 2, 0, 3, 1), from logits that
+# are not log-probabilities (the logs plus 2: the softmax is the same).
+row = np.log(np.array([0.25, 0.1, 0.5, 0.15])) + 2.0
 for p, kept, why in [(0.3, [2], "0.5 reaches 0.3"),
                      (0.6, [2, 0], "0.5 is short of 0.6; 0.5 + 0.25 crosses it: both kept"),
                      (0.8, [2, 0, 3], "0.75 is short of 0.8: the 0.15 that crosses it kept"),
@@ -1308,9 +1343,9 @@ for p, kept, why in [(0.3, [2], "0.5 reaches 0.3"),
     expected[kept] = np.exp(row[kept]) / np.exp(row[kept]).sum()
     checks.check_close(probabilities(top_p_filter(row, p)), expected,
                        f"top_p_filter(p={p}): keeps ids {kept} ({why})",
-                       hint="sort by probability, largest first; keep a token while the total "
-                            "of the tokens BEFORE it is still below p (the crossing token "
-                            "stays).")
+                       hint="the probabilities are the softmax of the logits; sort them, "
+                            "largest first; keep a token while the total of the tokens BEFORE "
+                            "it is still below p (the crossing token stays).")
 _ = checks.check_close(probabilities(top_p_filter(np.stack([row, row[::-1]]), 0.6)),
                        [[1 / 3, 0, 2 / 3, 0], [0, 2 / 3, 0, 1 / 3]],
                        "top_p_filter on a batch (2, 4): each row on its own",
@@ -1386,7 +1421,8 @@ plt.show()
 # otherwise divide the logits by `temperature`, apply `top_k_filter` (when `top_k`
 # is not None), then `top_p_filter` (when `top_p` is not None), and draw one token
 # per row from the softmax, with a NumPy generator `np.random.default_rng(seed)`
-# made once per call (the same seed gives the same tokens).
+# made once per call (the same seed gives the same tokens; each step draws anew, not
+# the first step's draws again).
 #
 # `generate(model, prompt_ids, max_new_tokens, temperature=0.0, top_k=None,
 # top_p=None, end_id=None, seed=None)` returns the prompt and the new tokens, `(B,
@@ -1402,8 +1438,9 @@ plt.show()
 # stopping rows at `end_id` (1.5 points); the cache is used: one call with the
 # prompt, then one call per new token with that token alone (1 point); sampling
 # with temperature, top-k and top-p in that order: the frequencies of the first
-# new token over thousands of rows follow the filtered distribution, and a seed
-# repeats them (1 point).
+# new token over thousands of rows follow the filtered distribution, those of the
+# first two new tokens follow a new draw at each step (one generator per call), and
+# a seed repeats them (1 point).
 
 # %% nbgrader="solution" grade_id="generate"
 def generate(model, prompt_ids, max_new_tokens, temperature=0.0, top_k=None, top_p=None,
@@ -1499,14 +1536,18 @@ written = checks.check_shape(generate(counting, prompts, max_new_tokens=5), (2, 
 checks.check_close(written, recompute(prompts, 5),
                    "generate: the tokens of full recomputation",
                    hint="pass the cache back each step; feed the new token alone.")
-checks.check_true(counting.calls == [(0, 3), (3, 1), (4, 1), (5, 1), (6, 1)],
+cached_calls = [(0, 3), (3, 1), (4, 1), (5, 1), (6, 1)]  # a call after the last token may follow
+checks.check_true(counting.calls in (cached_calls, cached_calls + [(7, 1)]),
                   "generate: one call with the prompt, then one per new token, alone",
                   f"the calls' (cached, new) lengths were {counting.calls}",
                   hint="model(prompt, return_cache=True) once, then model(new[:, None], "
-                       "cache=caches, return_cache=True); no call after the last token.")
-for end_id in (6, 4):
-    ended = checks.to_numpy(generate(CountingModel(), prompts, max_new_tokens=9, end_id=end_id))
-    wanted = recompute(prompts, 9, end_id=end_id)
+                       "cache=caches, return_cache=True) with the cache the last call returned.")
+# Rows that end at different steps: after its first new token, CountingModel goes
+# x -> 2x + 1 (mod 7), here 2, 5, 4, 2, ... and 4, 2, 5, 4, ...
+ending = np.array([[3, 2, 2], [5, 3, 1]])
+for end_id in (5, 4):
+    ended = checks.to_numpy(generate(CountingModel(), ending, max_new_tokens=9, end_id=end_id))
+    wanted = recompute(ending, 9, end_id=end_id)
     checks.check_close(ended[:, :wanted.shape[1]], wanted,
                        f"generate(end_id={end_id}): a row keeps {end_id} and gets 0 after it",
                        hint="after a row writes end_id, write 0 in it; stop when every row "
@@ -1526,16 +1567,30 @@ class FixedModel:
 
 
 # Sampling: 4000 rows, one new token each, at temperature 0.5 with top_k=2 (ids 0 and
-# 1 left, logits 2 and 1), then at temperature 2 with top_p=0.5.
+# 1 left, logits 2 and 1); at temperature 2 with top_p=0.6 (probabilities 0.31, 0.24,
+# 0.19, ...: three ids kept; before the temperature only two would be); at temperature
+# 1 with top_k=3 then top_p=0.7 (0.51 and 0.31 among the three: two kept; top-p first
+# would keep three).
 flat = np.zeros((4000, 1), int)
 for options, wanted in [({"temperature": 0.5, "top_k": 2}, softmax_of([2, 1, inf, inf, inf])),
-                        ({"temperature": 2.0, "top_p": 0.5},
-                         softmax_of([0.5, 0.25, inf, inf, inf]))]:
+                        ({"temperature": 2.0, "top_p": 0.6},
+                         softmax_of([0.5, 0.25, 0.0, inf, inf])),
+                        ({"temperature": 1.0, "top_k": 3, "top_p": 0.7},
+                         softmax_of([1.0, 0.5, inf, inf, inf]))]:
     draws = checks.to_numpy(generate(FixedModel(), flat, 1, seed=3, **options))[:, 1]
     checks.check_close(np.bincount(draws.astype(int), minlength=5)[:5] / 4000, wanted,
                        atol=0.03, what=f"generate({options}): the frequencies of 4000 draws",
                        hint="divide by the temperature, then top_k_filter, then top_p_filter, "
                             "then draw one token per row from the softmax.")
+# One generator for the whole call: the two new tokens of a row are independent draws,
+# equal with probability sum(p ** 2) = 0.29, not always (the same draw at each step).
+pairs = checks.to_numpy(generate(FixedModel(), flat, 2, temperature=1.0, seed=3))[:, 1:]
+same = float(np.mean(pairs[:, 0] == pairs[:, 1]))
+checks.check_true(abs(same - np.sum(softmax_of([1.0, 0.5, 0.0, -0.5, -1.0]) ** 2)) < 0.04,
+                  "generate: the second token is a new draw, independent of the first",
+                  f"{same:.2f} of 4000 rows repeat their first new token, expected 0.29",
+                  hint="make np.random.default_rng(seed) once per call, before the loop, not "
+                       "at every step.")
 _ = checks.check_close(generate(FixedModel(), flat[:50], 1, temperature=1.0, seed=3),
                        generate(FixedModel(), flat[:50], 1, temperature=1.0, seed=3),
                        "generate: the same seed gives the same tokens",
@@ -1620,7 +1675,7 @@ del _hidden_test_generate__cache
 ### END HIDDEN TESTS
 
 # %% nbgrader="tests" grade_id="test_generate__sampling" points=1
-# Hidden tests of `generate`: sampling, temperature then top-k then top-p, by the frequencies of thousands of draws; a seed repeats them (1 point).
+# Hidden tests of `generate`: sampling, temperature then top-k then top-p, by the frequencies of thousands of draws; one generator per call, a new draw at each step; a seed repeats them (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_generate__sampling():
     import numpy as np
@@ -1633,10 +1688,15 @@ def _hidden_test_generate__sampling():
     rows = 6000
     for temperature, top_k, top_p in [(1.0, None, None), (0.7, 4, None), (1.6, None, 0.7),
                                       (2.0, 5, 0.8)]:
-        seed = int(r.integers(1_000_000))
-        options = {"seed": seed, "margin": 0.0}
+        for _ in range(100):  # a model on which a wrong order of the filters shows
+            seed = int(r.integers(1_000_000))
+            options = {"seed": seed, "margin": 0.0}
+            prompt = r.integers(3, 9, size=(1, 3))
+            logits = here["make_model"](**options).logits_after(prompt[0])
+            if top_p is None or reference.filter_orders_differ(logits, temperature, top_k,
+                                                               top_p):
+                break
         model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", **options)
-        prompt = r.integers(3, 9, size=(1, 3))
         prompts = np.repeat(prompt, rows, axis=0)
         draw_seed = int(r.integers(1_000_000))
         what = f"generate(model, {rows} copies of a prompt, max_new_tokens=1, " \
@@ -1644,7 +1704,6 @@ def _hidden_test_generate__sampling():
         first = reference.pad_generated(
             generate(model, prompts, 1, temperature=temperature, top_k=top_k, top_p=top_p,
                      seed=draw_seed), 4, what)[:, 3]
-        logits = here["make_model"](**options).logits_after(prompt[0])
         expected = reference.sampling_distribution(logits, temperature, top_k, top_p)
         frequencies = np.bincount(first, minlength=len(expected))[:len(expected)] / rows
         assert_true(np.all(first < len(expected)) and np.all(first >= 0),
@@ -1668,6 +1727,29 @@ def _hidden_test_generate__sampling():
         assert_true(np.array_equal(again, once_more),
                     f"{what}: the same seed gave other tokens; make the generator once per "
                     "call with np.random.default_rng(seed).")
+    # One generator per call: the second new token is a new draw, given the first.
+    options = {"seed": int(r.integers(1_000_000)), "margin": 0.0}
+    model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", **options)
+    hand = here["make_model"](**options)
+    prompt = [int(t) for t in r.integers(3, 9, size=3)]
+    draw_seed = int(r.integers(1_000_000))
+    what = f"generate(model, {rows} copies of a prompt, max_new_tokens=2, temperature=1.0, " \
+           f"seed={draw_seed})"
+    pairs = reference.pad_generated(
+        generate(model, np.repeat([prompt], rows, axis=0), 2, temperature=1.0,
+                 seed=draw_seed), 5, what)[:, 3:]
+    first = reference.sampling_distribution(hand.logits_after(prompt))
+    vocab = len(first)
+    assert_true(np.all((pairs >= 0) & (pairs < vocab)), f"{what}: ids outside the vocabulary.")
+    expected = np.stack([first[a] * reference.sampling_distribution(
+        hand.logits_after(prompt + [a])) for a in range(vocab)])  # (first, second)
+    frequencies = np.zeros((vocab, vocab))
+    np.add.at(frequencies, (pairs[:, 0], pairs[:, 1]), 1.0 / rows)
+    allowed = 4 * np.sqrt(expected * (1 - expected) / rows) + 0.004
+    assert_true(np.all(np.abs(frequencies - expected) <= allowed),
+                f"{what}: the pairs of new tokens do not follow a draw of the first, then "
+                "a new draw of the second given the first; make np.random.default_rng(seed) "
+                "once per call, before the loop, and draw anew at each step.")
 
 
 _hidden_test_generate__sampling()

@@ -188,6 +188,28 @@ def sampling_distribution(logits, temperature: float = 1.0, top_k: int | None = 
     return _softmax(scaled)
 
 
+def filter_orders_differ(logits, temperature: float, top_k: int | None, top_p: float,
+                         by: float = 0.06) -> bool:
+    """Whether ``sampling_distribution`` (temperature, then top-k, then top-p) differs,
+    by at least ``by`` on some id, from the distributions of the orders students get
+    wrong: the filters before the temperature (unless it is 1) and, with ``top_k``,
+    top-p before top-k.
+
+    generate's sampling test draws its hand-made models until this holds, so that a
+    wrong order shows in the frequencies whatever the run's seed (with a small ``by``
+    the two orders can give nearly the same distribution).
+    """
+    logits = _float64(logits)
+    right = sampling_distribution(logits, temperature, top_k, top_p)
+    first_k = logits if top_k is None else top_k_filter(logits, top_k)
+    wrong = []
+    if temperature != 1:  # at temperature 1 the filters before it are the same thing
+        wrong.append(_softmax(top_p_filter(first_k, top_p) / temperature))
+    if top_k is not None:
+        wrong.append(_softmax(top_k_filter(top_p_filter(logits / temperature, top_p), top_k)))
+    return all(float(np.max(np.abs(other - right))) >= by for other in wrong)
+
+
 # --- the models' forward passes ------------------------------------------------------
 #
 # The curriculum's layout (solutions/lab6, sections 2 to 4):

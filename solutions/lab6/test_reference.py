@@ -138,6 +138,17 @@ def test_the_sampling_distribution_applies_temperature_then_top_k_then_top_p():
         reference.sampling_distribution(logits, -1.0)
 
 
+def test_the_filters_order_shows_on_some_logits_only():
+    # probabilities 0.43, 0.26, 0.16, ...: at temperature 2, top-p 0.6 keeps three ids;
+    # before the temperature it keeps two. Top-k 3 then top-p 0.7 keeps two; top-p
+    # first keeps three.
+    logits = np.array([1.0, 0.5, 0.0, -0.5, -1.0])
+    assert reference.filter_orders_differ(logits, 2.0, None, 0.6)
+    assert reference.filter_orders_differ(logits, 1.0, 3, 0.7)
+    # p = 1 keeps everything, whatever the order
+    assert not reference.filter_orders_differ(logits, 2.0, 3, 1.0)
+
+
 # -- the block and the model, from the grader's weights ------------------------------
 
 
