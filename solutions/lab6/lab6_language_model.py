@@ -1644,30 +1644,37 @@ del _hidden_test_generate
 # Hidden tests of `generate`: the cache is used, one call with the prompt then one call per new token with that token alone (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_generate__cache():
-    from autograder.testkernel.testing import rng, assert_true
+    import numpy as np
+    from autograder.testkernel.testing import rng
     from autograder.references import lab6 as reference
 
     construct = reference.constructor(globals())
+    here = reference.language_models()
     r = rng("generate/cache")
-    seed = int(r.integers(1_000_000))
-    model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", seed=seed)
-    prompts = r.integers(3, 9, size=(3, 5))
-    what = "generate(model, prompt_ids (3, 5), max_new_tokens=6)"
-    generate(model, prompts, 6)
-    calls = [tuple(int(n) for n in call) for call in reference.call_method(model, "call_log")]
-    assert_true(len(calls) >= 1 and calls[0] == (0, 5),
-                f"{what}: the first call should give the model the prompt alone (no cache), "
-                f"5 positions; the calls' (cached, new) lengths were {calls}.")
-    later = calls[1:]
-    assert_true(all(new == 1 for _, new in later),
-                f"{what}: after the prompt each call should give the model the new token "
-                f"alone, with the cache; the calls' (cached, new) lengths were {calls}.")
-    assert_true(all(cached == 5 + index for index, (cached, _) in enumerate(later)),
-                f"{what}: each call should pass the cache the previous call returned; the "
-                f"calls' (cached, new) lengths were {calls}.")
-    assert_true(5 <= len(later) <= 6,
-                f"{what}: {len(later)} calls after the prompt for 6 new tokens, expected 5 "
-                f"(the last token needs no call); the calls were {calls}.")
+    for rows, prompt_length, new in [(3, 5, 6), (2, 3, 9)]:
+        seed = int(r.integers(1_000_000))
+        # Beyond the prompt this model gives its true logits only when it is called with
+        # its cache and the new token alone: the tokens, checked here, show whether the
+        # cache was used.
+        model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", seed=seed,
+                          cache_only_after=prompt_length)
+        prompts = r.integers(3, 9, size=(rows, prompt_length))
+        what = f"generate(model, prompt_ids {prompts.shape}, max_new_tokens={new})"
+        got = reference.pad_generated(generate(model, prompts, new), prompt_length + new, what)
+        expected = reference.greedy_generate(here["make_model"](seed=seed), prompts, new)
+        if np.array_equal(got, expected):
+            continue
+        try:  # what the model saw, to explain the failure (the verdict is the tokens)
+            calls = [tuple(int(n) for n in call)
+                     for call in reference.call_method(model, "call_log")][:12]
+        except Exception:  # noqa: BLE001 - only an explanation
+            calls = "unknown"
+        raise AssertionError(
+            f"{what}: the tokens differ from greedy decoding with a model that answers "
+            "beyond the prompt only when given its cache and the new token alone. Call "
+            "the model once with the prompt (return_cache=True), then once per new token "
+            "with that token alone, (B, 1), and the cache the last call returned. The "
+            f"calls' (cached, new) lengths were {calls}.")
 
 
 _hidden_test_generate__cache()

@@ -433,9 +433,14 @@ import numpy as np
 
 class HashLM:
     def __init__(self, seed, vocab_size=9, end_id=None, end_after=None, scale=2.0,
-                 margin=0.3):
+                 margin=0.3, cache_only_after=None):
         self.seed, self.vocab_size, self.scale, self.margin = seed, vocab_size, scale, margin
         self.end_id, self.end_after = end_id, end_after
+        # Positions it computes without its cache (the prompt's); beyond them it
+        # answers with another model's logits unless it is given its cache and one
+        # new token: whether generate used the cache then shows in the tokens, which
+        # the grader checks in its own kernel (no log kept here is believed).
+        self.cache_only_after = cache_only_after
         self.calls = []
         self._memo = {}
 
@@ -474,7 +479,11 @@ class HashLM:
                                  f"token_ids {ids.shape[0]}")
         self.calls.append((int(past.shape[1]), int(ids.shape[1])))
         whole = np.concatenate([past, ids], axis=1)
-        logits = np.stack([np.stack([self.logits_after(whole[b, : past.shape[1] + t + 1])
+        honest = self.cache_only_after is None or ids.shape[1] == 1 and cache is not None or \
+            cache is None and ids.shape[1] <= self.cache_only_after
+        other = () if honest else (-1,)  # another model: the prefix's hash changes
+        logits = np.stack([np.stack([self.logits_after(other + tuple(
+                                         whole[b, : past.shape[1] + t + 1]))
                                      for t in range(ids.shape[1])])
                            for b in range(ids.shape[0])]).astype(np.float32)
         logits = ops.convert_to_tensor(logits)

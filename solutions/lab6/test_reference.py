@@ -239,3 +239,21 @@ def test_the_corpus_perplexity_weighs_every_target_the_same():
     assert reference.corpus_perplexity(Uniform(), np.array([[1, 2, 3, 0], [1, 0, 0, 0],
                                                             [1, 2, 0, 0]])) == \
         pytest.approx(5.0)
+
+
+def test_a_model_used_without_its_cache_beyond_the_prompt_gives_other_logits():
+    make = reference.language_models()["make_model"]
+    strict, plain = make(seed=9, cache_only_after=3), make(seed=9)
+    ids = np.array([[3, 4, 5, 6, 7]])
+    # the prompt without a cache, then one token at a time with it: the true logits
+    logits, cache = strict(ids[:, :3], return_cache=True)
+    assert np.allclose(np.asarray(logits), np.asarray(plain(ids[:, :3])))
+    step, cache = strict(ids[:, 3:4], cache=cache, return_cache=True)
+    assert np.allclose(np.asarray(step), np.asarray(plain(ids))[:, 3:4])
+    # the whole prefix recomputed, or two new tokens with the cache: other logits
+    assert not np.allclose(np.asarray(strict(ids[:, :4]))[:, -1], np.asarray(step)[:, 0])
+    assert not np.allclose(np.asarray(strict(ids[:, 3:], cache=[ids[:, :3]]))[:, 1],
+                           np.asarray(plain(ids))[:, 4])
+    # greedy generation with the cache gives the plain model's tokens
+    tokens = reference.greedy_generate(plain, ids[:, :3], 4)
+    assert tokens.shape == (1, 7)

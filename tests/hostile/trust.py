@@ -83,6 +83,33 @@ class StubbornDense(keras.layers.Dense):
 '''
 
 
+#: After a generate that recomputes the whole prefix (no cache), the log a cached
+#: run would have left, written into the grader's hand-made model (it lives in the
+#: student's kernel). The grader must judge the cache by the tokens it checks in
+#: its own kernel, not by what that model's log says.
+FORGE_CALL_LOG = '''
+
+_recomputing_generate = generate
+
+
+def generate(model, prompt_ids, max_new_tokens, **options):
+    tokens = _recomputing_generate(model, prompt_ids, max_new_tokens, **options)
+    calls = getattr(model, "calls", None)
+    if isinstance(calls, list):
+        length = len(prompt_ids[0])
+        calls[:] = [(0, length)] + [(length + i, 1) for i in range(max_new_tokens - 1)]
+    return tokens
+'''
+
+
+def _lab6_generate_forging_its_log() -> str:
+    """lab6's sample mistake "generate without the cache" (it loses the cache cell
+    only), with the forged call log after it."""
+    from tests.samples import load
+
+    return load("lab6").MISTAKES["generate_no_cache"].source + FORGE_CALL_LOG
+
+
 def _message_of(exercise: str, words: str):
     """A check that the student's row of ``exercise`` in exercises.csv holds ``words``."""
     def check(out: Path, row: dict) -> str:
@@ -98,7 +125,7 @@ def _message_of(exercise: str, words: str):
 
 
 def cases() -> list[Case]:
-    lab2_full, lab5_full = 10, 18
+    lab2_full, lab5_full, lab6_full = 10, 18, 18.5
     mha_points, transformer_values = 5, 2    # test_Transformer + __training
     return [
         Case("mha_wrapper_forged_module", "trust",
@@ -124,4 +151,10 @@ def cases() -> list[Case]:
              "lab5: a final_layer whose set_weights keeps its own weights",
              lambda: lab_notebook("lab5", {"Transformer": _lab5_transformer(STUBBORN_DENSE)}),
              lab5_full - transformer_values, lab="lab5"),
+        Case("cache_log_forged", "trust",
+             "lab6: generate recomputes the prefix, then rewrites the grader's model's call "
+             "log to what a cached run leaves",
+             lambda: lab_notebook("lab6", {"generate": _lab6_generate_forging_its_log()}),
+             lab6_full - 1, lab="lab6",
+             check=_message_of("generate", "its cache and the new token alone")),
     ]
