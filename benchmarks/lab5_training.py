@@ -38,11 +38,12 @@ CHECKPOINTS = ROOT / "student" / "labkit" / "checkpoints"
 STOP_AFTER = "demo_greedy_decode"  # this cell computes test_exact_match
 
 
-def code_cells():
-    """(grade_id, source) of the code cells to run, in order."""
+def code_cells(source: Path = SOURCE, stop_after: str = STOP_AFTER):
+    """(grade_id, source) of the code cells of the lab's ``source`` to run, in order,
+    up to ``stop_after`` (hidden tests and the Colab cell left out)."""
     import jupytext
 
-    notebook = jupytext.read(SOURCE, fmt="py:percent")
+    notebook = jupytext.read(source, fmt="py:percent")
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
@@ -50,7 +51,7 @@ def code_cells():
         if kind == "tests" or grade_id == "colab_setup":
             continue
         yield grade_id, cell.source
-        if grade_id == STOP_AFTER:
+        if grade_id == stop_after:
             return
 
 

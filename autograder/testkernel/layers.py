@@ -17,6 +17,7 @@ from autograder.testkernel.testing import to_numpy
 __all__ = [
     "call_method",
     "calls",
+    "check_config",
     "class_paths",
     "describe",
     "explain",
@@ -144,3 +145,33 @@ def read_weights(layer, paths) -> dict[str, list[np.ndarray]]:
     """``{path: sublayer.get_weights()}`` for each path, in one round trip."""
     values = calls(layer, [(f"{path}.get_weights", ()) for path in paths])
     return {path: [to_numpy(w) for w in value] for path, value in zip(paths, values)}
+
+
+def check_config(layer_class, arguments: dict, what: str) -> None:
+    """``layer_class(**arguments).get_config()`` holds every argument under its
+    own name, and ``from_config`` of it builds a layer with the same ones;
+    AssertionError (the student's feedback) otherwise. ``layer_class``: the
+    student's class (a proxy under the grader)."""
+    layer = layer_class(**arguments)
+    try:
+        config = call_method(layer, "get_config")
+    except Exception as error:  # noqa: BLE001 - the student's get_config raised
+        raise AssertionError(
+            f"{what}: get_config() raised {type(error).__name__} ({str(error)[:300]}); "
+            "return super().get_config() with every constructor argument added under its "
+            "own name.") from None
+    if not isinstance(config, dict):
+        raise AssertionError(f"{what}: get_config() returned {type(config).__name__}, "
+                             "expected a dict.")
+    wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
+    if wrong:
+        raise AssertionError(
+            f"{what}: get_config() gives {wrong} for these arguments; store each "
+            "constructor argument under its own name and add it to super().get_config().")
+    rebuilt = call_method(layer_class, "from_config", config)
+    again = call_method(rebuilt, "get_config")
+    again = again if isinstance(again, dict) else {}
+    wrong = {k: again.get(k) for k, v in arguments.items() if again.get(k) != v}
+    if wrong:
+        raise AssertionError(f"{what}: from_config(get_config()) built a layer whose "
+                             f"get_config() gives {wrong}.")

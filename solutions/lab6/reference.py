@@ -37,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 # Re-exported for the hidden tests, which run both under the grader and in place.
-from autograder.testkernel.layers import call_method, class_paths  # noqa: F401
+from autograder.testkernel.layers import (  # noqa: F401
+    call_method, check_config, class_paths)
 from autograder.testkernel.testing import constructor, tensor, to_numpy  # noqa: F401
 
 #: Rotary embeddings' base, as in RoFormer (Su et al., 2021) and most language models.
@@ -387,34 +388,6 @@ def set_weights_by_sublayer(layer, kind, parameters):
         return str(problem)
     return ""
 """
-
-
-def check_config(layer_class, arguments: dict, what: str) -> None:
-    """``layer_class(**arguments).get_config()`` holds every argument under its own
-    name and ``from_config`` rebuilds it; AssertionError (the feedback) otherwise."""
-    layer = layer_class(**arguments)
-    try:
-        config = call_method(layer, "get_config")
-    except Exception as error:  # noqa: BLE001 - the student's get_config raised
-        raise AssertionError(
-            f"{what}: get_config() raised {type(error).__name__} ({str(error)[:300]}); "
-            "return super().get_config() with every constructor argument added under its "
-            "own name.") from None
-    if not isinstance(config, dict):
-        raise AssertionError(f"{what}: get_config() returned {type(config).__name__}, "
-                             "expected a dict.")
-    wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
-    if wrong:
-        raise AssertionError(
-            f"{what}: get_config() gives {wrong} for these arguments; store each "
-            "constructor argument under its own name and add it to super().get_config().")
-    rebuilt = call_method(layer_class, "from_config", config)
-    again = call_method(rebuilt, "get_config")
-    again = again if isinstance(again, dict) else {}
-    wrong = {k: again.get(k) for k, v in arguments.items() if again.get(k) != v}
-    if wrong:
-        raise AssertionError(f"{what}: from_config(get_config()) built a layer whose "
-                             f"get_config() gives {wrong}.")
 
 
 # --- language models made by hand, for perplexity and generate ----------------------
