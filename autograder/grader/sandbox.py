@@ -141,6 +141,30 @@ def bubblewrap_works() -> bool:
     return result.returncode == 0
 
 
+class SandboxUnavailable(RuntimeError):
+    """No isolation layer can run here and the instructor did not pass
+    ``--unsandboxed``: the message says what is missing and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """The isolation in force for this run's student kernels.
+
+    ``layer``: "bubblewrap" (namespaces), "user" (a user of its own per
+    kernel, where bubblewrap cannot start: containers) or "none" (only with
+    the instructor's ``--unsandboxed``). ``summary``: one line for the
+    terminal, report.html, class.json and Gradescope's output. ``details``:
+    what holds and what does not, a line each.
+    """
+
+    layer: str
+    summary: str
+    details: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"layer": self.layer, "summary": self.summary, "details": list(self.details)}
+
+
 @dataclass(frozen=True)
 class KernelUser:
     """The user a student kernel runs as (where the grader is root)."""
