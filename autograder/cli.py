@@ -115,7 +115,8 @@ def grading_options(args) -> GradingOptions:
                      course_file=args.course, roster=args.roster, times=args.times,
                      extensions=args.extensions, overrides=args.overrides,
                      similarity=not args.no_similarity, similar_to=args.similar_to,
-                     similarity_threshold=args.similarity_threshold)
+                     similarity_threshold=args.similarity_threshold,
+                     unsandboxed=args.unsandboxed)
     return GradingOptions(**given)
 
 
@@ -247,18 +248,12 @@ def _slurm(args) -> int:
 def _kubernetes(args) -> int:
     from autograder.scaleout import kubernetes
 
+    term = {name: getattr(args, name) for name in kubernetes.TERM_OPTIONS}
     made = kubernetes.write(args.lab, Path(args.out), args.shards, args.image, args.submissions,
                             pvc=args.pvc, seed_secret=args.seed_secret,
-                            namespace=args.namespace, cpu=args.cpu, memory=args.memory)
-    print(f"Wrote {made.dockerfile}, {made.grade_job} and {made.merge_job}.")
-    print(f"1. Build and push the image: docker build -f {made.dockerfile} -t {args.image} . "
-          f"&& docker push {args.image}")
-    print(f"2. The seed, once: kubectl create secret generic {args.seed_secret} "
-          f"--from-literal=seed=$(python -c 'import secrets; print(secrets.token_hex(16))')")
-    print(f"3. kubectl apply -f {made.grade_job} && kubectl wait --for=condition=complete "
-          f"--timeout=24h job/{made.documents[0]['metadata']['name']}")
-    print(f"4. kubectl apply -f {made.merge_job}: the class in out/"
-          f"{made.documents[0]['metadata']['labels']['labkit/run']}/class on the volume.")
+                            namespace=args.namespace, cpu=args.cpu, memory=args.memory,
+                            bubblewrap=args.bubblewrap, term=term)
+    print(made.text())
     return 0
 
 
@@ -384,6 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "public solutions)")
     term.add_argument("--similarity-threshold", type=float, metavar="SHARE",
                       help="share of an answer that must match to list a pair (0-1)")
+    grade.add_argument("--unsandboxed", action="store_true",
+                       help="grade even where neither bubblewrap nor a user of its own per "
+                            "kernel can isolate the students' notebooks (they could then read "
+                            "the hidden tests and other students' files); without it such a "
+                            "run refuses to start")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(func=_grade)
 
@@ -459,14 +459,23 @@ def build_parser() -> argparse.ArgumentParser:
                                          "e.g. /data/lab1/submissions.zip")
     k8s.add_argument("--out", required=True, help="folder for the manifests and Dockerfile")
     k8s.add_argument("--shards", type=int, required=True, help="pods grading at once")
-    k8s.add_argument("--image", required=True, help="the grader's image, e.g. "
-                                                    "registry.example.edu/cs101/labkit:2026")
+    k8s.add_argument("--image", required=True, help="the grader's image, by tag (e.g. "
+                     "registry.example.edu/cs101/labkit:2026) or digest (...@sha256:<hex>)")
     k8s.add_argument("--pvc", required=True, help="the PersistentVolumeClaim mounted at /data")
     k8s.add_argument("--seed-secret", default="labkit-seed",
                      help="the Secret whose key `seed` holds the seed (default labkit-seed)")
-    k8s.add_argument("--namespace")
+    k8s.add_argument("--namespace", help="the namespace of the Jobs (in every printed "
+                                          "kubectl step as -n NAMESPACE)")
     k8s.add_argument("--cpu", default="2", help="CPUs of each pod (default 2)")
     k8s.add_argument("--memory", default="8Gi", help="memory of each pod (default 8Gi)")
+    k8s.add_argument("--bubblewrap", action="store_true",
+                     help="run bubblewrap in the pods: seccomp Unconfined and a non-root "
+                          "user, which Pod Security baseline forbids (default: root with 7 "
+                          "capabilities under RuntimeDefault, a user of its own for each "
+                          "student kernel: passes baseline)")
+    for name in ("roster", "course", "times", "extensions", "overrides"):
+        k8s.add_argument(f"--{name}", metavar="PATH",
+                         help=f"as grade's --{name}: a path in the volume, under /data")
     k8s.set_defaults(func=_kubernetes)
 
     demo = commands.add_parser("demo", help="grade the bundled sample submissions")

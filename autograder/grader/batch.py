@@ -52,6 +52,9 @@ class ClassGradebook:
         self.db_url = options.db_url or f"sqlite:///{self.root / 'gradebook.db'}"
         self.seed_check = seed_check
         self.points: dict[str, float] = {}
+        #: The isolation of the student kernels (sandbox.Isolation.to_json()),
+        #: kept in run.json and shown in class.json and report.html.
+        self.isolation: dict | None = None
 
     def prepare(self, students: list[str] | None = None,
                 shard: tuple[int, int] | None = None, class_size: int | None = None) -> None:
@@ -73,6 +76,8 @@ class ClassGradebook:
             run["class_size"] = class_size
         if students is not None:
             run["students"] = students
+        if self.isolation:
+            run["isolation"] = self.isolation
         (self.out_dir / "run.json").write_text(json.dumps(run, indent=1))
 
     def saved(self, student_id: str, sha256: str | None) -> SubmissionResult | None:
@@ -153,6 +158,7 @@ class ClassGradebook:
         rows, notes = term.apply(results, submissions, points,
                                  whole_class=not (options and options.shard))
         summary = report_term(term, rows, collected, notes)
+        summary["isolation"] = self.isolation
         similar = None
         if options and options.similarity:
             try:
@@ -165,7 +171,7 @@ class ClassGradebook:
         paths.update(reports.write_unmatched(summary["unmatched"], self.out_dir))
         write_class(self.out_dir, self.lab.id, self.lab.title,
                     term.class_rows(rows, submissions, reports.feedback_names(rows)),
-                    term.roster.lms if term.roster is not None else "")
+                    term.roster.lms if term.roster is not None else "", self.isolation)
         return rows, paths
 
     def _similar(self, rows: list[SubmissionResult], options: GradingOptions):
@@ -231,6 +237,7 @@ class Grader:
             # K of N takes every N-th student from the K-th on.
             index, count = self.options.shard
             submissions = submissions[index - 1::count]
+        self.gradebook.isolation = self._isolation(submissions)
         self.gradebook.prepare([s.student_id for s in submissions], self.options.shard, total)
         # Each file is read here once for its digest (one at a time, not kept).
         digests = {s.student_id: _digest(s) for s in submissions}
@@ -260,6 +267,32 @@ class Grader:
             bar.close()
         shutil.rmtree(self._workers_dir, ignore_errors=True)
         return [results[s.student_id] for s in submissions if s.student_id in results]
+
+    @property
+    def protected(self) -> list[Path]:
+        """What the student kernels must not reach: the course folder, OUT, the
+        kit, the submissions (self.hidden), and the instructor's term files."""
+        files = [getattr(self.options, name) for name in
+                 ("course_file", "roster", "times", "extensions", "overrides", "similar_to")]
+        database = self.gradebook.db_url
+        if database.startswith("sqlite:///"):
+            files.append(Path(database.removeprefix("sqlite:///")).parent)
+        return list(self.hidden) + [Path(f).resolve() for f in files if f is not None]
+
+    def _isolation(self, submissions: list[Submission]) -> dict | None:
+        """Choose the student kernels' isolation (it refuses to grade without
+        any unless options.unsandboxed) and say it on the terminal. A run
+        with nothing to grade keeps what the last run into OUT said."""
+        from autograder.grader import sandbox
+
+        if not submissions and not self.options.regrade:
+            try:
+                return json.loads((self.out_dir / "run.json").read_text()).get("isolation")
+            except (OSError, ValueError, AttributeError):
+                return None
+        chosen = sandbox.choose_isolation(self.protected, self.options.unsandboxed)
+        print(f"Isolation of the student kernels: {clean_text(chosen.summary)}", file=sys.stderr)
+        return chosen.to_json()
 
     def _only(self, submissions: list[Submission]) -> list[Submission]:
         """The class, checked against ``--only``: every id asked for must be in it."""
@@ -297,6 +330,8 @@ class Grader:
             lab_id=self.lab.id, seed=self.seed,
             hidden=tuple(str(path) for path in self.hidden),
             skip_cells=tuple(self.skip_cells), options=self.options,
+            isolation=(self.gradebook.isolation or {}).get("layer", ""),
+            protected=tuple(str(path) for path in self.protected),
             workers_dir=str(self._workers_dir),
             jobs=min(self.options.workers, len(pending)))
         if setup.jobs == 1:

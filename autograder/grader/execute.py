@@ -43,7 +43,7 @@ from nbgrader.utils import is_grade, is_solution
 from autograder import limits
 from autograder.grader import tempdirs
 from autograder.testkernel.probe import hide_data
-from autograder.grader.sandbox import SandboxKernelManager, bubblewrap_works
+from autograder.grader.sandbox import SandboxKernelManager, current_isolation
 # The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
 # why 3 GiB: autograder.limits.
 from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
@@ -214,7 +214,7 @@ class IsolatedExecute(Execute):
     # -- the whole notebook --------------------------------------------------
     def preprocess(self, nb, resources=None, km=None):
         self._record = {
-            "sandbox": "bubblewrap" if bubblewrap_works() else "none",
+            "sandbox": current_isolation(),
             "stopped": "",
             "tests": {},
             "cells_run": 0,

@@ -68,6 +68,8 @@ class GradingOptions:
         similar_to: a folder of earlier terms' or public solutions to compare with.
         similarity_threshold: the share of an answer that must match to list a
             pair (None: autograder.term.similarity's default).
+        unsandboxed: grade even where no isolation layer works (the
+            instructor's explicit word: autograder.grader.sandbox.choose_isolation).
     """
 
     jobs: int | None = None
@@ -90,6 +92,7 @@ class GradingOptions:
     similarity: bool = True
     similar_to: Path | None = None
     similarity_threshold: float | None = None
+    unsandboxed: bool = False
 
     def __post_init__(self):
         if self.jobs is not None and (not _is_int(self.jobs) or self.jobs < 1):

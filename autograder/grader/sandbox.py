@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import os
 import shutil
 import socket
@@ -47,6 +48,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Dict, List, Type, Unicode
 
 from autograder.forkserver import server as forkserver
+from autograder.grader import userlayer
 from autograder.limits import (BUBBLEWRAP_CHECK_TIMEOUT_S, KERNEL_FILE_SIZE_BYTES,
                                KERNEL_MEMORY_BYTES, KERNEL_OPEN_FILES, KERNEL_PROCESSES,
                                SANDBOX_SCRATCH_BYTES, SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES)
@@ -79,12 +81,25 @@ KERNEL_UIDS = range(2_000_000_000, 2_000_001_000)
 #: grader is root: enough to hand the scratch folder over, change user and
 #: empty the bounding set (forkserver.drop_privileges), then none.
 BECOME_CAPS = ("CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
-#: The wrapper (``python -I -S -c BECOME UID GID HOME COMMAND...``): the same
-#: drop_privileges as a forked kernel's, then the kernel.
+#: The wrapper (``python -I -S -c BECOME OPTIONS COMMAND...``, OPTIONS a JSON
+#: object of uid, gid, home, net and umask): a network namespace of its own
+#: where asked (the user layer: autograder.grader.userlayer; bubblewrap makes
+#: its own), the umask, the same drop_privileges as a forked kernel's, then
+#: the kernel.
 BECOME = (inspect.getsource(forkserver.drop_privileges)
-          + "\nimport os, sys\n"
-          "drop_privileges([int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]])\n"
-          "os.execv(sys.argv[4], sys.argv[4:])\n")
+          + "\nimport json, os, sys\n"
+          "options = json.loads(sys.argv[1])\n"
+          "if options.get('net'):\n"
+          "    import ctypes\n"
+          "    libc = ctypes.CDLL(None, use_errno=True)\n"
+          "    if libc.unshare(0x40000000) != 0:\n"
+          "        raise OSError(ctypes.get_errno(), 'unshare(CLONE_NEWNET) failed')\n"
+          "if 'umask' in options:\n"
+          "    os.umask(options['umask'])\n"
+          "drop_privileges([options['uid'], options['gid'], options['home']])\n"
+          "os.execv(sys.argv[2], sys.argv[2:])\n")
+#: The isolation layers, strongest first (Isolation.layer).
+LAYERS = ("bubblewrap", "user", "none")
 
 
 @dataclass
@@ -124,24 +139,34 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
 
 
-@functools.lru_cache(maxsize=1)
 def bubblewrap_works() -> bool:
     """Whether `bwrap` exists here and can start a process with our options."""
+    return not bubblewrap_problem()
+
+
+@functools.lru_cache(maxsize=1)
+def bubblewrap_problem() -> str:
+    """Why bubblewrap cannot isolate the kernels here ("" where it can)."""
     bwrap = shutil.which("bwrap")
     if not bwrap:
-        return False
+        return "is not installed (no bwrap on PATH)"
     try:
         result = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
              "--unshare-net", "--unshare-pid", "--die-with-parent", "true"],
             capture_output=True, timeout=BUBBLEWRAP_CHECK_TIMEOUT_S,
         )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return result.returncode == 0
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"could not be run ({type(error).__name__}: {error})"
+    if result.returncode == 0:
+        return ""
+    said = result.stderr.decode(errors="replace").strip().splitlines()
+    return (f"cannot start a sandbox here ({bwrap} exited with {result.returncode}: "
+            f"{said[-1][:200] if said else 'no message'}; a container's default seccomp "
+            f"profile denies the user namespaces it needs)")
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(ValueError, RuntimeError):
     """No isolation layer can run here and the instructor did not pass
     ``--unsandboxed``: the message says what is missing and how to fix it."""
 
@@ -163,6 +188,166 @@ class Isolation:
 
     def to_json(self) -> dict:
         return {"layer": self.layer, "summary": self.summary, "details": list(self.details)}
+
+
+#: The isolation chosen for this process's kernels (choose_isolation, or
+#: use_isolation in a worker), and the user layer's preparation.
+_isolation: Isolation | None = None
+_prepared: "userlayer.Preparation | None" = None
+_prepare_error: str = ""
+
+
+def choose_isolation(protected=(), allow_unsandboxed: bool = False) -> Isolation:
+    """The strongest isolation that works here, chosen once at start-up.
+
+    bubblewrap where it starts; else, where the grader is root, a user of
+    its own per kernel (autograder.grader.userlayer), set up for
+    ``protected`` (the course, OUT, submissions, the kit's sources, the
+    instructor's files) and proved by a probe run as that user; else none,
+    but only with the instructor's explicit ``allow_unsandboxed``.
+
+    Raises:
+        SandboxUnavailable: neither layer works and ``allow_unsandboxed`` is
+            false; the message says what is missing and the fixes.
+    """
+    global _isolation
+    problem = bubblewrap_problem()
+    if not problem:
+        kernel = ("a user of its own (uid from 2,000,000,000)" if os.geteuid() == 0
+                  else "the grader's user, unprivileged")
+        _isolation = Isolation("bubblewrap", "bubblewrap: each student kernel in namespaces "
+                               "of its own (no course files, no network, its own processes "
+                               f"and /tmp), as {kernel}", (
+                                   "file system: the system, Python and labkit, read-only",
+                                   "network: none", "processes: its own only",
+                                   "limits: memory, processes, file size, open files, "
+                                   "tmpfs sizes"))
+        return _isolation
+    reasons = [f"bubblewrap {problem}"]
+    if os.geteuid() == 0:
+        try:
+            preparation = prepare_user_layer(protected)
+        except userlayer.LayerUnavailable as error:
+            reasons.append(f"a user of its own per kernel could not be set up: {error}")
+        else:
+            if preparation.network_isolated:
+                network, network_detail = "none", "none (a network namespace of its own)"
+            else:
+                network = "NOT isolated"
+                network_detail = ("NOT isolated: this container allows no new network "
+                                  "namespace (deny it outside: a NetworkPolicy, a firewall)")
+            _isolation = Isolation(
+                "user", f"a user of its own per student kernel (bubblewrap {problem}); "
+                        f"course files denied to it; network: {network}",
+                tuple([f"network: {network_detail}"] + preparation.details))
+            return _isolation
+    else:
+        reasons.append("a user of its own per kernel needs the grader to run as root "
+                       f"(it runs as uid {os.geteuid()})")
+    if allow_unsandboxed:
+        _isolation = Isolation(
+            "none", "NONE (--unsandboxed): student notebooks run as the grader's user and "
+                    "can read the hidden tests, references, seed and other students' files",
+            tuple(reasons))
+        return _isolation
+    raise SandboxUnavailable(
+        "No isolation for the student kernels on this machine: "
+        + "; ".join(reasons) + ". Fix one of them: install bubblewrap where it can make "
+        "namespaces (apt-get install bubblewrap; in a container, a seccomp profile that "
+        "allows user namespaces), or run the grader as root so that each kernel gets a "
+        "user of its own. Or pass --unsandboxed to grade anyway, knowing that a notebook "
+        "can then read the hidden tests and other students' files.")
+
+
+def use_isolation(layer: str, protected=()) -> None:
+    """In a grading worker: use the layer the run chose (and, for the user
+    layer, set it up for this worker's own kernel user). A failure is kept
+    and reported by every kernel start (user_layer_error)."""
+    global _isolation, _prepare_error
+    if layer not in LAYERS:
+        raise ValueError(f"unknown isolation layer {layer!r}; one of {', '.join(LAYERS)}")
+    if _isolation is None or _isolation.layer != layer:
+        _isolation = Isolation(layer, layer)
+    if layer == "user" and _prepared is None:
+        try:
+            prepare_user_layer(protected)
+        except userlayer.LayerUnavailable as error:
+            _prepare_error = str(error)
+
+
+def current_isolation() -> str:
+    """The layer this process's kernels get: the one chosen, or (for code
+    that starts kernels without a run: tests, tools) the strongest here."""
+    if _isolation is not None:
+        return _isolation.layer
+    if bubblewrap_works():
+        return "bubblewrap"
+    return "user" if os.geteuid() == 0 else "none"
+
+
+def needed_paths() -> list[Path]:
+    """What a student kernel must reach: Python, the venv, labkit, and the
+    run's folder (its scratch and ipc folders are inside)."""
+    from autograder.grader import tempdirs
+
+    return _python_paths() + [tempdirs.run_folder()]
+
+
+def prepare_user_layer(protected=()) -> "userlayer.Preparation":
+    """Set the user layer up for this process's kernel user and prove it.
+
+    Raises:
+        userlayer.LayerUnavailable: it cannot hold here (why, and the fix).
+    """
+    global _prepared
+    from autograder.grader import tempdirs
+
+    if _prepared is not None:
+        return _prepared
+    user = kernel_user()
+    if user is None:
+        raise userlayer.LayerUnavailable("the grader does not run as root")
+    protected = [Path(p) for p in protected]
+    entries = userlayer.plan(protected, needed_paths(), user.uid)
+    done = userlayer.apply(entries, user.uid)
+    network = userlayer.network_namespace_allowed()
+    home = Path(tempdirs.make_folder("labkit-probe-", mode=0o711))
+    try:
+        become = prlimit_arguments(rlimits(Limits(), uid=user.uid)) + \
+            become_prefix(user, home, net=network, umask=0o077)
+        denied = [path for path, perms in entries.items() if perms == 0]
+        passable = [path for path in entries if path not in denied
+                    and any(path == guard.resolve() for guard in protected)]
+        found = userlayer.probe(become, denied, passable, [os.getpid(), os.getppid()])
+    finally:
+        userlayer.kill_user(user.uid)
+        shutil.rmtree(home, ignore_errors=True)
+    wrong = list(found.get("reached", []))
+    if found.get("uid") != user.uid or found.get("groups"):
+        wrong.append(f"ran as uid {found.get('uid')} with groups {found.get('groups')}")
+    if found.get("labkit") is not True:
+        wrong.append(f"cannot import labkit ({found.get('labkit')})")
+    if network and found.get("interfaces") != ["lo"]:
+        wrong.append(f"sees network interfaces {found.get('interfaces')}")
+    if wrong:
+        userlayer.undo(done, user.uid)
+        raise userlayer.LayerUnavailable("the probe as the kernels' user could "
+                                         + "; ".join(wrong[:5]))
+    denied = sum(1 for perms in entries.values() if perms == 0)
+    _prepared = userlayer.Preparation(
+        user.uid, {str(path): perms for path, perms in entries.items()}, network, [
+            f"user: uid {user.uid}, gid {user.gid}, no supplementary groups, no capabilities",
+            f"course files: {denied} paths denied to it by ACL, {len(entries) - denied} "
+            f"folders passable (not listable) on the way to Python and labkit; probed: "
+            f"{len(protected)} protected paths unreadable and unwritable",
+            "limits: memory, processes, file size, open files (setrlimit)",
+            "not isolated: the machine's world-readable files, the process list; /tmp and "
+            "/dev/shm shared (limited per file, cleaned after each kernel)"])
+    return _prepared
+
+
+def user_layer_error() -> str:
+    return _prepare_error
 
 
 @dataclass(frozen=True)
@@ -206,12 +391,17 @@ def kernel_user() -> KernelUser | None:
                        "taken by another grading process of this machine; wait for some to end")
 
 
-def become_prefix(user: KernelUser | None, home: Path) -> list[str]:
+def become_prefix(user: KernelUser | None, home: Path, net: bool = False,
+                  umask: int | None = None) -> list[str]:
     """The wrapper in front of a fresh kernel that makes it ``user`` (owner
-    of ``home``), or nothing where it runs as the grader's user."""
+    of ``home``), with a network namespace of its own if ``net``, or nothing
+    where it runs as the grader's user."""
     if user is None:
         return []
-    return [sys.executable, "-I", "-S", "-c", BECOME, str(user.uid), str(user.gid), str(home)]
+    options = {"uid": user.uid, "gid": user.gid, "home": str(home), "net": net}
+    if umask is not None:
+        options["umask"] = umask
+    return [sys.executable, "-I", "-S", "-c", BECOME, json.dumps(options)]
 
 
 def _python_paths() -> list[Path]:
@@ -489,9 +679,18 @@ class SandboxKernelManager(AsyncKernelManager):
         # prlimit prefix and the forked kernel's own limits.
         values = rlimits(spec.limits, uid=None if user is None else user.uid)
         limited = prlimit_arguments(values)
+        layer = current_isolation()
+        if layer == "none":
+            # Only with the instructor's --unsandboxed (choose_isolation).
+            return limited + command
+        if layer == "user":
+            if user_layer_error():
+                raise RuntimeError(f"the user layer could not be set up in this grading "
+                                   f"process: {user_layer_error()}")
+            preparation = prepare_user_layer(self.hidden)
+            return limited + become_prefix(user, spec.scratch, net=preparation.network_isolated,
+                                           umask=0o077) + command
         become = become_prefix(user, spec.scratch)
-        if not bubblewrap_works():
-            return limited + become + command
         keep = BECOME_CAPS if user is not None else ()
         self._fresh_command = (limited + bwrap_prefix(spec, keep) + become + command
                                + SANDBOXED_KERNEL_ARGS)
@@ -542,8 +741,18 @@ class SandboxKernelManager(AsyncKernelManager):
         ipc.chmod(0o711)
         (ipc / "exchange").chmod(0o700)
 
+    def _reap_user(self) -> None:
+        """In the user layer: end every process of the kernel's user and remove
+        its files in the shared temporary folders (a daemon or a planted file
+        of one submission never meets the next)."""
+        user = kernel_user()
+        if current_isolation() == "user" and user is not None:
+            userlayer.kill_user(user.uid)
+            userlayer.remove_user_files(user.uid)
+
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         self.forked = False
+        self._reap_user()
         self._hand_over()
         if self._fork_argv is None:
             return await super()._async_launch_kernel(kernel_cmd, **kw)
@@ -576,6 +785,10 @@ class SandboxKernelManager(AsyncKernelManager):
             lifeline.unlink(missing_ok=True)
             await super()._async_launch_kernel(self._fresh_command, **kw)
 
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        self._reap_user()
+
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # jupyter_client polls a stopping kernel every 0.1 s; a sandbox is
         # gone within milliseconds of its kill, so those 0.1 s were waiting
@@ -599,6 +812,10 @@ class SandboxKernelManager(AsyncKernelManager):
         # so the override must be of start_kernel itself.
         spec = self._spec()
         kw["env"] = kernel_environment(spec)
+        if current_isolation() == "user":
+            # The machine's /tmp is shared there: temporary files go to the
+            # kernel's own folder.
+            kw["env"]["TMPDIR"] = str(spec.scratch)
         kw["cwd"] = str(spec.scratch)
         # The kernel's own file descriptors 1 and 2 would be the grader's
         # terminal: TensorFlow's C++ start-up logs, or a notebook's

@@ -72,6 +72,7 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path,
     gradebook = ClassGradebook(lab, out_dir, options or GradingOptions(), check)
     if gradebook.out_dir in {folder.resolve() for folder, _ in runs}:
         raise ValueError(f"--out {out_dir} is one of the shards: merge into a new folder.")
+    gradebook.isolation = merged_isolation([run for _, run in runs])
     gradebook.prepare(sorted(entries))
     results = []
     for student_id in sorted(entries):
@@ -82,6 +83,26 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path,
                        entry.get("timings", {}))
         results.append(result)
     return gradebook.write_reports(results)
+
+
+def merged_isolation(runs: list[dict]) -> dict | None:
+    """The class's isolation: the shards' own when they agree; else the
+    weakest layer, its summary saying that the shards differed."""
+    from autograder.grader.sandbox import LAYERS
+
+    found = [run.get("isolation") for run in runs if isinstance(run.get("isolation"), dict)]
+    if not found:
+        return None
+    layers = {item.get("layer") for item in found}
+    if len(layers) == 1 and len(found) == len(runs):
+        return found[0]
+    weakest = max(found, key=lambda item: LAYERS.index(item.get("layer"))
+                  if item.get("layer") in LAYERS else len(LAYERS))
+    return {"layer": weakest.get("layer"),
+            "summary": f"the shards differ ({', '.join(sorted(map(str, layers)))}"
+                       f"{', some not recorded' if len(found) < len(runs) else ''}); "
+                       f"the weakest: {weakest.get('summary', '')}",
+            "details": ["each row's notes say the isolation of its kernel"]}
 
 
 def _gather(lab_id: str, shard_dirs: list[Path]):

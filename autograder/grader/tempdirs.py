@@ -56,10 +56,13 @@ def run_folder() -> Path:
     return folder
 
 
-def make_folder(prefix: str) -> str:
-    """A new temporary folder inside this run's folder (as tempfile.mkdtemp)."""
+def make_folder(prefix: str, mode: int = 0o700) -> str:
+    """A new temporary folder inside this run's folder (as tempfile.mkdtemp),
+    the grader's alone unless ``mode`` says otherwise: a submission's folder,
+    which holds the student kernel's scratch and ipc folders, is 0o711 (the
+    kernel's user, where it is not the grader's, passes through)."""
     folder = tempfile.mkdtemp(prefix=prefix, dir=run_folder())
-    os.chmod(folder, 0o711)
+    os.chmod(folder, mode)
     return folder
 
 

@@ -42,6 +42,9 @@ class WorkerSetup:
         options: the run's options (timeouts, kernels).
         workers_dir: where each worker makes its private course folder.
         jobs: how many workers run at once (they share the cores).
+        isolation: the student kernels' isolation layer the run chose
+            (autograder.grader.sandbox.choose_isolation; "" to choose here).
+        protected: what the user layer keeps from the kernels (the run's).
     """
 
     lab_id: str
@@ -51,6 +54,8 @@ class WorkerSetup:
     options: GradingOptions
     workers_dir: str
     jobs: int = 1
+    isolation: str = ""
+    protected: tuple[str, ...] = ()
 
 
 class Worker:
@@ -103,7 +108,7 @@ class Worker:
         """Put the notebook where nbgrader looks and run its autograde on it."""
         student_id = submission.student_id
         notes = list(notes) + self._submit(student_id, notebook)
-        work = Path(tempdirs.make_folder("lk-"))
+        work = Path(tempdirs.make_folder("lk-", mode=0o711))
         record_path = work / "record.json"
         try:
             config = self._config(work, record_path)
@@ -206,8 +211,7 @@ class Worker:
             status = f"partly graded: {record['stopped']}"
         elif not record:
             status = "partly graded: the grader kept no record of the run"
-        if record.get("sandbox") == "none":
-            notes = list(notes) + ["graded without the bubblewrap sandbox"]
+        notes = list(notes) + ISOLATION_NOTES.get(record.get("sandbox"), [])
         total = sum(e.score for e in exercises)
         return SubmissionResult(student_id, self.lab.id, total, sum(self.points.values()),
                                 status, source_name, exercises, list(notes))
@@ -236,13 +240,27 @@ def share_cores(jobs: int) -> None:
         os.environ.setdefault(name, threads)
 
 
+#: The note each row gets for the isolation its kernel ran under (none for bubblewrap).
+ISOLATION_NOTES = {
+    "user": ["isolation: a user of its own for the kernel, the course denied to it "
+             "(bubblewrap could not run here)"],
+    "none": ["graded WITHOUT isolation (--unsandboxed): the notebook could read the hidden "
+             "tests and other students' files"],
+}
+
+
 def start_worker(setup: WorkerSetup) -> None:
-    """Initializer of a worker process: its own private course folder."""
+    """Initializer of a worker process: its own private course folder, and
+    the run's isolation set up for its own kernel user."""
     global _WORKER
     import warnings
 
+    from autograder.grader import sandbox
+
     warnings.filterwarnings("ignore", message=".*not in session.*")
     share_cores(setup.jobs)
+    if setup.isolation:
+        sandbox.use_isolation(setup.isolation, setup.protected or setup.hidden)
     _WORKER = Worker(setup, Path(setup.workers_dir) / f"w{os.getpid()}")
 
 

@@ -128,10 +128,12 @@ CLASS_FILE = "class.json"
 
 
 def write_class(out_dir: Path, lab: str, lab_title: str, rows: list[ClassRow],
-                roster_lms: str = "") -> Path:
-    """Write OUT/class.json: the lab, the roster's LMS ("" without a roster), the rows."""
+                roster_lms: str = "", isolation: dict | None = None) -> Path:
+    """Write OUT/class.json: the lab, the roster's LMS ("" without a roster),
+    the student kernels' isolation (autograder.grader.sandbox.Isolation), the rows."""
     path = Path(out_dir) / CLASS_FILE
     path.write_text(json.dumps({"lab": lab, "lab_title": lab_title, "roster_lms": roster_lms,
+                                "isolation": isolation,
                                 "rows": [row.to_json() for row in rows]}, indent=1),
                     encoding="utf-8")
     return path

@@ -1,0 +1,294 @@
+"""The second isolation layer: a user of its own for each student kernel.
+
+Where bubblewrap cannot start (Docker's default seccomp profile denies the
+user namespaces it needs, and a masked /proc defeats its ``--proc``:
+opencontainers/runc#1658; Gradescope's and Kubernetes' containers are such
+places) and the grader is root, each student kernel still runs
+
+- as a dedicated unprivileged user (autograder.grader.sandbox.kernel_user:
+  uid and gid of its own, no supplementary groups, no capabilities,
+  ``no_new_privs``), which owns no file of the machine;
+- with the course out of its reach: the course folder, OUT, the
+  submissions, the seed and term files and the kit's own sources (hidden
+  tests, references, stand-ins) get an access control list entry that
+  denies that user everything (autograder.grader.acl), while the folders on
+  the way to Python, the virtual environment and labkit get one that lets
+  it pass through, not list. Nobody else's access changes, and the entries
+  are removed when the grading process ends;
+- in a private working folder (its HOME and TMPDIR, mode 700), with umask
+  077, under the same resource limits as in bubblewrap (memory, file size,
+  processes: RLIMIT_NPROC holds, the user being non-root and the kernel's
+  alone; open files);
+- in a network namespace of its own (no network at all) where the
+  container allows one (root with CAP_SYS_ADMIN); where it does not, the
+  kernel keeps the container's network and the grader says so;
+- and whatever it leaves behind is ended: every process of its user is
+  killed before a kernel starts and after it stops, and its files in the
+  shared /tmp, /var/tmp and /dev/shm are removed.
+
+`prepare` sets the entries up for one user and proves them: a probe runs
+as that user, through the very wrapper a kernel starts with, and must fail
+to read, list or write every protected path, reach the grader's processes,
+and (where promised) the network; it must start Python and import labkit.
+Only a layer whose probe passed is used (autograder.grader.sandbox.choose_isolation).
+
+What this layer does not give, and bubblewrap does: the kernel sees the
+machine's other files that any user may read (the system, /proc's list of
+processes and their command lines), and writes into the shared /tmp and
+/dev/shm limited only per file (RLIMIT_FSIZE), not in total.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.grader import acl
+
+#: Shared folders a kernel may write into; its files there are removed after it.
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
+PROBE_TIMEOUT_S = 60
+
+#: The probe, run as the kernel's user: what it can reach of the protected
+#: paths (JSON in on argv[1], JSON out on stdout).
+PROBE = r"""
+import json, os, socket, sys
+ask = json.loads(sys.argv[1])
+found = {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "reached": []}
+def enter(path):
+    try:
+        os.stat(os.path.join(path, ".labkit-probe-absent"))
+    except FileNotFoundError:
+        return      # it could look inside: passed through
+    except NotADirectoryError:
+        raise PermissionError
+def read(path):
+    if os.path.isdir(path):
+        raise PermissionError
+    open(path, "rb").close()
+def write(path):
+    open(os.path.join(path, ".labkit-probe") if os.path.isdir(path) else path, "ab").close()
+checks = {"enter": enter, "list": os.listdir, "read": read, "write": write}
+for path, kinds in [(p, ("enter", "list", "read", "write")) for p in ask["denied"]] + \
+        [(p, ("list", "write")) for p in ask["passable"]]:
+    for what in kinds:
+        try:
+            checks[what](path)
+        except OSError:
+            continue
+        found["reached"].append(f"{what} {path}")
+for pid in ask["processes"]:
+    try:
+        os.kill(pid, 0)
+        found["reached"].append(f"signal process {pid}")
+    except OSError:
+        pass
+found["interfaces"] = sorted(name for _, name in socket.if_nameindex())
+try:
+    import labkit
+    found["labkit"] = True
+except Exception as error:
+    found["labkit"] = f"{type(error).__name__}: {error}"
+print(json.dumps(found))
+"""
+
+
+class LayerUnavailable(RuntimeError):
+    """The user layer cannot be set up here; the message says why and how to fix it."""
+
+
+@dataclass
+class Preparation:
+    """What `prepare` did for one kernel user."""
+
+    uid: int
+    entries: dict[str, int] = field(default_factory=dict)
+    network_isolated: bool = False
+    details: list[str] = field(default_factory=list)
+
+
+def _resolved(paths) -> list[Path]:
+    seen = []
+    for path in paths:
+        try:
+            real = Path(path).resolve()
+        except OSError:
+            continue
+        if real.exists() and real != Path("/") and real not in seen:
+            seen.append(real)
+    return seen
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def plan(protected, needed, uid: int) -> dict[Path, int]:
+    """The ACL entries for user ``uid``: ``0`` (nothing) on the protected
+    paths, or on their parts not on the way to a needed path; SEARCH on the
+    folders on the way to the needed paths that it could not pass, or that
+    lie inside a protected path.
+
+    Raises:
+        LayerUnavailable: a needed path is itself protected.
+    """
+    protected, needed = _resolved(protected), _resolved(needed)
+    entries: dict[Path, int] = {}
+    for want in needed:
+        for folder in reversed(want.parents):
+            if folder == Path("/"):
+                continue
+            inside = any(_inside(folder, guard) for guard in protected)
+            if inside or not acl.user_access(folder, uid) & acl.SEARCH:
+                entries[folder] = acl.SEARCH
+    for guard in protected:
+        holding = [want for want in needed if _inside(want, guard)]
+        if any(want == guard for want in holding):
+            raise LayerUnavailable(
+                f"{guard} holds what the student kernels need (Python, the virtual "
+                f"environment or labkit) and must also be hidden from them; keep the "
+                f"grader's installation out of the course, OUT and submissions folders.")
+        if not holding:
+            if not any(_inside(guard, other) and entries.get(other) == 0
+                       for other in entries):
+                entries[guard] = 0
+            continue
+        _deny_around(guard, holding, entries)
+    return entries
+
+
+def _deny_around(folder: Path, needed: list[Path], entries: dict[Path, int]) -> None:
+    """Deny every entry of ``folder`` but the needed paths and the way to them."""
+    for child in sorted(folder.iterdir()):
+        if child.is_symlink():
+            continue            # a link grants nothing: its target's entries decide
+        on_the_way = [want for want in needed if _inside(want, child)]
+        if not on_the_way:
+            entries[child] = 0
+        elif child not in on_the_way:
+            _deny_around(child, on_the_way, entries)
+
+
+def apply(entries: dict[Path, int], uid: int) -> list[str]:
+    """Write the entries; the paths done. Undone at this process's exit."""
+    done: list[str] = []
+    atexit.register(undo, done, uid)
+    for path, perms in entries.items():
+        try:
+            acl.set_user(path, uid, perms)
+        except acl.AclUnsupported as error:
+            fix = (f"chmod o-rwx {path}" if perms == 0 else f"chmod o+x {path}")
+            what = ("hide it from" if perms == 0 else "let them pass through it to reach "
+                    "Python and labkit")
+            raise LayerUnavailable(
+                f"{path}: its file system keeps no access control lists, so the grader "
+                f"cannot {what} the student kernels' users alone. Fix: `{fix}` (then it "
+                f"holds for every user), or grade where bubblewrap runs.") from error
+        except OSError as error:
+            raise LayerUnavailable(f"{path}: the grader could not set its access control "
+                                   f"list ({error.strerror}).") from error
+        done.append(str(path))
+    return done
+
+
+def undo(paths: list[str], uid: int) -> None:
+    for path in reversed(paths):
+        try:
+            acl.remove_user(Path(path), uid)
+        except OSError:
+            pass
+    paths.clear()
+
+
+def network_namespace_allowed() -> bool:
+    """Whether a new network namespace can be made here (a child tries)."""
+    try:
+        result = subprocess.run(
+            [sys.executable, "-I", "-S", "-c",
+             "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+             "os._exit(0 if libc.unshare(0x40000000) == 0 else 1)"],
+            capture_output=True, timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0
+
+
+def kill_user(uid: int) -> None:
+    """End every process of user ``uid`` (a kernel's leftovers: a daemon,
+    a fork bomb). A child becomes that user and signals every process it
+    may (kill(-1) reaches exactly that user's, never root's), twice."""
+    if uid == 0 or os.geteuid() != 0:
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for _ in range(3):
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.01)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def remove_user_files(uid: int) -> list[str]:
+    """Remove what user ``uid`` left at the top of the shared temporary folders."""
+    removed = []
+    for top in SHARED_TEMP:
+        try:
+            names = os.listdir(top)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(top, name)
+            try:
+                if os.lstat(path).st_uid != uid:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+                removed.append(path)
+            except OSError:
+                continue
+    return removed
+
+
+def probe(become: list[str], denied: list[Path], passable: list[Path],
+          processes: list[int]) -> dict:
+    """Run PROBE as the kernel's user, through ``become`` (the kernel's
+    wrapper): it must not enter, list, read or write ``denied``, nor list
+    or write ``passable`` (the protected folders that hold the way to
+    Python), nor signal ``processes``."""
+    ask = json.dumps({"denied": [str(p) for p in denied],
+                      "passable": [str(p) for p in passable], "processes": processes})
+    command = become + [sys.executable, "-I", "-c", PROBE, ask]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True,
+                                timeout=PROBE_TIMEOUT_S, cwd="/")
+    except subprocess.TimeoutExpired:
+        raise LayerUnavailable(f"the probe as the kernels' user did not end in "
+                               f"{PROBE_TIMEOUT_S} s") from None
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise LayerUnavailable(f"Python does not start as the kernels' user ({last[:300]}): "
+                               f"the interpreter {sys.executable} or its libraries are not "
+                               f"readable by other users")
+    try:
+        return json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise LayerUnavailable(f"the probe as the kernels' user answered "
+                               f"{result.stdout[:200]!r}") from None
