@@ -315,10 +315,10 @@ def prepare_user_layer(protected=()) -> "userlayer.Preparation":
     try:
         become = prlimit_arguments(rlimits(Limits(), uid=user.uid)) + \
             become_prefix(user, home, net=network, umask=0o077)
-        denied = [path for path, perms in entries.items() if perms == 0]
-        passable = [path for path in entries if path not in denied
+        denied_paths = [path for path, perms in entries.items() if perms == 0]
+        passable = [path for path in entries if path not in denied_paths
                     and any(path == guard.resolve() for guard in protected)]
-        found = userlayer.probe(become, denied, passable, [os.getpid(), os.getppid()])
+        found = userlayer.probe(become, denied_paths, passable, [os.getpid(), os.getppid()])
     finally:
         userlayer.kill_user(user.uid)
         shutil.rmtree(home, ignore_errors=True)
@@ -338,12 +338,20 @@ def prepare_user_layer(protected=()) -> "userlayer.Preparation":
         user.uid, {str(path): perms for path, perms in entries.items()}, network, [
             f"user: uid {user.uid}, gid {user.gid}, no supplementary groups, no capabilities",
             f"course files: {denied} paths denied to it by ACL, {len(entries) - denied} "
-            f"folders passable (not listable) on the way to Python and labkit; probed: "
-            f"{len(protected)} protected paths unreadable and unwritable",
+            f"folders passable (not listable) on the way to Python and labkit; probed as "
+            f"that user: {len(denied_paths) + len(passable)} paths unreadable and unwritable",
+            *([f"closed to every other user while grading (no ACLs on their file system): "
+               f"{', '.join(userlayer.closed())}"] if userlayer.closed() else []),
+            "passable for it (not listable): " + ", ".join(
+                path for path, perms in _prepared_entries(entries) if perms),
             "limits: memory, processes, file size, open files (setrlimit)",
             "not isolated: the machine's world-readable files, the process list; /tmp and "
             "/dev/shm shared (limited per file, cleaned after each kernel)"])
     return _prepared
+
+
+def _prepared_entries(entries: dict) -> list[tuple[str, int]]:
+    return [(str(path), perms) for path, perms in entries.items()]
 
 
 def user_layer_error() -> str:

@@ -177,26 +177,57 @@ def _deny_around(folder: Path, needed: list[Path], entries: dict[Path, int]) -> 
             _deny_around(child, on_the_way, entries)
 
 
+#: Paths whose "other" bits were taken away where their file system keeps no
+#: ACLs (an NFS volume), with their modes, restored at this process's exit.
+_closed: dict[str, int] = {}
+
+
+def _restore_modes() -> None:
+    for path, mode in list(_closed.items()):
+        try:
+            os.chmod(path, mode)
+        except OSError:
+            pass
+        _closed.pop(path, None)
+
+
+atexit.register(_restore_modes)
+
+
 def apply(entries: dict[Path, int], uid: int) -> list[str]:
-    """Write the entries; the paths done. Undone at this process's exit."""
+    """Write the entries; the paths done. Undone at this process's exit.
+
+    Where a protected path's file system keeps no access control lists (an
+    NFS volume, say), its "other" permission bits are taken away instead
+    (every kernel user is "other" there) and put back at exit; `closed`
+    lists them.
+    """
     done: list[str] = []
     atexit.register(undo, done, uid)
     for path, perms in entries.items():
         try:
             acl.set_user(path, uid, perms)
         except acl.AclUnsupported as error:
-            fix = (f"chmod o-rwx {path}" if perms == 0 else f"chmod o+x {path}")
-            what = ("hide it from" if perms == 0 else "let them pass through it to reach "
-                    "Python and labkit")
+            if perms == 0:
+                mode = os.stat(path).st_mode & 0o7777
+                _closed.setdefault(str(path), mode)
+                os.chmod(path, mode & ~0o007)
+                continue
             raise LayerUnavailable(
                 f"{path}: its file system keeps no access control lists, so the grader "
-                f"cannot {what} the student kernels' users alone. Fix: `{fix}` (then it "
-                f"holds for every user), or grade where bubblewrap runs.") from error
+                f"cannot let the student kernels' users alone pass through it to reach "
+                f"Python and labkit. Fix: `chmod o+x {path}` (then any user may pass), "
+                f"install the kit's Python elsewhere, or grade where bubblewrap runs.") from error
         except OSError as error:
             raise LayerUnavailable(f"{path}: the grader could not set its access control "
                                    f"list ({error.strerror}).") from error
         done.append(str(path))
     return done
+
+
+def closed() -> list[str]:
+    """The protected paths closed by their mode (no ACLs there)."""
+    return sorted(_closed)
 
 
 def undo(paths: list[str], uid: int) -> None:
