@@ -6,6 +6,8 @@
 #   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
 #   make test-slurm  a class graded through a real one-node Slurm (own suite)
+#   make test-container  the user layer under a default Docker container's restrictions,
+#               reproduced as root (tests/container.py; own suite, about a minute)
 #   make test-compat  the compatibility matrix: a venv per row (the kit's pins, Colab's
 #               Python/TensorFlow/Keras/NumPy, the oldest Keras labkit allows) built in
 #               .cache/studentenvs/; in each, labkit installed as students do, every lab's
@@ -21,7 +23,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-backends test-compat test-slurm test-torch test-jax bench clean help
+.PHONY: env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-backends test-compat test-slurm test-container test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -76,6 +78,13 @@ slurm:
 	    echo "note: Slurm not found; the slurm tests (pytest -m slurm) will be skipped."; \
 	  fi; }
 
+# The student kernels' user layer (autograder.grader.userlayer) where bubblewrap
+# cannot start: a class graded inside a default Docker container's restrictions,
+# reproduced as root on this machine (tests/container.py: runc's masked /proc,
+# Docker's default capabilities and seccomp denials). Needs root on x86-64.
+test-container: env
+	$(PY) -m pytest -m container tests/test_container.py
+
 # Other Keras backends, CPU builds (tests/test_backends.py grades every lab's
 # solution under each one installed; make test-torch runs the verdict suite).
 # PyTorch's CPU wheel is pinned; without it pip would fetch the CUDA build.
@@ -106,7 +115,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 test: env lint postgres
-	$(PY) -m pytest -m "not backends and not compat and not slurm"
+	$(PY) -m pytest -m "not backends and not compat and not slurm and not container"
 
 # A class graded through a real one-node Slurm (tests/test_slurm.py's cluster
 # test, tests/test_slurm_cluster.py): Slurm and munge from Debian's packages,
@@ -129,7 +138,7 @@ test-compat: env
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint
-	$(PY) -m pytest -m "not slow and not backends and not slurm"
+	$(PY) -m pytest -m "not slow and not backends and not slurm and not container"
 
 # The verdict suite and every lab's grading tests under another backend.
 BACKEND_TESTS = tests/test_verdicts.py tests/test_grading.py

@@ -194,6 +194,8 @@ class Isolation:
 #: use_isolation in a worker), and the user layer's preparation.
 _isolation: Isolation | None = None
 _prepared: "userlayer.Preparation | None" = None
+_prepared_for: frozenset = frozenset()
+_applied: list = []
 _prepare_error: str = ""
 
 
@@ -299,17 +301,24 @@ def prepare_user_layer(protected=()) -> "userlayer.Preparation":
     Raises:
         userlayer.LayerUnavailable: it cannot hold here (why, and the fix).
     """
-    global _prepared
+    global _prepared, _prepared_for, _applied
     from autograder.grader import tempdirs
 
-    if _prepared is not None:
+    protected = [Path(p) for p in protected]
+    asked = frozenset(str(p) for p in protected)
+    if _prepared is not None and asked <= _prepared_for:
         return _prepared
     user = kernel_user()
     if user is None:
         raise userlayer.LayerUnavailable("the grader does not run as root")
-    protected = [Path(p) for p in protected]
+    if _prepared is not None:
+        # Asked again for more: set up for everything asked so far.
+        protected = sorted({*protected, *map(Path, _prepared_for)})
+        asked = frozenset(str(p) for p in protected)
+        userlayer.undo(_applied, user.uid)
+        _prepared = None
     entries = userlayer.plan(protected, needed_paths(), user.uid)
-    done = userlayer.apply(entries, user.uid)
+    done = _applied = userlayer.apply(entries, user.uid)
     network = userlayer.network_namespace_allowed()
     home = Path(tempdirs.make_folder("labkit-probe-", mode=0o711))
     try:
@@ -334,6 +343,7 @@ def prepare_user_layer(protected=()) -> "userlayer.Preparation":
         raise userlayer.LayerUnavailable("the probe as the kernels' user could "
                                          + "; ".join(wrong[:5]))
     denied = sum(1 for perms in entries.values() if perms == 0)
+    _prepared_for = asked
     _prepared = userlayer.Preparation(
         user.uid, {str(path): perms for path, perms in entries.items()}, network, [
             f"user: uid {user.uid}, gid {user.gid}, no supplementary groups, no capabilities",
@@ -695,7 +705,9 @@ class SandboxKernelManager(AsyncKernelManager):
             if user_layer_error():
                 raise RuntimeError(f"the user layer could not be set up in this grading "
                                    f"process: {user_layer_error()}")
-            preparation = prepare_user_layer(self.hidden)
+            # The run's preparation (its protected paths cover this kernel's
+            # hidden ones); set up here only for a kernel started outside a run.
+            preparation = _prepared or prepare_user_layer(self.hidden)
             return limited + become_prefix(user, spec.scratch, net=preparation.network_isolated,
                                            umask=0o077) + command
         become = become_prefix(user, spec.scratch)

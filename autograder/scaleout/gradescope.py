@@ -6,18 +6,28 @@ instructor uploads as a Gradescope programming assignment's autograder
 specification (and otter-grader's bundles, which follow it) lays it out:
 
 - ``setup.sh``, run once as root when Gradescope builds the assignment's
-  image (Ubuntu, with network): it installs Python 3.11+, bubblewrap and the
-  kit from the bundle into ``/autograder/venv``, then grades the lab's blank
-  notebook once (``self_test``), so that an image that cannot grade fails
-  to build instead of failing every student;
+  image (Ubuntu, with network): it installs nothing this bundle does not
+  pin. Ubuntu's own packages come through apt, which checks the archive's
+  signatures: bubblewrap, and the Python that wrote the locks (the image's
+  python3 where it is that version, else Ubuntu's ``python3.X`` and
+  ``python3.X-venv``: Ubuntu 22.04 has python3.11). The exact versions of
+  ``kit/tools.lock`` (pip, setuptools) and ``kit/requirements.lock`` (every
+  distribution the kit and labkit need, transitively) come from the package
+  index with ``--no-deps``, so pip resolves nothing; then the kit and labkit
+  from the bundle, ``--no-deps``. It fails, saying why, where the image has
+  no Python of the locks' version or pip cannot install them. Last it
+  grades the lab's blank notebook once (``self_test``), so that an image
+  that cannot grade fails to build instead of failing every student;
 - ``run_autograder``, run for each submission in a fresh container: it
   grades ``/autograder/submission/`` with the kit's own pipeline (the
   sandboxed student kernel, the test kernel, stand-ins, repairs: the same
   ``grade`` as ``python -m autograder grade``) and writes
   ``/autograder/results/results.json``;
 - ``kit/``: the kit's grader, the lab sources (solutions, hidden tests,
-  references, stand-ins), labkit and course.toml, and ``bundle.json`` (the
-  lab, the kit's version, the visibility settings).
+  references, stand-ins), labkit and course.toml, ``bundle.json`` (the
+  lab, the kit's version, the Python of the locks, the visibility
+  settings) and the two locks, written by `build_bundle` from the
+  environment that builds the bundle (`locks`).
 
 results.json has one test per exercise, named as in the curriculum, with
 its score, its points and the feedback a student sees in the kit's
@@ -30,11 +40,15 @@ and inputs are never in it. Its visibility comes from course.toml::
     stdout_visibility = "hidden"     # the grader's log
 
 The bundle holds the hidden tests and references: it goes to Gradescope
-only, never to students. The student's notebook runs in the bubblewrap
-sandbox where Gradescope's container allows user namespaces; where it does
-not, the kit grades without it and results.json says so (hidden from the
-student, in ``extra_data``), as ``grade`` does on any machine without
-bubblewrap (docs/security.md).
+only, never to students. The student's kernel gets the isolation the kit's
+``grade`` chooses, as anywhere (``sandbox.choose_isolation``: bubblewrap
+where the container allows user namespaces, else a user of its own, since
+the grader runs as root there); ``run`` prints it to the grader's log
+("Isolation of the student's kernel: ...", which Gradescope always shows
+instructors) and puts it in results.json's ``extra_data["isolation"]``.
+Where no layer can run, nothing is graded: the result is a grader error,
+the student is told to contact the instructor, and the log and
+``extra_data`` say why (docs/security.md).
 """
 
 from __future__ import annotations
@@ -57,26 +71,69 @@ _SKIP = {"__pycache__", ".ipynb_checkpoints", "build", "dist"}
 KIT = "kit"
 SETTINGS = "bundle.json"
 DEFAULT_ROOT = Path("/autograder")
+#: The locks in kit/: the exact versions setup.sh installs (pip --no-deps).
+LOCK = "requirements.lock"
+TOOLS_LOCK = "tools.lock"
+#: What tools.lock pins, and setup.sh installs first: pip, and setuptools,
+#: which builds the kit's and labkit's editable installs (--no-build-isolation).
+TOOLS = ("pip", "setuptools")
+#: The platform of Gradescope's images: the environment markers of the kit's
+#: dependencies are evaluated for it, whatever machine writes the bundle.
+TARGET_MARKERS = {"sys_platform": "linux", "platform_system": "Linux",
+                  "platform_machine": "x86_64", "os_name": "posix"}
+#: Where the kit's and labkit's own dependencies are declared (in KIT_ROOT).
+PROJECTS = ("pyproject.toml", "student/pyproject.toml")
 
 SETUP_SH = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image.
 # It installs the kit of this bundle ({lab}) and checks that the image grades.
+# It installs nothing that the bundle does not pin, and pipes nothing into a shell:
+# - through apt, which checks the signatures of Ubuntu's archive: bubblewrap,
+#   and Python {python} (the Python that wrote the locks below): the image's
+#   python3 where it is {python}, else Ubuntu's python{python} and python{python}-venv.
+#   Ubuntu 22.04 (jammy), whose python3 is 3.10, has python3.11 and
+#   python3.11-venv 3.11.0~rc1-1~22.04 in jammy-updates, universe
+#   (https://packages.ubuntu.com/jammy-updates/python3.11-venv);
+# - from the package index, the exact versions of kit/tools.lock (pip,
+#   setuptools) and kit/requirements.lock (every distribution the kit needs),
+#   with --no-deps: pip resolves nothing and builds nothing in isolation. The
+#   locks hold no hashes, so pip verifies nothing beyond the index's TLS; put
+#   --hash=sha256:... on every line of a lock and pip checks each file it
+#   downloads against them (and refuses a line without one);
+# - the kit and labkit from this bundle, with --no-deps.
 set -euxo pipefail
 export DEBIAN_FRONTEND=noninteractive
+PY={python}
+fail() {{ set +x; printf '\\nsetup.sh FAILED: %s\\n\\n' "$*" >&2; exit 1; }}
 apt-get update
-apt-get install -y --no-install-recommends bubblewrap ca-certificates curl git
-if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-    apt-get install -y --no-install-recommends python3-venv python3-pip
-    python3 -m venv /autograder/venv
+apt-get install -y --no-install-recommends bubblewrap ca-certificates
+if [ "$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$PY" ]
+then
+    apt-get install -y --no-install-recommends python3-venv
+    PYTHON=python3
+elif apt-cache show "python$PY-venv" >/dev/null 2>&1; then
+    apt-get install -y --no-install-recommends "python$PY" "python$PY-venv"
+    PYTHON="python$PY"
 else
-    # An older image: a Python 3.11 from uv (astral.sh), as the kit requires.
-    curl -LsSf https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=/usr/local/bin sh
-    uv venv --seed --python 3.11 /autograder/venv
+    fail "the locks of this bundle were written with Python $PY, and this image has \\
+neither a python3 $PY nor Ubuntu's python$PY-venv. Write the bundle again \\
+(python -m autograder gradescope) from an environment with the image's Python \\
+(3.11 for Ubuntu 22.04), or choose a base image with Python $PY."
 fi
-/autograder/venv/bin/python -m pip install --upgrade pip
-/autograder/venv/bin/python -m pip install -e /autograder/source/kit/student \\
-    -e /autograder/source/kit
+"$PYTHON" -m venv /autograder/venv
+/autograder/venv/bin/python -m pip install --no-deps --no-input \\
+    -r /autograder/source/kit/tools.lock \\
+    || fail "pip could not install kit/tools.lock (pip, setuptools) on Python $PY."
+/autograder/venv/bin/python -m pip install --no-deps --no-input --no-build-isolation \\
+    -r /autograder/source/kit/requirements.lock \\
+    || fail "pip could not install kit/requirements.lock, written with Python $PY on \\
+Linux x86_64: a version there may have no file for this image. Write the bundle again \\
+from an environment with the image's Python."
+/autograder/venv/bin/python -m pip install --no-deps --no-input --no-build-isolation \\
+    -e /autograder/source/kit/student -e /autograder/source/kit
+/autograder/venv/bin/python -m pip check \\
+    || fail "kit/requirements.lock does not hold all that the kit needs on this image."
 cd /autograder/source/kit
 /autograder/venv/bin/python -m autograder gradescope-run --self-test
 """
@@ -121,20 +178,142 @@ class Visibility:
 
 @dataclass
 class Bundle:
-    """What `build_bundle` wrote: the zip, its lab, its number of files."""
+    """What `build_bundle` wrote: the zip, its lab, its number of files, its locks."""
 
     path: Path
     lab: str
     files: int
     visibility: Visibility
+    locks: "Locks | None" = None
+
+
+@dataclass(frozen=True)
+class Locks:
+    """The exact versions setup.sh installs, as installed where the bundle is written.
+
+    ``pins``: every distribution the kit and labkit depend on, transitively
+    (their pyproject.toml dependencies and, in turn, each one's requirements,
+    markers evaluated for Linux x86_64), but pip and setuptools, which are
+    ``tools``. ``python``: the Python that wrote them ("3.11"), the one
+    setup.sh installs them on.
+    """
+
+    python: str
+    python_full: str
+    pins: tuple[tuple[str, str], ...]
+    tools: tuple[tuple[str, str], ...]
+
+    def _header(self, what: str) -> str:
+        return (f"# {what}\n"
+                f"# As installed where this bundle was written (Python {self.python_full};\n"
+                f"# markers evaluated for Linux x86_64). setup.sh installs them with pip\n"
+                f"# --no-deps on Python {self.python}. No line has a hash, so pip verifies\n"
+                f"# nothing beyond the package index's TLS: put --hash=sha256:... on every\n"
+                f"# line (pip hash FILE, or the file's digest on the index) and pip checks\n"
+                f"# each file it downloads against them.\n")
+
+    def text(self) -> str:
+        """kit/requirements.lock: ``name==version`` lines under a comment."""
+        return self._header("Every distribution the kit and labkit need, transitively "
+                            "(but pip and\n# setuptools: tools.lock), at its exact version.") \
+            + "".join(f"{name}=={version}\n" for name, version in self.pins)
+
+    def tools_text(self) -> str:
+        """kit/tools.lock: pip and setuptools, installed before the rest."""
+        return self._header("pip and setuptools (which builds the kit's and labkit's "
+                            "editable installs),\n# installed first.") \
+            + "".join(f"{name}=={version}\n" for name, version in self.tools)
+
+
+def locks(kit_root: Path | None = None) -> Locks:
+    """The locks of this environment: what the kit at ``kit_root`` needs, as installed here.
+
+    Raises:
+        ValueError: a distribution the kit needs on Linux x86_64 is not
+            installed here (a bundle written on another platform, or a
+            broken environment), one is installed from a URL or a folder
+            rather than the package index, or setuptools is missing.
+    """
+    import sys
+    import tomllib
+    from importlib import metadata
+
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    if kit_root is None:
+        from autograder.labs import KIT_ROOT as kit_root
+    environment = {**default_environment(), **TARGET_MARKERS}
+    own = set()
+    todo: list[tuple[Requirement, str, str]] = []
+    for project in PROJECTS:
+        with open(Path(kit_root) / project, "rb") as handle:
+            declared = tomllib.load(handle)["project"]
+        own.add(canonicalize_name(declared["name"]))
+        todo += [(Requirement(line), "", declared["name"])
+                 for line in declared.get("dependencies", [])]
+    found: dict[str, tuple[str, frozenset[str]]] = {}
+    while todo:
+        requirement, extra, wanted_by = todo.pop()
+        if requirement.marker and not requirement.marker.evaluate({**environment,
+                                                                    "extra": extra}):
+            continue
+        name = canonicalize_name(requirement.name)
+        if name in own:
+            continue
+        _, extras = found.get(name, ("", frozenset()))
+        if name in found and set(requirement.extras) <= extras:
+            continue
+        try:
+            dist = metadata.distribution(requirement.name)
+        except metadata.PackageNotFoundError:
+            raise ValueError(
+                f"{wanted_by} requires {requirement}, which is not installed here: the "
+                f"Gradescope locks are written from the environment that writes the bundle, "
+                f"with the kit's dependencies for Linux x86_64. Write the bundle from the "
+                f"kit's own environment on Linux x86_64 (make env).") from None
+        origin = dist.read_text("direct_url.json")
+        if origin:
+            raise ValueError(
+                f"{dist.metadata['Name']} {dist.version} is installed here from "
+                f"{json.loads(origin).get('url', 'a URL')}, not from the package index: "
+                f"setup.sh could not install that version on Gradescope. Install it from the "
+                f"index (pip install {dist.metadata['Name']}=={dist.version}) and write the "
+                f"bundle again.")
+        extras = extras | set(requirement.extras)
+        found[name] = (dist.version, frozenset(extras))
+        for line in dist.requires or []:
+            todo += [(Requirement(line), each, dist.metadata["Name"])
+                     for each in ("", *sorted(extras))]
+    tools = []
+    for tool in TOOLS:
+        try:
+            tools.append((tool, metadata.version(tool)))
+        except metadata.PackageNotFoundError:
+            if tool == "setuptools":
+                raise ValueError("setuptools is not installed here: tools.lock pins the "
+                                 "setuptools that builds the kit's editable install on "
+                                 "Gradescope. Install it (the kit's dev extra has it) and "
+                                 "write the bundle again.") from None
+    pins = tuple(sorted((name, version) for name, (version, _) in found.items()
+                        if name not in TOOLS))
+    version = sys.version_info
+    return Locks(f"{version.major}.{version.minor}",
+                 f"{version.major}.{version.minor}.{version.micro}", pins, tuple(tools))
 
 
 def build_bundle(lab_id: str, out: Path) -> Bundle:
     """Write the Gradescope autograder zip of ``lab_id`` to ``out``.
 
+    kit/requirements.lock and kit/tools.lock pin what this environment has
+    installed of the kit's dependencies (`locks`); setup.sh installs them on
+    Gradescope on the same Python version.
+
     Raises:
-        ValueError: an unknown lab, an ``out`` that is not a .zip path, or
-            course.toml's [gradescope] settings wrong.
+        ValueError: an unknown lab, an ``out`` that is not a .zip path,
+            course.toml's [gradescope] settings wrong, or an environment
+            that cannot give the locks (`locks`).
     """
     from autograder.labs import KIT_ROOT, course_settings, get_lab
 
@@ -144,7 +323,8 @@ def build_bundle(lab_id: str, out: Path) -> Bundle:
         raise ValueError(f"--out {out}: Gradescope takes the autograder as a .zip; give a "
                          f"path ending in .zip, e.g. --out {lab.id}-gradescope.zip.")
     visibility = Visibility.from_settings(course_settings().get("gradescope", {}))
-    settings = {"lab": lab.id, "kit_version": _kit_version(),
+    pinned = locks(KIT_ROOT)
+    settings = {"lab": lab.id, "kit_version": _kit_version(), "python": pinned.python,
                 "visibility": visibility.__dict__}
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
@@ -153,15 +333,17 @@ def build_bundle(lab_id: str, out: Path) -> Bundle:
             info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
             info.external_attr = 0o755 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, text.format(lab=lab.id))
+            archive.writestr(info, text.format(lab=lab.id, python=pinned.python))
             count += 1
         archive.writestr(f"{KIT}/{SETTINGS}", json.dumps(settings, indent=1))
-        count += 1
+        archive.writestr(f"{KIT}/{LOCK}", pinned.text())
+        archive.writestr(f"{KIT}/{TOOLS_LOCK}", pinned.tools_text())
+        count += 3
         for part in KIT_PARTS:
             for path in _files(KIT_ROOT / part):
                 archive.write(path, f"{KIT}/{path.relative_to(KIT_ROOT).as_posix()}")
                 count += 1
-    return Bundle(out, lab.id, count, visibility)
+    return Bundle(out, lab.id, count, visibility, pinned)
 
 
 def _kit_version() -> str:
@@ -192,11 +374,21 @@ def _files(path: Path):
 def run(root: Path = DEFAULT_ROOT) -> dict:
     """Grade ``root``/submission and write ``root``/results/results.json (returned).
 
+    The isolation of the student's kernel is the one the kit's `grade`
+    chooses (``sandbox.choose_isolation``, for the folders it protects):
+    printed to the grader's log, which Gradescope always shows the
+    instructor ("Isolation of the student's kernel: ..."), and kept in
+    ``extra_data["isolation"]``. Where no isolation layer can run, `grade`
+    refuses and nothing is graded: the result says the grader could not
+    grade the submission, and the log and ``extra_data`` say why.
+
     Never raises for what a submission holds: a notebook that cannot be
     graded gets its exercises at 0 with the reason, and a failure of the
     grader itself is written as a result that says so (Gradescope would
     otherwise show the student only "the autograder failed").
     """
+    from autograder.grader.sandbox import SandboxUnavailable
+
     root = Path(root)
     started = time.monotonic()
     results_dir = root / "results"
@@ -204,21 +396,66 @@ def run(root: Path = DEFAULT_ROOT) -> dict:
     settings = _settings(root)
     visibility = Visibility(**settings.get("visibility", {}))
     try:
-        results = _grade(root, settings["lab"], visibility)
+        results, isolated = _grade(root, settings["lab"], visibility)
+        say_isolation(isolated)
+        results.setdefault("extra_data", {})["isolation"] = isolated
+    except SandboxUnavailable as error:
+        print(f"Isolation of the student's kernel: none can run here, and the kit grades no "
+              f"submission without one, so this one was not graded. {error}", flush=True)
+        results = _grader_error(error, "The autograder could not grade this submission: its "
+                                       "container cannot isolate your notebook as it must. "
+                                       "Contact your instructor.")
+        results["extra_data"]["isolation"] = {"layer": "unavailable",
+                                              "summary": str(error)[:2000], "details": []}
     except Exception as error:  # noqa: BLE001 - the student still gets a result
-        results = {
-            "score": 0.0,
-            "output": ("The autograder could not grade this submission "
-                       f"({type(error).__name__}). Your instructor has been given the "
-                       "details; resubmit later or contact them."),
-            "visibility": "visible", "stdout_visibility": "hidden",
-            "extra_data": {"grader_error": f"{type(error).__name__}: {error}"[:2000]},
-            "tests": [],
-        }
+        results = _grader_error(error)
     results["execution_time"] = round(time.monotonic() - started)
     (results_dir / "results.json").write_text(json.dumps(results, indent=1),
                                               encoding="utf-8")
     return results
+
+
+def say_isolation(isolated: dict) -> None:
+    """The grader's log line (and detail lines) of the isolation in force."""
+    print(f"Isolation of the student's kernel: {isolated['summary']}", flush=True)
+    for line in isolated.get("details", ()):
+        print(f"  {line}", flush=True)
+
+
+def _isolation_of(out: Path) -> dict:
+    """The isolation `grade` chose for its run into ``out`` (its run.json).
+
+    A kit whose `grade` records none (a sandbox module without
+    ``choose_isolation``): "bubblewrap" where bubblewrap runs, else "none".
+    """
+    from autograder.grader import sandbox
+
+    try:
+        chosen = json.loads((out / "run.json").read_text(encoding="utf-8")).get("isolation")
+    except (OSError, ValueError, AttributeError):
+        chosen = None
+    if isinstance(chosen, dict) and chosen.get("layer"):
+        return {"layer": chosen["layer"], "summary": str(chosen.get("summary", "")),
+                "details": list(chosen.get("details", []))}
+    if getattr(sandbox, "choose_isolation", None) is None and sandbox.bubblewrap_works():
+        return {"layer": "bubblewrap", "summary": "bubblewrap: no network, a read-only "
+                "system and none of the kit's files but those it needs", "details": []}
+    return {"layer": "none", "summary": "none recorded: the student's kernel may have run "
+            "without isolation (bubblewrap cannot run here)", "details": []}
+
+
+def _grader_error(error: Exception, output: str = "") -> dict:
+    """The result of a submission the grader itself could not grade: ``output``
+    for the student, the error for the instructor (``extra_data``)."""
+    return {
+        "score": 0.0,
+        "output": output or ("The autograder could not grade this submission "
+                             f"({type(error).__name__}). Your instructor has been given the "
+                             "details; resubmit later or contact them."),
+        "visibility": "visible", "stdout_visibility": "hidden",
+        "extra_data": {"grader_error": f"{type(error).__name__}: {error}"[:2000]},
+        "tests": [],
+    }
 
 
 def _settings(root: Path) -> dict:
@@ -244,8 +481,13 @@ def _student(root: Path) -> str:
     return sanitize_id(raw) or "student"
 
 
-def _grade(root: Path, lab_id: str, visibility: Visibility) -> dict:
-    """The kit's `grade` of the one submission in ``root``, as results.json."""
+def _grade(root: Path, lab_id: str, visibility: Visibility) -> tuple[dict, dict]:
+    """The kit's `grade` of the one submission in ``root``, as results.json, and
+    the isolation its student kernel had (``Isolation.to_json()``).
+
+    Raises:
+        SandboxUnavailable: no isolation layer can run here (`grade` refuses).
+    """
     from autograder.grader.grade import grade
     from autograder.grader.options import GradingOptions
     from autograder.labs import get_lab
@@ -262,15 +504,21 @@ def _grade(root: Path, lab_id: str, visibility: Visibility) -> dict:
                     target = folder / path.relative_to(submission)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, target)
-        options = GradingOptions(jobs=1, progress=False, similarity=False, regrade=True)
+        # unsandboxed=False: `grade` refuses where no isolation layer can run.
+        options = GradingOptions(jobs=1, progress=False, similarity=False, regrade=True,
+                                 unsandboxed=False)
         rows, _ = grade(lab.id, folder.parent, Path(work) / "out", options)
+        isolated = _isolation_of(Path(work) / "out")
     hints = lab.hints()
     row = rows[0] if rows else None
-    return results_json(lab, row, hints, visibility)
+    return results_json(lab, row, hints, visibility), isolated
 
 
 def results_json(lab, row, hints: dict[str, str], visibility: Visibility) -> dict:
-    """Gradescope's results.json of one graded row (None: nothing was submitted)."""
+    """Gradescope's results.json of one graded row (None: nothing was submitted).
+
+    `run` adds ``extra_data["isolation"]``, the isolation of the student's kernel.
+    """
     from autograder.grader.reports import clean_text, format_score
     from autograder.grader.results import GRADED
 
@@ -293,9 +541,6 @@ def results_json(lab, row, hints: dict[str, str], visibility: Visibility) -> dic
     if row.status != GRADED:
         summary += f"\n\nYour notebook was not graded normally: {clean_text(row.status)}"
     extra = {"status": clean_text(row.status), "file": clean_text(row.source_name)}
-    sandbox_note = [note for note in row.notes if "bubblewrap" in note]
-    if sandbox_note:
-        extra["sandbox"] = clean_text(sandbox_note[0])
     return {"score": float(row.score), "output": summary, "output_format": "text",
             "visibility": visibility.visibility,
             "stdout_visibility": visibility.stdout_visibility, "tests": tests,
