@@ -18,10 +18,13 @@ the kernel runs as a user of its own (`kernel_user`), one uid for each
 grading process, with no supplementary groups; where the grader is an
 ordinary user, the kernel is that user.
 
-Where bubblewrap is missing or cannot run (macOS, some containers), the
-kernel runs with the same environment, working directory, user and limits
-but without the file-system and network isolation; the grader says so in
-its log and in every student's notes.
+Where bubblewrap is missing or cannot run (a container's default seccomp
+profile) and the grader is root, each kernel runs as its own user with the
+course denied to it by ACL entries instead (autograder.grader.userlayer),
+proved by a probe first; with neither, grading refuses to start unless the
+instructor passes --unsandboxed. The layer is chosen once
+(choose_isolation), printed, and kept in run.json, class.json, report.html
+and every row's notes that is not bubblewrap's.
 """
 
 from __future__ import annotations
