@@ -43,7 +43,7 @@ from nbgrader.utils import is_grade, is_solution
 from autograder import limits
 from autograder.grader import tempdirs
 from autograder.testkernel.probe import hide_data
-from autograder.grader.sandbox import SandboxKernelManager, current_isolation
+from autograder.grader.sandbox import SandboxKernelManager
 # The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
 # why 3 GiB: autograder.limits.
 from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
@@ -214,7 +214,7 @@ class IsolatedExecute(Execute):
     # -- the whole notebook --------------------------------------------------
     def preprocess(self, nb, resources=None, km=None):
         self._record = {
-            "sandbox": current_isolation(),
+            "sandbox": "",
             "stopped": "",
             "tests": {},
             "cells_run": 0,
@@ -262,6 +262,9 @@ class IsolatedExecute(Execute):
     def start_new_kernel(self, **kwargs):
         with self._timed("student_kernel_start"):
             started = super().start_new_kernel(**kwargs)
+        # The isolation it ran under (the run's choice: sandbox.choose_isolation).
+        layer = getattr(self.km, "layer", None)
+        self._record["sandbox"] = layer() if callable(layer) else ""
         # Forked from the fork server, libraries already imported, or fresh.
         self._record["timings"]["student_kernel_forked"] = float(getattr(self.km, "forked", False))
         return started

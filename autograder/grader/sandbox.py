@@ -265,26 +265,24 @@ def choose_isolation(protected=(), allow_unsandboxed: bool = False) -> Isolation
 
 
 def use_isolation(layer: str, protected=()) -> None:
-    """In a grading worker: use the layer the run chose (and, for the user
-    layer, set it up for this worker's own kernel user). A failure is kept
-    and reported by every kernel start (user_layer_error)."""
-    global _isolation, _prepare_error
+    """In a grading worker: set up the layer the run chose (for the user
+    layer, this worker's own kernel user and its ACL entries). A failure is
+    kept and reported by every kernel start (user_layer_error). Which layer
+    a kernel gets is the kernel manager's setting (SandboxKernelManager.isolation)."""
+    global _prepare_error
     if layer not in LAYERS:
         raise ValueError(f"unknown isolation layer {layer!r}; one of {', '.join(LAYERS)}")
-    if _isolation is None or _isolation.layer != layer:
-        _isolation = Isolation(layer, layer)
-    if layer == "user" and _prepared is None:
+    if layer == "user":
         try:
             prepare_user_layer(protected)
         except userlayer.LayerUnavailable as error:
             _prepare_error = str(error)
 
 
-def current_isolation() -> str:
-    """The layer this process's kernels get: the one chosen, or (for code
-    that starts kernels without a run: tests, tools) the strongest here."""
-    if _isolation is not None:
-        return _isolation.layer
+def detected_isolation() -> str:
+    """The strongest layer here, for kernels started outside a grading run
+    (tests, tools): bubblewrap where it starts, else the user layer where
+    the grader is root, else none."""
     if bubblewrap_works():
         return "bubblewrap"
     return "user" if os.geteuid() == 0 else "none"
@@ -661,6 +659,9 @@ class SandboxKernelManager(AsyncKernelManager):
     hidden = List(Unicode(), help="Folders hidden from the kernel.").tag(config=True)
     readable = List(Unicode(), help="Extra folders the kernel may read.").tag(config=True)
     limits = Dict(help="Overrides of sandbox.Limits fields.").tag(config=True)
+    isolation = Unicode("", help="The isolation layer of the kernels (sandbox.LAYERS), as the "
+                        "run chose it (choose_isolation); empty: the strongest here "
+                        "(detected_isolation).").tag(config=True)
     fork_kernels = Bool(True, help="Fork the kernel, its libraries already imported, from the "
                         "grading process's fork server into the sandbox (autograder.forkserver.server) "
                         "instead of starting a fresh Python.").tag(config=True)
@@ -700,7 +701,7 @@ class SandboxKernelManager(AsyncKernelManager):
         # prlimit prefix and the forked kernel's own limits.
         values = rlimits(spec.limits, uid=None if user is None else user.uid)
         limited = prlimit_arguments(values)
-        layer = current_isolation()
+        layer = self.layer()
         if layer == "none":
             # Only with the instructor's --unsandboxed (choose_isolation).
             return limited + command
@@ -731,6 +732,10 @@ class SandboxKernelManager(AsyncKernelManager):
         assert sandboxed[-1] == "--"
         return (limited + sandboxed[:-1] + ["--as-pid-1", "--"]
                 + forkserver.PLACEHOLDER + [str(self._lifeline())])
+
+    def layer(self) -> str:
+        """The isolation layer of this manager's kernels."""
+        return self.isolation or detected_isolation()
 
     def _lifeline(self) -> Path:
         return Path(self.ipc_dir) / "lifeline"
@@ -769,7 +774,7 @@ class SandboxKernelManager(AsyncKernelManager):
         its files in the shared temporary folders (a daemon or a planted file
         of one submission never meets the next)."""
         user = kernel_user()
-        if current_isolation() == "user" and user is not None:
+        if self.layer() == "user" and user is not None:
             userlayer.kill_user(user.uid)
             userlayer.remove_user_files(user.uid)
 
@@ -835,7 +840,7 @@ class SandboxKernelManager(AsyncKernelManager):
         # so the override must be of start_kernel itself.
         spec = self._spec()
         kw["env"] = kernel_environment(spec)
-        if current_isolation() == "user":
+        if self.layer() == "user":
             # The machine's /tmp is shared there: temporary files go to the
             # kernel's own folder.
             kw["env"]["TMPDIR"] = str(spec.scratch)

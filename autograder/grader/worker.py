@@ -170,6 +170,7 @@ class Worker:
         config.IsolatedExecute.notebook_timeout = options.notebook_timeout
         config.IsolatedExecute.skip_cells = list(self.setup.skip_cells)
         config.SandboxKernelManager.fork_kernels = options.kernels == "fork"
+        config.SandboxKernelManager.isolation = self.setup.isolation
         config.SandboxKernelManager.scratch = str(work / "scratch")
         config.SandboxKernelManager.ipc_dir = str(work / "ipc")
         config.SandboxKernelManager.hidden = [str(path) for path in self.hidden]
