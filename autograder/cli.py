@@ -13,6 +13,7 @@ import warnings
 
 from autograder.grader.options import KERNELS, GradingOptions
 from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S
+from autograder.scaleout.slurm import TERM_OPTIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde; they
@@ -445,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="CPUs of each task, the submissions it grades at once (default 2)")
     slurm.add_argument("--sbatch-arg", action="append", metavar="ARG",
                        help="any other sbatch option, e.g. --sbatch-arg=--qos=short (repeat)")
-    for name in ("roster", "course", "times", "extensions", "overrides"):
+    for name in TERM_OPTIONS:
         slurm.add_argument(f"--{name}", type=Path, help=f"as grade's --{name}")
     slurm.add_argument("--dry-run", action="store_true",
                        help="write and print the scripts and sbatch commands; submit nothing")
@@ -473,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "user, which Pod Security baseline forbids (default: root with 7 "
                           "capabilities under RuntimeDefault, a user of its own for each "
                           "student kernel: passes baseline)")
-    for name in ("roster", "course", "times", "extensions", "overrides"):
+    for name in TERM_OPTIONS:
         k8s.add_argument(f"--{name}", metavar="PATH",
                          help=f"as grade's --{name}: a path in the volume, under /data")
     k8s.set_defaults(func=_kubernetes)

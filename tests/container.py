@@ -3,21 +3,24 @@
 ``python -m tests.container -- COMMAND...`` (root only) starts COMMAND
 
 - in a PID namespace and a mount namespace of its own, with a fresh /proc
-  whose paths are masked and made read-only as runc does for every
-  container (runc's default ``maskedPaths`` and ``readonlyPaths``, the
-  specconv defaults of opencontainers/runc libcontainer/specconv/example.go,
-  which Docker uses): so bubblewrap's ``--proc /proc`` fails there as in
-  opencontainers/runc#1658;
-- with the capabilities of Docker's default set only (moby's
-  oci/caps/defaults.go: CHOWN, DAC_OVERRIDE, FSETID, FOWNER, MKNOD,
-  NET_RAW, SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT,
-  KILL, AUDIT_WRITE), in the bounding set too: no CAP_SYS_ADMIN;
+  whose paths are masked and made read-only as Docker asks runc to for
+  every container (``MaskedPaths`` and ``ReadonlyPaths`` of
+  ``DefaultLinuxSpec`` in moby/moby oci/defaults.go, read at commit
+  0a8650917ad0; runc's own ``runc spec`` example adds
+  /sys/devices/virtual/tpm): so bubblewrap's ``--proc /proc`` fails there
+  as in opencontainers/runc#1658;
+- with the capabilities of Docker's default set only (``DefaultCapabilities``
+  in the same file: CHOWN, DAC_OVERRIDE, FSETID, FOWNER, MKNOD, NET_RAW,
+  SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, KILL,
+  AUDIT_WRITE), in the bounding set too: no CAP_SYS_ADMIN;
 - under a seccomp filter with what Docker's default profile (moby's
   profiles/seccomp/default.json) denies a container without CAP_SYS_ADMIN
   that matters here: ``unshare``, ``setns``, ``mount``, ``umount2``,
   ``pivot_root``, the new mount API, ``keyctl``/``add_key``/``request_key``,
-  ``bpf``, ``userfaultfd``, ``clone`` with any namespace flag (EPERM), and
-  ``clone3`` (ENOSYS, so that libc falls back to ``clone``).
+  ``bpf``, ``userfaultfd`` (EPERM); ``clone`` only when its flags masked
+  with 2114060288 are 0 (the profile's ``SCMP_CMP_MASKED_EQ`` rule: no
+  namespace flag; EPERM otherwise), and ``clone3`` with ``errnoRet`` 38
+  (ENOSYS, so that libc falls back to ``clone``).
 
 So what the grader does there is what it would do in a default container:
 bubblewrap cannot make its namespaces, the grader falls back to its user
@@ -45,13 +48,14 @@ NAMESPACE_FLAGS = 0x7E020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 
-#: runc's defaults (libcontainer/specconv/example.go).
+#: Docker's defaults (moby/moby oci/defaults.go, DefaultLinuxSpec).
 MASKED_PATHS = ("/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
                 "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
                 "/proc/sched_debug", "/proc/scsi", "/sys/firmware")
 READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 
-#: Docker's default capabilities (moby oci/caps/defaults.go), by number.
+#: Docker's default capabilities (moby/moby oci/defaults.go,
+#: DefaultCapabilities), by number (include/uapi/linux/capability.h).
 DOCKER_CAPS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "FOWNER": 3, "FSETID": 4, "KILL": 5,
                "SETGID": 6, "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_RAW": 13,
                "SYS_CHROOT": 18, "MKNOD": 27, "AUDIT_WRITE": 29, "SETFCAP": 31}

@@ -115,6 +115,16 @@ def user_access(path: Path, uid: int) -> int:
     return next(e[1] for e in entries if e[0] == OTHER)
 
 
+def named_users(path: Path) -> dict[int, int]:
+    """The users ``path``'s ACL names, with their permissions."""
+    with _locked(path) as fd:
+        try:
+            entries = _entries(fd, os.fstat(fd).st_mode)
+        except AclUnsupported:
+            return {}
+    return {uid: perms for tag, perms, uid in entries if tag == USER}
+
+
 def set_user(path: Path, uid: int, perms: int) -> None:
     """Give user ``uid`` exactly ``perms`` on ``path`` (an ACL entry naming it)."""
     with _locked(path) as fd:

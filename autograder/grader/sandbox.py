@@ -193,9 +193,8 @@ class Isolation:
         return {"layer": self.layer, "summary": self.summary, "details": list(self.details)}
 
 
-#: The isolation chosen for this process's kernels (choose_isolation, or
-#: use_isolation in a worker), and the user layer's preparation.
-_isolation: Isolation | None = None
+#: The user layer's preparation in this process (prepare_user_layer): what it
+#: was set up for, the ACL entries it wrote, or why it could not be.
 _prepared: "userlayer.Preparation | None" = None
 _prepared_for: frozenset = frozenset()
 _applied: list = []
@@ -215,19 +214,17 @@ def choose_isolation(protected=(), allow_unsandboxed: bool = False) -> Isolation
         SandboxUnavailable: neither layer works and ``allow_unsandboxed`` is
             false; the message says what is missing and the fixes.
     """
-    global _isolation
     problem = bubblewrap_problem()
     if not problem:
         kernel = ("a user of its own (uid from 2,000,000,000)" if os.geteuid() == 0
                   else "the grader's user, unprivileged")
-        _isolation = Isolation("bubblewrap", "bubblewrap: each student kernel in namespaces "
+        return Isolation("bubblewrap", "bubblewrap: each student kernel in namespaces "
                                "of its own (no course files, no network, its own processes "
                                f"and /tmp), as {kernel}", (
                                    "file system: the system, Python and labkit, read-only",
                                    "network: none", "processes: its own only",
                                    "limits: memory, processes, file size, open files, "
                                    "tmpfs sizes"))
-        return _isolation
     reasons = [f"bubblewrap {problem}"]
     if os.geteuid() == 0:
         try:
@@ -241,20 +238,18 @@ def choose_isolation(protected=(), allow_unsandboxed: bool = False) -> Isolation
                 network = "NOT isolated"
                 network_detail = ("NOT isolated: this container allows no new network "
                                   "namespace (deny it outside: a NetworkPolicy, a firewall)")
-            _isolation = Isolation(
+            return Isolation(
                 "user", f"a user of its own per student kernel (bubblewrap {problem}); "
                         f"course files denied to it; network: {network}",
                 tuple([f"network: {network_detail}"] + preparation.details))
-            return _isolation
     else:
         reasons.append("a user of its own per kernel needs the grader to run as root "
                        f"(it runs as uid {os.geteuid()})")
     if allow_unsandboxed:
-        _isolation = Isolation(
+        return Isolation(
             "none", "NONE (--unsandboxed): student notebooks run as the grader's user and "
                     "can read the hidden tests, references, seed and other students' files",
             tuple(reasons))
-        return _isolation
     raise SandboxUnavailable(
         "No isolation for the student kernels on this machine: "
         + "; ".join(reasons) + ". Fix one of them: install bubblewrap where it can make "
@@ -343,26 +338,22 @@ def prepare_user_layer(protected=()) -> "userlayer.Preparation":
         userlayer.undo(done, user.uid)
         raise userlayer.LayerUnavailable("the probe as the kernels' user could "
                                          + "; ".join(wrong[:5]))
-    denied = sum(1 for perms in entries.values() if perms == 0)
     _prepared_for = asked
     _prepared = userlayer.Preparation(
-        user.uid, {str(path): perms for path, perms in entries.items()}, network, [
+        user.uid, network, [
             f"user: uid {user.uid}, gid {user.gid}, no supplementary groups, no capabilities",
-            f"course files: {denied} paths denied to it by ACL, {len(entries) - denied} "
+            f"course files: {len(denied_paths)} paths denied to it by ACL, "
+            f"{len(entries) - len(denied_paths)} "
             f"folders passable (not listable) on the way to Python and labkit; probed as "
             f"that user: {len(denied_paths) + len(passable)} paths unreadable and unwritable",
             *([f"closed to every other user while grading (no ACLs on their file system): "
                f"{', '.join(userlayer.closed())}"] if userlayer.closed() else []),
             "passable for it (not listable): " + ", ".join(
-                path for path, perms in _prepared_entries(entries) if perms),
+                str(path) for path, perms in entries.items() if perms),
             "limits: memory, processes, file size, open files (setrlimit)",
             "not isolated: the machine's world-readable files, the process list; /tmp and "
             "/dev/shm shared (limited per file, cleaned after each kernel)"])
     return _prepared
-
-
-def _prepared_entries(entries: dict) -> list[tuple[str, int]]:
-    return [(str(path), perms) for path, perms in entries.items()]
 
 
 def user_layer_error() -> str:

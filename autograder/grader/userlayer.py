@@ -110,7 +110,6 @@ class Preparation:
     """What `prepare` did for one kernel user."""
 
     uid: int
-    entries: dict[str, int] = field(default_factory=dict)
     network_isolated: bool = False
     details: list[str] = field(default_factory=list)
 

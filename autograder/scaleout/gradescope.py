@@ -423,13 +423,7 @@ def say_isolation(isolated: dict) -> None:
 
 
 def _isolation_of(out: Path) -> dict:
-    """The isolation `grade` chose for its run into ``out`` (its run.json).
-
-    A kit whose `grade` records none (a sandbox module without
-    ``choose_isolation``): "bubblewrap" where bubblewrap runs, else "none".
-    """
-    from autograder.grader import sandbox
-
+    """The isolation `grade` chose for its run into ``out`` (its run.json)."""
     try:
         chosen = json.loads((out / "run.json").read_text(encoding="utf-8")).get("isolation")
     except (OSError, ValueError, AttributeError):
@@ -437,11 +431,8 @@ def _isolation_of(out: Path) -> dict:
     if isinstance(chosen, dict) and chosen.get("layer"):
         return {"layer": chosen["layer"], "summary": str(chosen.get("summary", "")),
                 "details": list(chosen.get("details", []))}
-    if getattr(sandbox, "choose_isolation", None) is None and sandbox.bubblewrap_works():
-        return {"layer": "bubblewrap", "summary": "bubblewrap: no network, a read-only "
-                "system and none of the kit's files but those it needs", "details": []}
-    return {"layer": "none", "summary": "none recorded: the student's kernel may have run "
-            "without isolation (bubblewrap cannot run here)", "details": []}
+    return {"layer": "unknown", "summary": "not recorded: grade kept no isolation in its "
+            "run.json (nothing was graded)", "details": []}
 
 
 def _grader_error(error: Exception, output: str = "") -> dict:
