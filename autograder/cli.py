@@ -290,7 +290,8 @@ def _demo_term(args) -> int:
           f"({term.relative_to(KIT_ROOT)}) ==")
     status = _grade(build_parser().parse_args(
         ["grade", "lab1", str(term / "lab1_canvas.zip"), "--out", str(out), "--roster",
-         str(term / "roster.csv"), "--course", str(term / "course.toml"), "--overrides",
+         str(term / "roster.csv"), "--course", str(term / "course.toml"), "--times",
+         str(term / "lab1_submissions.json"), "--overrides",
          str(term / "overrides.csv"), "--seed", args.seed, "--regrade"]))
     print()
     return status | _export(build_parser().parse_args(

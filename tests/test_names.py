@@ -389,9 +389,48 @@ def test_clashing_ids_are_made_unique(tmp_path):
              "jane_doe-2.ipynb": b'{"c": 1}'}
     found = collect(make_folder(tmp_path, files))
     assert sorted(found) == ["jane_doe", "jane_doe-2", "jane_doe-3"]
-    assert found["jane_doe"].source_name == "jane doe.ipynb"
+    # a name that is the id exactly keeps it; the one that only cleans to it does not
+    assert found["jane_doe"].source_name == "jane_doe.ipynb"
     assert found["jane_doe-2"].source_name == "jane_doe-2.ipynb"
-    assert found["jane_doe-3"].source_name == "jane_doe.ipynb"
+    assert found["jane_doe-3"].source_name == "jane doe.ipynb"
+
+
+@pytest.mark.parametrize("impostor", ["!alice.ipynb", " alice.ipynb", "Alice.ipynb",
+                                      "alice!.ipynb"])
+def test_a_file_never_takes_a_classmates_id_and_ids_stay_from_run_to_run(tmp_path, impostor):
+    """Issue 31: a file whose name only cleans to another student's id took
+    it when it sorted first, and the owner became alice-2. The exact name wins,
+    whatever the order; the clash is a note naming both files; OUT/ids.json
+    keeps every id for the next run, so overrides and extensions follow the
+    person."""
+    files = {impostor: b'{"impostor": 1}', "alice.ipynb": b'{"alice": 1}',
+             "bob.ipynb": b'{"bob": 1}'}
+    folder = make_folder(tmp_path / "s", files)
+    ids = tmp_path / "out" / "ids.json"
+    found = submissions.collect(folder, "lab1", "lab1_attention", ids_file=ids)
+    by_id = {s.student_id.casefold(): s.source_name for s in found.submissions}
+    assert by_id["alice"] == "alice.ipynb" and by_id["alice-2"] == impostor
+    [note] = found.notes
+    assert "2 files give the id 'alice'" in note and "(its name is exactly the id)" in note
+    assert "Check whose each file is" in note
+    # the next run, with a new file that would sort before them, keeps the ids
+    (folder / "Alice .ipynb").write_bytes(b'{"third": 1}') if impostor != "Alice.ipynb" \
+        else (folder / "alice .ipynb").write_bytes(b'{"third": 1}')
+    again = submissions.collect(folder, "lab1", "lab1_attention", ids_file=ids)
+    after = {s.source_name: s.student_id for s in again.submissions}
+    assert after["alice.ipynb"] == "alice"
+    assert after[by_id["alice-2"]].casefold() == "alice-2"
+    assert sorted(v.casefold() for v in after.values()) == ["alice", "alice-2", "alice-3", "bob"]
+    # an exact name arriving later takes its id back from a file that only cleans to it
+    # (a case variant is exact too: the id it had stays)
+    if impostor == "Alice.ipynb":
+        return
+    for extra in ("Alice .ipynb", "alice .ipynb"):
+        (folder / extra).unlink(missing_ok=True)
+    ids.write_text(json.dumps({f"file/{impostor[:-6]}": "alice"}))
+    again = submissions.collect(folder, "lab1", "lab1_attention", ids_file=ids)
+    assert {s.source_name: s.student_id for s in again.submissions}["alice.ipynb"] == "alice"
+    assert "it was 'alice' in an earlier run" in " ".join(again.notes)
 
 
 def test_top_file_and_folder_with_same_name_are_two_rows(tmp_path):

@@ -23,6 +23,7 @@ import pytest
 
 from autograder.cli import main
 from autograder.grader.results import ExerciseResult, SubmissionResult
+from autograder.grader.submissions import Collected, Submission
 from autograder.term import late
 from autograder.term.apply import Term
 from autograder.term.overrides import read_overrides
@@ -117,7 +118,9 @@ def test_file_times_are_used_only_when_trusted():
     trusting = policy(trust_file_times=True)
     assert late.submission_time(trusting, "2026-10-06T10:00:00+00:00", "file time", "x") \
         is not None
-    assert late.submission_time(rule, "2026-10-06T10:00:00", "zip time", "x") == \
+    # a zip's stamp is when the file was zipped (or, from an LMS, when the zip was built)
+    assert late.submission_time(rule, "2026-10-06T10:00:00", "zip time", "x") is None
+    assert late.submission_time(trusting, "2026-10-06T10:00:00", "zip time", "x") == \
         at("2026-10-06 10:00")
 
 
@@ -183,6 +186,7 @@ def test_overrides_replace_scores_keep_the_tests_score_and_penalties_come_after(
                      overrides=tmp_path / "o.csv")
     tested = SubmissionResult("bob", "lab1", 1.0, 3.0, exercises=[
         ExerciseResult("dot_scores", 1.0, 1.0), ExerciseResult("softmax", 0.0, 2.0, "wrong")])
+    term.check(Collected([Submission("bob", "bob.ipynb", None)]))
     rows, notes = term.apply([tested], {}, POINTS)
     bob = rows[0]
     assert tested.exercises[1].score == 0.0  # the tests' result is not changed
@@ -190,8 +194,12 @@ def test_overrides_replace_scores_keep_the_tests_score_and_penalties_come_after(
     assert bob.exercises[1].auto_score == 0.0 and bob.exercises[1].override_by == "Dr Smith"
     assert bob.exercises[0].auto_score is None
     assert bob.exercises[0].override_note == "See the scaling"
-    assert notes == ["overrides line 4: 'nobody' has no row in this lab's gradebook; check the "
-                     "id against grades.csv"]
+    assert [note for note in notes if "nobody" in note] == [
+        f"overrides {tmp_path / 'o.csv'}, line 4: 'nobody' matches no student of the class; "
+        f"give the student_id of grades.csv, or delete the line if the student left"]
+    assert "override of softmax: 2 of 2 (the tests gave 0), by Dr Smith (o.csv, line 2)" \
+        in bob.notes
+    assert "Submission times of 1 submissions: 1 from the times CSV." in notes
 
 
 # ------------------------------------------------------------------ a whole class
@@ -221,6 +229,7 @@ def canvas_class(tmp_path_factory):
     (out / "overrides.csv").write_bytes((TERM / "overrides.csv").read_bytes())
     status = main(["grade", "lab1", str(TERM / "lab1_canvas.zip"), "--out", str(out),
                    "--roster", str(TERM / "roster.csv"), "--course", str(TERM / "course.toml"),
+                   "--times", str(TERM / "lab1_submissions.json"),
                    "--seed", "term", "--quiet", "--jobs", "2"])
     return TERM, out, status
 
@@ -427,7 +436,7 @@ def test_a_gradescope_export_carries_its_own_submission_times(tmp_path):
     assert grades["3001"]["late_hours"] == "0.52"
     assert float(grades["3001"]["penalty"]) == pytest.approx(
         min(2.5, float(grades["3001"]["raw_score"])))
-    assert grades["3001"]["submitted_at"] == "2026-10-06T03:30:00+00:00"
+    assert grades["3001"]["submitted_at"] == "2026-10-05T23:30:00-04:00"
     assert grades["3002"]["penalty"] == "0"
 
 

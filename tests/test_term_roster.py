@@ -181,7 +181,10 @@ def test_plain_csv(tmp_path):
 
 def test_plain_csv_colliding_sanitized_ids_get_suffixes(tmp_path):
     roster = read_roster(write(tmp_path, "student_id\njane doe\njane_doe\n"))
-    assert [s.student_id for s in roster] == ["jane_doe", "jane_doe-2"]
+    # the id written exactly keeps it, whatever the order of the lines
+    assert [s.student_id for s in roster] == ["jane_doe-2", "jane_doe"]
+    assert "line 2: the id 'jane_doe' is another student's too; this student is 'jane_doe-2'" \
+        in roster.notes
 
 
 def test_plain_errors(tmp_path):

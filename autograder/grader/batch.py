@@ -156,7 +156,10 @@ class ClassGradebook:
         submissions = {s.student_id: s for s in collected.submissions} if collected else {}
         points = self.points or _points_of(results)
         rows, notes = term.apply(results, submissions, points,
-                                 whole_class=not (options and options.shard))
+                                 whole_class=not (options and options.shard),
+                                 held=collected.held if collected else None)
+        for note in notes:
+            print(f"Term: {clean_text(note)}", file=sys.stderr)
         summary = report_term(term, rows, collected, notes)
         summary["isolation"] = self.isolation
         similar = None
@@ -171,7 +174,7 @@ class ClassGradebook:
         paths.update(reports.write_unmatched(summary["unmatched"], self.out_dir))
         write_class(self.out_dir, self.lab.id, self.lab.title,
                     term.class_rows(rows, submissions, reports.feedback_names(rows)),
-                    term.roster.lms if term.roster is not None else "", self.isolation)
+                    isolation=self.isolation, **term.class_facts(rows))
         return rows, paths
 
     def _similar(self, rows: list[SubmissionResult], options: GradingOptions):
@@ -218,16 +221,27 @@ class Grader:
         self.skip_cells = [] if options.run_demos else skipped_when_grading(self.lab)
         self.hidden: list[Path] = [self.gradebook.root, self.out_dir, KIT_ROOT]
 
+    def find(self, submissions_path: Path, roster=None):
+        """List the download and match it to the students (autograder.grader.submissions.collect),
+        keeping it in ``self.collected``; OUT/ids.json keeps each entry's id for the next run."""
+        from autograder.grader.submissions import IDS_FILE
+
+        self.collected = collect(submissions_path, self.lab.id, self.lab.notebook, roster,
+                                 ids_file=self.out_dir / IDS_FILE)
+        self._found = Path(submissions_path).resolve()
+        return self.collected
+
     def grade_all(self, submissions_path: Path, roster=None) -> list[SubmissionResult]:
         """Grade this run's part of the class (all of it but for a shard), in order.
 
-        ``roster``: match the files to the enrolled students
-        (autograder.grader.submissions.collect); what was found is kept in
-        ``self.collected``. With ``options.only``, only those students are
-        graded (again); the others keep their saved results.
+        ``roster``: match the files to the enrolled students (``find``, unless
+        it was called for this download already). With ``options.only``,
+        only those students are graded (again); the others keep their saved
+        results.
         """
         self.hidden.append(Path(submissions_path).resolve())
-        self.collected = collect(submissions_path, self.lab.id, self.lab.notebook, roster)
+        if getattr(self, "_found", None) != Path(submissions_path).resolve():
+            self.find(submissions_path, roster)
         submissions = self.collected.submissions
         total = len(submissions)
         if self.options.only:

@@ -79,6 +79,8 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
                      course_file=options.course_file, roster=options.roster,
                      times=options.times, extensions=options.extensions,
                      overrides=options.overrides)
+    # Every line of them is matched to the class before anyone is graded.
+    term.check(grader.find(submissions, term.roster))
     results = grader.grade_all(submissions, term.roster)
     return grader.gradebook.write_reports(results, hints, term, grader.collected, options)
 

@@ -22,7 +22,9 @@ extension or override takes effect on the next `grade` into the same OUT
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
+import difflib
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,19 +43,32 @@ class Term:
         lab_id: the lab.
         roster: the class list (autograder.term.roster.Roster), or None.
         policy: deadlines and late policy (course.toml).
-        extensions: per-student extensions.
-        times: times CSV, student_id -> when submitted.
+        extensions: per-student extensions (their ``student_id`` as the file
+            gives it until ``check`` resolves it).
+        times_given: the times file's rows, as given.
+        times: student_id -> (when submitted, where the time comes from),
+            made by ``check`` from ``times_given`` and, with Moodle's grading
+            worksheet as the roster, its "Last modified (submission)".
         overrides: the instructor's scores and notes.
         overrides_file: where they were read from (None: none).
+        errors: lines of the instructor's files that match nobody (without
+            a roster; with one, ``check`` refuses them), for the terminal and
+            the report.
     """
 
     lab_id: str
     roster: object | None = None
     policy: late.LatePolicy = field(default_factory=late.LatePolicy)
     extensions: list[late.Extension] = field(default_factory=list)
-    times: dict[str, datetime.datetime] = field(default_factory=dict)
+    times_given: list[late.GivenTime] = field(default_factory=list)
+    times: dict[str, tuple[datetime.datetime, str]] = field(default_factory=dict)
     overrides: list[Override] = field(default_factory=list)
     overrides_file: Path | None = None
+    extensions_file: Path | None = None
+    times_file: Path | None = None
+    errors: list[str] = field(default_factory=list)
+    #: Notes on the download from collect (ids that clash, zip times).
+    download_notes: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, lab_id: str, points: dict[str, float], out_dir: Path, *,
@@ -64,13 +79,15 @@ class Term:
 
         ``points``: the lab's exercise -> points. ``course_file``: the
         course settings (default: the kit's course.toml). ``overrides``:
-        default OUT/overrides.csv when it exists.
+        default OUT/overrides.csv when it exists. Whose each line is is
+        checked against the class by ``check``, once the download is read.
 
         Raises:
             ValueError: any file that is missing or malformed, saying which
-                and how to fix it.
+                and how to fix it (an extension of a lab the kit does not
+                have included).
         """
-        from autograder.labs import KIT_ROOT
+        from autograder.labs import KIT_ROOT, LABS
 
         course_file = Path(course_file) if course_file else KIT_ROOT / "course.toml"
         try:
@@ -91,34 +108,160 @@ class Term:
             term.roster = read_roster(Path(roster))
         extensions = extensions or policy.extensions_file
         if extensions:
+            term.extensions_file = Path(extensions)
             term.extensions = late.read_extensions(Path(extensions), policy)
+            bad = [e for e in term.extensions if e.lab != "*" and e.lab not in LABS]
+            if bad:
+                raise ValueError(
+                    f"{extensions}: " + "; ".join(
+                        f"line {e.line}: the lab {e.lab!r} is not a lab of the kit"
+                        for e in bad)
+                    + f". Give one of {', '.join(LABS)}, or * for every lab.")
         if times:
-            term.times = late.read_times(Path(times), policy)
+            term.times_file = Path(times)
+            term.times_given = late.read_times(Path(times), policy)
         overrides_file = Path(overrides) if overrides else Path(out_dir) / DEFAULT_FILE
         if overrides or overrides_file.exists():
             term.overrides = read_overrides(overrides_file, points)
             term.overrides_file = overrides_file
         return term
 
+    def check(self, collected=None) -> None:
+        """Match every line of the instructor's files to a student of the class.
+
+        The class is the roster's students (with a roster) or the download's
+        submissions and group partners. A line matches a student by their
+        student_id, else by any id the roster (or the download) has for them:
+        Canvas's user id, SIS ids, Moodle's participant id, ID number,
+        username, the email. Extensions and overrides are rewritten to the
+        student_id; the times become ``times``.
+
+        With a roster, an extension or override line that matches nobody, or
+        two students, is refused (the roster is the whole class: the line is
+        a typo, or the student left and the line should go). Without one, and
+        for the times file, such a line is an error line in ``errors``, shown
+        on the terminal and in the report, and applied to no one.
+
+        Raises:
+            ValueError: with a roster, every extension or override line
+                that matches nobody or two students, with the ids near it.
+        """
+        index = self._index(collected)
+        refused = []
+
+        def resolve(key: str, where: str) -> str | None:
+            found = index.get(key) or index.get(key.strip().casefold()) or set()
+            if len(found) == 1:
+                return next(iter(found))
+            if found:
+                problem = (f"{where}: {key!r} is the id of {len(found)} students "
+                           f"({', '.join(sorted(found))}); give the student_id of grades.csv")
+            else:
+                near = difflib.get_close_matches(key, [k for k in index if k], n=3, cutoff=0.6)
+                problem = (f"{where}: {key!r} matches no student of the class"
+                           + (f" (did you mean {' or '.join(repr(n) for n in near)}?)"
+                              if near else "")
+                           + "; give the student_id of grades.csv, or delete the line if the "
+                             "student left")
+            if self.roster is not None and not where.startswith("times"):
+                refused.append(problem)
+            else:
+                self.errors.append(problem)
+            return None
+
+        extensions = []
+        for extension in self.extensions:
+            student = resolve(extension.student_id,
+                              f"extensions {self.extensions_file}, line {extension.line}")
+            if student is not None:
+                extensions.append(dataclasses.replace(extension, student_id=student))
+        overrides = []
+        for override in self.overrides:
+            student = resolve(override.student_id,
+                              f"overrides {self.overrides_file}, line {override.line}")
+            if student is not None:
+                overrides.append(dataclasses.replace(override, student_id=student))
+        if refused:
+            raise ValueError("The instructor's files name students who are not on the roster "
+                             f"({self.roster.source}):\n  " + "\n  ".join(refused)
+                             + "\nNothing was graded. Correct or delete those lines.")
+        self.extensions, self.overrides = extensions, overrides
+        if self.roster is not None:
+            for student_id, (text, line) in getattr(self.roster, "submitted", {}).items():
+                where = f"{self.roster.source}, line {line} (Last modified (submission))"
+                try:
+                    when = late.parse_moodle_time(text, self.policy.timezone, where)
+                except ValueError as error:
+                    self.errors.append(str(error))
+                    continue
+                self.times[student_id] = (when, "Moodle grading worksheet")
+        for given in self.times_given:
+            student = resolve(given.key, f"times {self.times_file}, "
+                                         f"{'line' if given.source == 'times CSV' else 'submission'}"
+                                         f" {given.line}")
+            if student is not None:
+                self.times[student] = (given.when, given.source)
+        if collected is not None:
+            self.download_notes = list(collected.notes)
+
+    def _index(self, collected) -> dict[str, set[str]]:
+        """Every id a student of the class goes by -> their student_id(s); also
+        case-folded."""
+        index: dict[str, set[str]] = {}
+
+        def add(key: str, student_id: str) -> None:
+            key = (key or "").strip()
+            if key:
+                index.setdefault(key, set()).add(student_id)
+                index.setdefault(key.casefold(), set()).add(student_id)
+
+        if self.roster is not None:
+            for student in self.roster.students:
+                for key in (student.student_id, student.email, *student.lms_ids.values()):
+                    add(key, student.student_id)
+        elif collected is not None:
+            for submission in collected.submissions:
+                add(submission.student_id, submission.student_id)
+                if submission.identity is not None:
+                    add(submission.identity.user_id, submission.student_id)
+                    add(submission.identity.email, submission.student_id)
+                for partner, identity in submission.partners:
+                    add(partner, partner)
+                    add(identity.user_id, partner)
+                    add(identity.email, partner)
+        # A student's own id is theirs alone, whatever other keys say.
+        for student_id in [k for k, v in index.items() if k in v]:
+            index[student_id] = {student_id}
+        return index
+
     def apply(self, results: list[SubmissionResult], submissions: dict,
-              points: dict[str, float], whole_class: bool = True
+              points: dict[str, float], whole_class: bool = True,
+              held: dict[str, str] | None = None
               ) -> tuple[list[SubmissionResult], list[str]]:
         """The rows of record, and notes for the report (overrides of unknown students...).
 
-        ``submissions``: student_id -> its Submission (for times and the
-        LMS's late marker); ``points``: exercise -> points of the lab;
-        ``whole_class``: False for a shard (`grade --shard`), whose rows are
-        only its own students' (the enrolled who sent nothing get theirs when
-        the shards are joined). Results are copied, never changed.
+        ``submissions``: student_id -> its Submission (for times, the LMS's
+        late marker and group partners); ``points``: exercise -> points of
+        the lab; ``whole_class``: False for a shard (`grade --shard`), whose
+        rows are only its own students' (the enrolled who sent nothing get
+        theirs when the shards are joined); ``held``: enrolled students
+        whose files were not graded as theirs, and why (a row "no
+        submission" with that note). Results are copied, never changed.
         """
         rows = {r.student_id: copy.deepcopy(r) for r in results}
-        notes = []
+        submissions = dict(submissions)
+        notes = list(self.errors) + list(self.download_notes)
+        self._share_groups(rows, submissions)
         if self.roster is not None and whole_class:
             for student in self.roster.students:
                 row = rows.get(student.student_id)
                 if row is None:
                     rows[student.student_id] = row = no_submission(student.student_id,
                                                                    self.lab_id, points)
+                    if held and student.student_id in held:
+                        row.notes.append(f"the download has files for this student that "
+                                         f"were not graded as theirs: "
+                                         f"{held[student.student_id]} (see unmatched.csv)")
                 row.name = student.name
         for override in self.overrides:
             row = rows.get(override.student_id)
@@ -128,13 +271,75 @@ class Term:
                                  f"no row in this lab's gradebook; check the id against "
                                  f"grades.csv")
                 continue
-            apply_override(row, override)
+            apply_override(row, override, self.overrides_file)
         for row in rows.values():
             row.raw_score = sum(x.score for x in row.exercises) if row.exercises else row.score
             row.score = row.raw_score
             if row.status != NO_SUBMISSION:
                 self._apply_late(row, submissions.get(row.student_id))
+            elif self.policy.deadlines.get(self.lab_id) is not None:
+                extension = late.extension_for(self.extensions, row.student_id, self.lab_id)
+                if extension is not None:
+                    row.notes.append(self._extension_note(extension, None))
+        times_note = self._times_summary(list(rows.values()), submissions)
+        if times_note:
+            notes.insert(0, times_note)
         return [rows[k] for k in sorted(rows)], notes
+
+    def _share_groups(self, rows: dict, submissions: dict) -> None:
+        """Give every partner of a group submission the group's row (Gradescope)."""
+        for submission in list(submissions.values()):
+            row = rows.get(submission.student_id)
+            if row is None or not submission.partners:
+                continue
+            folder = submission.identity.submission_id if submission.identity else ""
+            members = [submission.student_id] + [pid for pid, _ in submission.partners]
+            note = (f"group submission (Gradescope {folder or submission.source_name}) of "
+                    f"{', '.join(members)}: graded once, every member gets its score")
+            row.notes.append(note)
+            for partner, _ in submission.partners:
+                if partner in rows:
+                    continue
+                shared = copy.deepcopy(row)
+                shared.student_id = partner
+                rows[partner] = shared
+                submissions[partner] = submission
+
+    def _times_summary(self, rows: list[SubmissionResult], submissions: dict) -> str:
+        """One line on where the submission times came from, and those not known."""
+        if self.policy.deadlines.get(self.lab_id) is None:
+            return ""
+        sent = [r for r in rows if r.status != NO_SUBMISSION]
+        if not sent:
+            return ""
+        sources: dict[str, int] = {}
+        unknown = []
+        for row in sent:
+            if row.submitted_at:
+                source = self.time_source(row, submissions.get(row.student_id))
+                sources[source] = sources.get(source, 0) + 1
+            else:
+                unknown.append(row)
+        known = ", ".join(f"{count} from the {source}" for source, count in sources.items())
+        text = f"Submission times of {len(sent)} submissions: {known or 'none known'}"
+        if unknown:
+            why = sorted({submissions[r.student_id].time_note for r in unknown
+                          if r.student_id in submissions and submissions[r.student_id].time_note})
+            text += (f"; UNKNOWN for {len(unknown)}" + (f" ({'; '.join(why)})" if why else
+                                                          " (the download has no time)")
+                     + ": no late penalty was taken from them. To apply the late policy, "
+                       "give --times (Canvas: the submissions API's JSON; any LMS: a CSV "
+                       "student_id,submitted_at) or, for Moodle, the grading worksheet as "
+                       "--roster")
+        return text + "."
+
+    def time_source(self, row: SubmissionResult, submission) -> str:
+        """Where ``row.submitted_at`` came from ("" when it has none)."""
+        if not row.submitted_at:
+            return ""
+        if row.student_id in self.times:
+            return self.times[row.student_id][1]
+        return submission.time_source if submission is not None else ""
 
     def class_rows(self, rows: list[SubmissionResult], submissions: dict,
                    feedback: dict[str, str]) -> list[ClassRow]:
@@ -142,42 +347,72 @@ class Term:
 
         ``feedback``: student_id -> the feedback page's path relative to OUT.
         """
+        submissions = dict(submissions)
+        for submission in list(submissions.values()):
+            for partner, _ in submission.partners:
+                submissions.setdefault(partner, submission)
         out = []
         for row in rows:
             student = self.roster.by_id(row.student_id) if self.roster is not None else None
             student = student or Student(row.student_id, row.name)
             submission = submissions.get(row.student_id)
-            source = ""
-            if row.submitted_at:
-                source = ("times CSV" if row.student_id in self.times
-                          else submission.time_source if submission else "")
+            identity = submission.identity if submission else None
+            if submission is not None and row.student_id != submission.student_id:
+                identity = next((i for p, i in submission.partners if p == row.student_id),
+                                identity)
             out.append(ClassRow(
                 student=student, lab=row.lab, score=row.score,
                 raw_score=row.raw_score if row.raw_score is not None else row.score,
                 max_score=row.max_score, status=row.status, file=row.source_name,
-                submitted_at=row.submitted_at, time_source=source,
+                submitted_at=row.submitted_at, time_source=self.time_source(row, submission),
                 due=row.due, late_seconds=row.late_seconds, penalty=row.penalty,
                 feedback=feedback.get(row.student_id, ""),
-                identity=submission.identity if submission else None, notes=list(row.notes),
+                identity=identity, notes=list(row.notes),
                 exercises=[asdict(x) for x in row.exercises]))
         return out
 
+    def class_facts(self, rows: list[SubmissionResult]) -> dict:
+        """What class.json keeps of the term besides its rows (model.TERM_FIELDS)."""
+        roster = self.roster
+        deadline = self.policy.deadlines.get(self.lab_id)
+        penalises = deadline is not None and bool(
+            self.policy.penalty_percent or deadline.no_credit_after
+            or self.policy.no_credit_after_days)
+        return {"roster_lms": roster.lms if roster is not None else "",
+                "roster_kind": roster.kind if roster is not None else "",
+                "roster_file": str(roster.source) if roster is not None else "",
+                "roster_assignments": list(roster.assignments) if roster is not None else [],
+                "late_policy": policy_text(self.policy, self.lab_id) if penalises else "",
+                "late_penalised": sum(1 for r in rows if r.penalty)}
+
+    def _extension_note(self, extension: late.Extension, due: datetime.datetime | None) -> str:
+        where = f"{self.extensions_file.name if self.extensions_file else 'extensions'}, " \
+                f"line {extension.line}"
+        if due is None:
+            deadline = self.policy.deadlines[self.lab_id]
+            due = extension.due_for(deadline.due)
+        return f"extension: due {due.isoformat(' ', 'minutes')} ({where})"
+
     def _apply_late(self, row: SubmissionResult, submission) -> None:
-        when = self.times.get(row.student_id)
-        if when is not None:
-            row.submitted_at = when.isoformat(timespec="seconds")
-        elif submission is not None:
+        given = self.times.get(row.student_id)
+        when = given[0] if given else None
+        if when is None and submission is not None:
             when = late.submission_time(self.policy, submission.submitted_at,
                                         submission.time_source, row.student_id)
-            if when is not None:
-                row.submitted_at = when.isoformat(timespec="seconds")
+        if when is not None:  # shown in the course's time zone, as the due date is
+            row.submitted_at = when.astimezone(self.policy.timezone).isoformat(
+                timespec="seconds")
         extension = late.extension_for(self.extensions, row.student_id, self.lab_id)
-        found = late.lateness(self.policy, self.lab_id, when, extension,
-                              marked_late=bool(submission and submission.marked_late))
+        marked = bool(submission and submission.marked_late)
+        found = late.lateness(self.policy, self.lab_id, when, extension, marked_late=marked)
         row.due = found.due.isoformat(timespec="minutes") if found.due else ""
         row.late_seconds = found.seconds
+        if extension is not None and found.due is not None:
+            row.notes.append(self._extension_note(extension, found.due))
         if found.note:
             row.notes.append(found.note + (" (extended)" if extension else ""))
+        elif when is None and found.due is not None:
+            row.notes.append("submission time unknown: no late penalty taken")
         if found.percent:
             row.penalty = late.penalty_points(row.raw_score, row.max_score, found.percent)
             row.score = row.raw_score - row.penalty
@@ -192,15 +427,23 @@ def no_submission(student_id: str, lab_id: str, points: dict[str, float]) -> Sub
     return failed(student_id, get_lab(lab_id), points, NO_SUBMISSION, "")
 
 
-def apply_override(row: SubmissionResult, override: Override) -> None:
-    """Put the instructor's score and note on the row's exercise."""
+def apply_override(row: SubmissionResult, override: Override,
+                   source: Path | None = None) -> None:
+    """Put the instructor's score and note on the row's exercise, and say so in
+    the row's notes (``source``: the overrides file)."""
     for exercise in row.exercises:
         if exercise.exercise == override.exercise:
+            what = "note"
             if override.score is not None:
                 exercise.auto_score = exercise.score
                 exercise.score = override.score
+                what = (f"{override.score:g} of {exercise.max_score:g} (the tests gave "
+                        f"{exercise.auto_score:g})")
             exercise.override_by = override.by or "instructor"
             exercise.override_note = override.note
+            row.notes.append(f"override of {override.exercise}: {what}, by "
+                             f"{exercise.override_by} ({source.name if source else 'overrides'}"
+                             f", line {override.line})")
             return
 
 
@@ -208,7 +451,9 @@ def report_term(term: Term, rows: list[SubmissionResult], collected, notes: list
     """What report.html shows of the term (autograder.grader.reports.report_html's ``term``)."""
     summary = {"roster": "", "enrolled": 0, "submitted": 0, "unmatched": [],
                "policy": policy_text(term.policy, term.lab_id),
-               "overrides_file": str(term.overrides_file or ""), "notes": list(notes)}
+               "overrides_file": str(term.overrides_file or ""), "notes": list(notes),
+               "extensions": [{"student": r.student_id, "note": note} for r in rows
+                              for note in r.notes if note.startswith("extension: ")]}
     if term.roster is not None:
         summary.update(
             roster=f"{term.roster.source.name} ({term.roster.kind or term.roster.lms})",

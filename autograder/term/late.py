@@ -248,13 +248,18 @@ def parse_time(value, zone: datetime.tzinfo, where: str) -> datetime.datetime:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=zone)
 
 
+#: Time sources that are when a file was copied or zipped, not submitted:
+#: used only with ``trust_file_times = true``.
+FILE_TIMES = ("file time", "zip time")
+
+
 def submission_time(policy: LatePolicy, submitted_at: str, time_source: str,
                     where: str) -> datetime.datetime | None:
     """When a submission was made, from what the download carried (None: not known
     or not trusted)."""
     if not submitted_at:
         return None
-    if time_source == "file time" and not policy.trust_file_times:
+    if time_source in FILE_TIMES and not policy.trust_file_times:
         return None
     try:
         return parse_time(submitted_at, policy.timezone, where)
@@ -262,22 +267,124 @@ def submission_time(policy: LatePolicy, submitted_at: str, time_source: str,
         return None
 
 
-def read_times(path: Path, policy: LatePolicy) -> dict[str, datetime.datetime]:
-    """A times CSV (``student_id,submitted_at``): student_id -> when.
+@dataclass(frozen=True)
+class GivenTime:
+    """One row of a times file, before it is matched to a student.
+
+    Attributes:
+        key: the student as the file names them: the kit's student_id, or
+            any id the roster has for them (Canvas's user id, SIS login,
+            Moodle's ID number, the email).
+        when: when they submitted.
+        line: the line (CSV) or the position, from 1 (JSON).
+        source: "times CSV" or "Canvas submissions API".
+    """
+
+    key: str
+    when: datetime.datetime
+    line: int
+    source: str
+
+
+def read_times(path: Path, policy: LatePolicy) -> list[GivenTime]:
+    """A times file (``--times``): a CSV ``student_id,submitted_at``, or the JSON of
+    Canvas's submissions API.
+
+    The JSON is what ``GET /api/v1/courses/:course_id/assignments/
+    :assignment_id/submissions`` returns (a list of submissions, each with
+    ``user_id`` and ``submitted_at``, ISO 8601 in UTC, null when the student
+    has not submitted; canvas-lms lib/api/v1/submission.rb); those without a
+    time are left out. Canvas's own gradebook shows the same times.
 
     Raises:
         ValueError: the file is missing, lacks a column, has a bad time or a
             student twice; the message names the line.
     """
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        return _read_canvas_json(path, policy)
     rows = read_rows(path, ("student_id", "submitted_at"), "--times")
-    times = {}
+    times: list[GivenTime] = []
+    seen: dict[str, int] = {}
     for line, row in rows:
         student = row["student_id"].strip()
-        if student in times:
-            raise ValueError(f"{path}, line {line}: {student!r} is listed twice; keep one "
-                             f"time per student.")
-        times[student] = parse_time(row["submitted_at"], policy.timezone, f"{path}, line {line}")
+        if not student:
+            raise ValueError(f"{path}, line {line}: no student_id; give the student's id (as "
+                             f"in grades.csv or the roster) or delete the line.")
+        if student in seen:
+            raise ValueError(f"{path}, line {line}: {student!r} is listed twice (line "
+                             f"{seen[student]} too); keep one time per student.")
+        seen[student] = line
+        times.append(GivenTime(student, parse_time(row["submitted_at"], policy.timezone,
+                                                   f"{path}, line {line}"), line, "times CSV"))
     return times
+
+
+def _read_canvas_json(path: Path, policy: LatePolicy) -> list[GivenTime]:
+    import json
+
+    how = ("give the JSON Canvas's submissions API returns (GET /api/v1/courses/<course>/"
+           "assignments/<assignment>/submissions?per_page=100, every page joined into one "
+           "list), or a CSV student_id,submitted_at")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise ValueError(f"--times {path} does not exist; {how}.") from None
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--times {path} is not JSON ({error}); {how}.") from None
+    if isinstance(data, dict) and isinstance(data.get("submissions"), list):
+        data = data["submissions"]
+    if not isinstance(data, list):
+        raise ValueError(f"--times {path}: expected a list of submissions, found a "
+                         f"{type(data).__name__}; {how}.")
+    times: list[GivenTime] = []
+    seen: dict[str, int] = {}
+    for number, item in enumerate(data, 1):
+        where = f"{path}, submission {number}"
+        if not isinstance(item, dict) or "user_id" not in item:
+            raise ValueError(f"{where}: not a Canvas submission (no user_id); {how}.")
+        if not item.get("submitted_at"):
+            continue  # not submitted
+        user = str(item["user_id"]).strip()
+        if user in seen:
+            raise ValueError(f"{where}: the user {user} is listed twice (submission "
+                             f"{seen[user]} too): give each user's latest submission once "
+                             f"(the API's list without include[]=submission_history).")
+        seen[user] = number
+        times.append(GivenTime(user, parse_time(item["submitted_at"], policy.timezone, where),
+                               number, "Canvas submissions API"))
+    return times
+
+
+_WEEKDAY = re.compile(r"^[A-Za-z]+,\s*")
+_MOODLE_FORMATS = ("%d %B %Y, %I:%M %p", "%d %B %Y, %H:%M", "%d %b %Y, %I:%M %p",
+                   "%d %b %Y, %H:%M", "%d %B %Y %I:%M %p", "%d %B %Y %H:%M")
+
+
+def parse_moodle_time(text: str, zone: datetime.tzinfo, where: str) -> datetime.datetime:
+    """A time as Moodle's grading worksheet writes it, read in ``zone``.
+
+    Moodle writes "Last modified (submission)" with ``userdate()`` in the
+    downloading user's time zone and language: in English
+    ``strftimedaydatetime``, "Monday, 5 October 2026, 11:59 PM"
+    (lang/en/langconfig.php). ISO 8601 is read too.
+
+    Raises:
+        ValueError: naming ``where`` and the form expected.
+    """
+    cleaned = _WEEKDAY.sub("", " ".join(str(text).split()))
+    for form in _MOODLE_FORMATS:
+        try:
+            return datetime.datetime.strptime(cleaned, form).replace(tzinfo=zone)
+        except ValueError:
+            continue
+    try:
+        return parse_time(text, zone, where)
+    except ValueError:
+        raise ValueError(f"{where}: {text!r} is not a time as Moodle's grading worksheet "
+                         f"writes it in English (\"Monday, 5 October 2026, 11:59 PM\"); "
+                         f"download the worksheet with the site's language set to English, "
+                         f"or give the times with --times.") from None
 
 
 @dataclass(frozen=True)
@@ -288,6 +395,8 @@ class Extension:
     lab: str
     due: datetime.datetime | None = None
     days: float = 0.0
+    #: the line of the extensions file (0: not from a file).
+    line: int = 0
 
     def due_for(self, due: datetime.datetime) -> datetime.datetime:
         return self.due if self.due is not None else due + datetime.timedelta(days=self.days)
@@ -302,15 +411,25 @@ def read_extensions(path: Path, policy: LatePolicy) -> list[Extension]:
     rows = read_rows(path, ("student_id", "lab"), "extensions",
                      "student_id,lab,due or student_id,lab,days")
     extensions = []
+    seen: dict[tuple[str, str], int] = {}
     for line, row in rows:
         where = f"{path}, line {line}"
+        student, lab = row["student_id"].strip(), row["lab"].strip()
+        if not student or not lab:
+            raise ValueError(f"{where}: no {'student_id' if not student else 'lab'}; give the "
+                             f"student's id and the lab (lab1, or * for every lab), or delete "
+                             f"the line.")
+        if (student, lab) in seen:
+            raise ValueError(f"{where}: {student}'s extension of {lab} is on line "
+                             f"{seen[student, lab]} already; keep one line.")
+        seen[student, lab] = line
         due, days = (row.get("due") or "").strip(), (row.get("days") or "").strip()
         if bool(due) == bool(days):
             raise ValueError(f"{where}: give either due (the student's due date) or days "
                              f"(days added to the lab's), not {'both' if due else 'neither'}.")
         if due:
             extensions.append(Extension(row["student_id"].strip(), row["lab"].strip(),
-                                        due=parse_time(due, policy.timezone, where)))
+                                        due=parse_time(due, policy.timezone, where), line=line))
             continue
         try:
             value = float(days)
@@ -319,7 +438,8 @@ def read_extensions(path: Path, policy: LatePolicy) -> list[Extension]:
         except ValueError:
             raise ValueError(f"{where}: days = {days!r} is not a number of days (0 or more, "
                              f"e.g. 2 or 0.5).") from None
-        extensions.append(Extension(row["student_id"].strip(), row["lab"].strip(), days=value))
+        extensions.append(Extension(row["student_id"].strip(), row["lab"].strip(), days=value,
+                                    line=line))
     return extensions
 
 

@@ -127,20 +127,36 @@ class ClassRow:
 CLASS_FILE = "class.json"
 
 
+#: What class.json says of the term besides its rows (read_class gives each,
+#: "" or [] when an older class.json lacks it):
+#: - roster_lms: the roster's LMS ("" without a roster);
+#: - roster_kind: which roster file ("canvas gradebook", "moodle worksheet", ...);
+#: - roster_file: the roster's path, as given to `grade`;
+#: - roster_assignments: the roster's grade columns ("Lab 1 (4321)", "Grade");
+#: - late_policy: the lab's late policy in one sentence ("" when the kit takes
+#:   no late penalty for it: no due date or no penalty);
+#: - late_penalised: how many rows the kit took a late penalty from.
+TERM_FIELDS = ("roster_lms", "roster_kind", "roster_file", "roster_assignments",
+               "late_policy", "late_penalised")
+
+
 def write_class(out_dir: Path, lab: str, lab_title: str, rows: list[ClassRow],
-                roster_lms: str = "", isolation: dict | None = None) -> Path:
-    """Write OUT/class.json: the lab, the roster's LMS ("" without a roster),
+                roster_lms: str = "", isolation: dict | None = None, **term) -> Path:
+    """Write OUT/class.json: the lab, the term's facts (TERM_FIELDS, keywords),
     the student kernels' isolation (autograder.grader.sandbox.Isolation), the rows."""
+    unknown = set(term) - set(TERM_FIELDS)
+    if unknown:
+        raise TypeError(f"write_class: unknown term fields {sorted(unknown)}")
     path = Path(out_dir) / CLASS_FILE
     path.write_text(json.dumps({"lab": lab, "lab_title": lab_title, "roster_lms": roster_lms,
-                                "isolation": isolation,
+                                **term, "isolation": isolation,
                                 "rows": [row.to_json() for row in rows]}, indent=1),
                     encoding="utf-8")
     return path
 
 
 def read_class(out_dir: Path) -> tuple[dict, list[ClassRow]]:
-    """({"lab", "lab_title", "roster_lms"}, rows) of OUT/class.json.
+    """({"lab", "lab_title", and each of TERM_FIELDS}, rows) of OUT/class.json.
 
     Raises:
         ValueError: OUT has no class.json (not graded yet), or it is not one.
@@ -155,4 +171,7 @@ def read_class(out_dir: Path) -> tuple[dict, list[ClassRow]]:
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} is not a class file written by `grade` ({error}); grade "
                          f"the lab again into that folder to rewrite it.") from None
-    return {k: data.get(k, "") for k in ("lab", "lab_title", "roster_lms")}, rows
+    info = {k: data.get(k, "") for k in ("lab", "lab_title") + TERM_FIELDS}
+    info["roster_assignments"] = list(data.get("roster_assignments") or [])
+    info["late_penalised"] = int(data.get("late_penalised") or 0)
+    return info, rows

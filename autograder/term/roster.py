@@ -109,6 +109,9 @@ class Roster:
     kind: str = ""
     delimiter: str = ","
     columns: list[str] = field(default_factory=list)
+    #: Moodle's grading worksheet: student_id -> (its "Last modified
+    #: (submission)" as written, the line); only students who submitted.
+    submitted: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.students)
@@ -282,7 +285,9 @@ def read_roster(path) -> Roster:
     students = _finish(path, kind, found, notes)
     lms = kind.split()[0]
     return Roster(lms=lms, students=students, source=path, notes=notes, assignments=assignments,
-                  kind=kind, delimiter=delimiter, columns=header)
+                  kind=kind, delimiter=delimiter, columns=header,
+                  submitted={item.student.student_id: (item.submitted, item.line)
+                             for item in found if item.submitted})
 
 
 def _decode(path: Path, data: bytes, notes: list[str]) -> str:
@@ -376,6 +381,7 @@ class _Found:
     raw_id: str
     fallback: str
     student: Student
+    submitted: str = ""
 
 
 def _canvas(path, kind, header, rows, notes):
@@ -453,7 +459,9 @@ def _moodle(path, kind, header, rows, notes):
         if not raw and not fallback:
             raise ValueError(f"{path}: line {line}: the row has no name, ID number, username "
                              f"or email to identify the student; fill one in or delete the row.")
-        found.append(_Found(line, raw, fallback, Student("", name, email, "", ids)))
+        submitted = _cell(header, cells, "last modified (submission)") if worksheet else ""
+        found.append(_Found(line, raw, fallback, Student("", name, email, "", ids),
+                            "" if submitted.strip() in ("", "-") else submitted))
     _unique(path, found, ("participant", "id_number", "username"))
     return found, assignments
 

@@ -4,10 +4,13 @@ What an instructor has at the end of lab 1's week, for the README's walk
 through a term (`make demo` grades it too) and tests/test_term.py:
 
 - ``lab1_canvas.zip``: Canvas's "Download Submissions" of lab 1, made of
-  data/sample_submissions/lab1's notebooks under Canvas's file names, with
-  the times Canvas's zip stores (New York wall-clock time): an on-time, a late
-  (``LATE``), an extended, a within-grace, a resubmitted (``-1``) and a
-  stranger's submission (not on the roster);
+  data/sample_submissions/lab1's notebooks under Canvas's file names, every
+  entry stamped with the time the zip was built, ten days after the due
+  date, as Canvas's zip is (ZIP_BUILT): an on-time, a late (``LATE``), an
+  extended, a within-grace, a resubmitted (``-1``) and a stranger's
+  submission (not on the roster);
+- ``lab1_submissions.json``: the submission times, as Canvas's submissions
+  API gives them (``grade --times``);
 - ``roster.csv``: the course's Canvas gradebook export (Grades > Export), with
   an enrolled student who sent nothing and Canvas's test student;
 - ``course.toml``: the due date of lab 1 and the late policy;
@@ -20,29 +23,67 @@ the files are written byte for byte the same each time.
 
 from __future__ import annotations
 
+import datetime
+import json
 import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parent / "sample_submissions" / "lab1"
 
-#: (Canvas file name, sample notebook, zip time in New York): due 2026-10-05 23:59.
+#: (Canvas file name, sample notebook, submitted_at as Canvas's API gives it, UTC):
+#: due 2026-10-05 23:59 New York, 2026-10-06T03:59:00Z.
 MEMBERS = [
     # on time
-    ("ablealice_101_9001_lab1_attention.ipynb", "alice.ipynb", (2026, 10, 5, 20, 0, 0)),
+    ("ablealice_101_9001_lab1_attention.ipynb", "alice.ipynb", "2026-10-06T00:00:00Z"),
     # 1 day 2 h late: 2 days at 10%
-    ("brownbob_LATE_102_9002_lab1_attention.ipynb", "bob.ipynb", (2026, 10, 7, 2, 0, 0)),
+    ("brownbob_LATE_102_9002_lab1_attention.ipynb", "bob.ipynb", "2026-10-07T06:00:00Z"),
     # 30 minutes late, with a 1-day extension: on time
-    ("chencarol_LATE_103_9003_lab1_attention.ipynb", "carol.ipynb", (2026, 10, 6, 0, 29, 0)),
+    ("chencarol_LATE_103_9003_lab1_attention.ipynb", "carol.ipynb", "2026-10-06T04:29:00Z"),
     # dave resubmitted: Canvas names the second file "-1"; the one with answers is graded
-    ("doedave_104_9004_lab1_attention.ipynb", "dave.ipynb", (2026, 10, 4, 9, 0, 0)),
-    ("doedave_104_9014_lab1_attention-1.ipynb", "frank.ipynb", (2026, 10, 5, 9, 0, 0)),
+    ("doedave_104_9004_lab1_attention.ipynb", "dave.ipynb", "2026-10-04T13:00:00Z"),
+    ("doedave_104_9014_lab1_attention-1.ipynb", "frank.ipynb", "2026-10-05T13:00:00Z"),
     # 10 minutes late: within the 15 minutes' grace
     ("eveerin_LATE_105_9005_lab1_attention.ipynb", "erin/Copy of lab1_attention.ipynb",
-     (2026, 10, 6, 0, 9, 0)),
+     "2026-10-06T04:09:00Z"),
     # not on the roster (a student who dropped the course, or a stray file)
-    ("mallorymal_555_9555_lab1_attention.ipynb", "alice.ipynb", (2026, 10, 5, 10, 0, 0)),
+    ("mallorymal_555_9555_lab1_attention.ipynb", "alice.ipynb", "2026-10-05T14:00:00Z"),
 ]
+
+#: When the instructor pressed "Download Submissions", ten days after the due
+#: date. Canvas's ContentZipper adds every file to the zip without a time
+#: (canvas-lms app/models/content_zipper.rb, zip_base_folder / add_file), so
+#: rubyzip stamps each entry with the time it was written (Zip::Entry#initialize:
+#: @time = ::Zip::DOSTime.now): one stamp for all, the server's clock (UTC),
+#: whatever the submission times. The kit must not read it as one.
+ZIP_BUILT = (2026, 10, 15, 18, 3, 6)
+
+#: Canvas's submissions API for the assignment (GET /api/v1/courses/77/
+#: assignments/4321/submissions; canvas-lms lib/api/v1/submission.rb,
+#: submission_attempt_json): the latest attempt of each enrolled student,
+#: ``submitted_at`` in UTC, null for a student who sent nothing. Mallory, no
+#: longer enrolled, is not listed.
+def canvas_submissions() -> list[dict]:
+    latest = {}
+    for name, _, submitted in MEMBERS:
+        user = int(name.split("_")[-4] if "_LATE_" not in name else name.split("_")[2])
+        if user != 555:
+            attempt = latest.get(user, {}).get("attempt", 0) + 1
+            latest[user] = {"user_id": user, "submitted_at": submitted, "attempt": attempt}
+    due = datetime.datetime(2026, 10, 6, 3, 59, tzinfo=datetime.timezone.utc)
+    out = []
+    for user in (101, 102, 103, 104, 105, 106):
+        found = latest.get(user)
+        when = found["submitted_at"] if found else None
+        seconds = max(0, int((datetime.datetime.fromisoformat(when.replace("Z", "+00:00"))
+                              - due).total_seconds())) if when else 0
+        out.append({"id": 50000 + user, "user_id": user, "assignment_id": 4321,
+                    "submitted_at": when, "attempt": found["attempt"] if found else None,
+                    "workflow_state": "submitted" if when else "unsubmitted",
+                    "late": seconds > 0, "missing": when is None, "seconds_late": seconds,
+                    "submission_type": "online_upload" if when else None})
+    return out
+
 
 ROSTER = (
     "Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (4321)\n"
@@ -84,12 +125,14 @@ def build(folder: Path = HERE) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     archive_path = folder / "lab1_canvas.zip"
     with zipfile.ZipFile(archive_path, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, sample, when in MEMBERS:
-            info = zipfile.ZipInfo(name, date_time=when)
+        for name, sample, _ in MEMBERS:
+            info = zipfile.ZipInfo(name, date_time=ZIP_BUILT)
             info.external_attr = 0o644 << 16
             archive.writestr(info, (SAMPLES / sample).read_bytes())
     written = [archive_path]
-    for name, text in (("roster.csv", ROSTER), ("course.toml", COURSE),
+    times = json.dumps(canvas_submissions(), indent=1) + "\n"
+    for name, text in (("lab1_submissions.json", times),
+                       ("roster.csv", ROSTER), ("course.toml", COURSE),
                        ("extensions.csv", EXTENSIONS), ("overrides.csv", OVERRIDES)):
         (folder / name).write_text(text, encoding="utf-8")
         written.append(folder / name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autograder.grader.submissions.archives import TooLarge, read_origin, too_large_problem
 from autograder.grader.submissions.lms import LAB_NOTEBOOK, OTHER_LAB, Candidate, Group
@@ -55,6 +55,12 @@ class Submission:
         time_source: where ``submitted_at`` comes from: "Gradescope
             metadata (...)", "zip time" or "file time".
         marked_late: Canvas wrote LATE in the file's name.
+        time_note: why ``submitted_at`` is empty although the download has
+            a time ("" otherwise): a zip stamp that is not a submission time
+            (Canvas's and Moodle's downloads, one stamp on every file, a
+            stamp later than the zip itself).
+        partners: the other members of a group submission (Gradescope):
+            ``(student_id, Identity)``, each given this submission's row.
     """
 
     student_id: str
@@ -66,6 +72,8 @@ class Submission:
     submitted_at: str = ""
     time_source: str = ""
     marked_late: bool = False
+    time_note: str = ""
+    partners: list = field(default_factory=list)
 
     def read(self) -> tuple[bytes | None, str]:
         """The content (read now, never kept), or None and why it cannot be read."""

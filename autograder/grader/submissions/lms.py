@@ -131,6 +131,14 @@ class Group:
     times: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Canvas wrote LATE in a file name.
     marked_late: bool = False
+    #: The other members of a Gradescope group submission (the first
+    #: submitter is ``identity``), in Gradescope's order.
+    members: list[Identity] = field(default_factory=list)
+
+    @property
+    def id_key(self) -> str:
+        """A stable text of what the download calls this student (OUT/ids.json's key)."""
+        return "/".join(str(part) for part in self.key)
 
     def note(self, text: str) -> None:
         """Add ``text`` to the notes unless it is there already."""
@@ -183,24 +191,93 @@ def sanitize_id(raw: str) -> str:
 def unique_ids(wanted: list[tuple[str, str, str]]) -> list[str]:
     """Sanitized, unique ids for ``(raw_id, fallback, source_name)``, in that order.
 
-    The id is ``raw_id`` sanitized, else ``fallback`` sanitized, else
-    ``student``; equal ids get ``-2``, ``-3``... in sorted order of
-    (id, source_name), never becoming another student's id.
+    ``assign_ids`` without remembered ids, giving the ids only.
     """
+    return assign_ids(wanted)[0]
+
+
+def assign_ids(wanted: list[tuple[str, str, str]], keys: list[str] | None = None,
+               remembered: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """Sanitized, unique ids for ``(raw_id, fallback, source_name)``, and notes on clashes.
+
+    The id is ``raw_id`` sanitized, else ``fallback`` sanitized, else
+    ``student``. When several come out equal, one keeps it and the others
+    get ``-2``, ``-3``... (never another student's id), in this order:
+
+    1. a name that is the id exactly (``alice.ipynb`` is ``alice`` before
+       ``!alice.ipynb`` or ``alice .ipynb``, whatever the sort order), and
+       had it in the run before (or is new);
+    2. the id ``remembered[key]`` an earlier run gave the same entry
+       (``keys[i]``: a stable text of the entry, see ``Group.id_key``), so
+       that a rerun keeps every id, and the overrides and extensions
+       written against it; but a name that only cleans to an id gives it
+       up to a name that is that id exactly;
+    3. a name that is the id exactly (a case variant: ``Alice`` beside
+       ``alice``, ids that clash too);
+    4. the lower-case id before other cases, then the sorted order of
+       (id, source_name).
+
+    Every clash is a note for the instructor, naming each file and the id
+    it got: two files are never silently given one person's id.
+    """
+    keys = keys or [""] * len(wanted)
+    remembered = remembered or {}
     bases = [sanitize_id(raw) or sanitize_id(fallback) or "student"
              for raw, fallback, _ in wanted]
-    taken = set(bases)
+    exact = [bool(raw) and sanitize_id(raw) == raw for raw, _, _ in wanted]
+    # Ids that differ only in case clash too: one person's "Alice" and "alice"
+    # would be one file on a case-insensitive disk, and look alike to a person.
+    taken = {base.casefold() for base in bases}
     used: set[str] = set()
     ids = [""] * len(wanted)
-    for index in sorted(range(len(wanted)), key=lambda i: (bases[i], wanted[i][2])):
-        base = student_id = bases[index]
-        number = 2
-        while student_id in used or (student_id != base and student_id in taken):
-            student_id = f"{base}-{number}"
-            number += 1
-        used.add(student_id)
+
+    with_exact = {bases[i].casefold() for i in range(len(wanted)) if exact[i]}
+
+    def memory(i: int) -> str | None:
+        again = remembered.get(keys[i]) if keys[i] else None
+        if again and again.casefold() == bases[i].casefold() and not exact[i] \
+                and bases[i].casefold() in with_exact:
+            return None  # a name that is exactly the id takes it back
+        return again
+
+    def rank(i: int):
+        again = memory(i)
+        order = (0 if exact[i] and again == bases[i] else 1 if again
+                 else 2 if exact[i] else 3)
+        # Among case variants, the lower-case id first (logins are).
+        return (bases[i].casefold(), order, bases[i] != bases[i].lower(), wanted[i][2])
+
+    for index in sorted(range(len(wanted)), key=rank):
+        base = bases[index]
+        again = memory(index)
+        if again and again.casefold() not in used and (again == base or (
+                again.startswith(f"{base}-") and again.casefold() not in taken)):
+            student_id = again
+        else:
+            student_id, number = base, 2
+            while student_id.casefold() in used or (
+                    student_id != base and student_id.casefold() in taken):
+                student_id = f"{base}-{number}"
+                number += 1
+        used.add(student_id.casefold())
         ids[index] = student_id
-    return ids
+    notes = []
+    clashing: dict[str, list[int]] = {}
+    for index, base in enumerate(bases):
+        clashing.setdefault(base.casefold(), []).append(index)
+    for indices in clashing.values():
+        if len(indices) < 2:
+            continue
+        indices.sort(key=lambda i: (ids[i] != bases[i], ids[i]))
+        base = ids[indices[0]]
+        named = ", ".join(f"{wanted[i][2]!r} is {ids[i]!r}"
+                          + (" (its name is exactly the id)" if exact[i] else "")
+                          + (f" (it was {remembered[keys[i]]!r} in an earlier run)"
+                             if keys[i] in remembered and remembered[keys[i]] != ids[i] else "")
+                          for i in indices)
+        notes.append(f"{len(indices)} files give the id {base!r}: {named}. Check whose each "
+                     f"file is; rename a file, or grade with a roster (--roster), to settle it")
+    return ids, notes
 
 
 # -- Gradescope's metadata (rule 5) --------------------------------------------
@@ -269,6 +346,9 @@ class GradescopeSubmission:
     email: str = ""
     name: str = ""
     created_at: str = ""
+    #: Every submitter after the first, as (name, sid, email): a group
+    #: submission's partners, who get its score as Gradescope gives it them.
+    others: tuple[tuple[str, str, str], ...] = ()
 
 
 def parse_gradescope_submissions(text: str) -> dict[str, GradescopeSubmission]:
@@ -300,13 +380,17 @@ def _gradescope_submissions(document: dict) -> dict[str, GradescopeSubmission]:
         submitters = _field(block, "submitters")
         submitters = [s for s in submitters if isinstance(s, dict)] \
             if isinstance(submitters, list) else []
-        sid, email = _first(submitters, "sid"), _first(submitters, "email")
-        student = sid or email.split("@")[0]
-        if student:
-            name = next((_text(_field(s, "name")) for s in submitters
-                         if _text(_field(s, "name"))), "")
+        people = [(_text(_field(s, "name")), _text(_field(s, "sid")), _text(_field(s, "email")))
+                  for s in submitters]
+        people = [p for p in people if p[1] or p[2]]
+        if people:
+            # The id is the first sid given, else the first email: that
+            # submitter's row holds the submission; the others share it.
+            first = next((p for p in people if p[1]), people[0])
+            name, sid, email = first
             found[match.group(1)] = GradescopeSubmission(
-                student, sid, email, name, _text(_field(block, "created_at")))
+                sid or email.split("@")[0], sid, email, name,
+                _text(_field(block, "created_at")), tuple(p for p in people if p != first))
     return found
 
 
@@ -383,9 +467,11 @@ def _strip_markers(stem: str, dash_number: bool) -> tuple[str, int]:
     while changed:
         changed = False
         for pattern in patterns:
-            new = pattern.sub("", stem, count=1).strip()
-            if new and new != stem:
-                stem, count, changed = new, count + 1, True
+            removed = pattern.sub("", stem, count=1)
+            # Only a marker counts: white space alone around a name is the
+            # name's (" alice" is not "alice"'s duplicate; lms.assign_ids).
+            if removed != stem and removed.strip():
+                stem, count, changed = removed.strip(), count + 1, True
     return stem, count
 
 
@@ -548,6 +634,9 @@ class _Rules:
                                 Identity("gradescope", found.name, found.sid, found.email,
                                          folder))
             group.note(f"Gradescope {folder}")
+            if found.others and not group.members:
+                group.members = [Identity("gradescope", name, sid, email, folder)
+                                 for name, sid, email in found.others]
             if found.created_at:
                 group.times[folder] = (found.created_at, f"Gradescope metadata ({folder})")
         else:
