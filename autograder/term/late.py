@@ -28,14 +28,24 @@ date) or ``days`` (days added to the lab's; fractions allowed); ``lab`` may
 be ``*`` for every lab. A student's extension moves ``no_credit_after`` by
 as much.
 
-When a submission was made comes, best first, from a times CSV
-(``--times FILE``: ``student_id,submitted_at``), Gradescope's metadata
-(``:created_at:``), the time a zip stores for each file (Canvas's and
-Moodle's downloads: a wall-clock time, read in the course's time zone). The
-time of a file in a plain folder is when it was copied there, not
-submitted, so it is not used unless ``trust_file_times = true`` (an LMS zip
-unpacked with its times kept). Canvas's ``LATE`` marker without a time
-marks the row for a person to look at; no penalty is taken without a time.
+When a submission was made comes, best first, from a times file
+(``--times FILE``: a CSV ``student_id,submitted_at``, or the JSON of
+Canvas's submissions API, see ``read_times``), Moodle's grading worksheet
+given as the roster (its "Last modified (submission)"), Gradescope's
+metadata (``:created_at:``). Never from an LMS zip's stamps: Canvas stamps
+every entry with the time the zip was built, Moodle with when the file
+reached its file pool (a draft). A zip's or a folder's file times are when
+the files were zipped or copied, not submitted, so they are used only with
+``trust_file_times = true`` (an LMS zip unpacked with its times kept), and
+even then not when every file carries one stamp (autograder.grader.
+submissions.collect). A submission whose time is not known takes no
+penalty, and the report, the terminal and its row say so; Canvas's ``LATE``
+marker without a time is said on the row (Canvas's own late policy applies
+when the grades are imported: autograder.term.export).
+
+Every line of the extensions, overrides and times files must name a
+student of the class (Term.check): by their student_id or any id the
+roster has for them.
 """
 
 from __future__ import annotations

@@ -37,7 +37,9 @@ paths are relative to the folder or zip given:
    else the local part of their ``:email:``:
    ``submission_98765/lab1_attention.ipynb`` -> ``123456`` (sid in the
    metadata) or ``submission_98765`` (no metadata, or metadata that cannot
-   be read: then with a note saying why).
+   be read: then with a note saying why). Every other submitter of a group
+   submission is a partner (``Group.members``): Term gives each the group's
+   row, as Gradescope gives every member the score.
 6. A single wrapping folder is looked through: when everything is inside one
    folder that holds several student entries (``export/alice.ipynb``,
    ``export/bob.ipynb``; Gradescope's ``assignment_1_export/submission_1/...``),
@@ -48,10 +50,12 @@ paths are relative to the folder or zip given:
    becomes ``_``, other characters are dropped, leading/trailing ``._-`` are
    stripped: ``José María.ipynb`` -> ``Jose_Maria``. An id that would be empty
    falls back to the sanitized file stem, then to ``student``. Two different
-   students whose ids come out equal get ``-2``, ``-3``...:
-   ``jane doe.ipynb`` -> ``jane_doe`` and ``jane_doe.ipynb`` -> ``jane_doe-2``
-   (in sorted order of their file names). A name that is not UTF-8 gives its
-   id from what is left (``ren\\xe9e.ipynb`` -> ``rene``), with a note.
+   students whose ids come out equal (or equal but for case) get ``-2``,
+   ``-3``..., the name that is the id exactly keeping it, and the id an
+   earlier run gave kept (``assign_ids``, OUT/ids.json):
+   ``jane_doe.ipynb`` -> ``jane_doe`` and ``jane doe.ipynb`` -> ``jane_doe-2``
+   whatever their order, with a note naming both. A name that is not UTF-8
+   gives its id from what is left (``ren\\xe9e.ipynb`` -> ``rene``), with a note.
 
 Noise is ignored: ``__MACOSX/``, ``.ipynb_checkpoints/`` and any other path
 part starting with ``.``, ``__pycache__/``, ``submission_metadata.yml``,
