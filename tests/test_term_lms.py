@@ -329,3 +329,75 @@ def test_every_member_of_a_gradescope_group_gets_its_score(tmp_path, with_roster
     assert rows["3003"].penalty == pytest.approx(2.0)  # 2 days late
     facts = term.class_rows([ann, ben], {s.student_id: s for s in collected.submissions}, {})
     assert facts[1].identity.user_id == "3002" and facts[1].identity.name == "Ben Jones"
+
+
+# ------------------------------------------------------------------ a class of 33, per LMS
+
+
+def _shapes():
+    import importlib.util
+    import sys
+
+    if "sample_term_shapes" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("sample_term_shapes", TERM / "shapes.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sample_term_shapes"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["sample_term_shapes"]
+
+
+def expected_penalty(truth, score: float = 8.0) -> float:
+    """The course's policy worked out from the true time: 10% of 10 points per
+    day or part of one, at most 50%, no grace; a Moodle extension moves the due date."""
+    import math
+
+    if truth.submitted_at is None:
+        return 0.0
+    seconds = truth.seconds_late
+    if truth.lms_extension_until is not None:
+        seconds = (truth.submitted_at - truth.lms_extension_until).total_seconds()
+    if seconds <= 0:
+        return 0.0
+    return min(score, 10.0 * min(50, math.ceil(seconds / 86400) * 10) / 100)
+
+
+@pytest.mark.parametrize("lms, with_times", [("canvas", True), ("canvas", False),
+                                             ("moodle", True), ("gradescope", True)])
+def test_a_class_of_33_as_each_lms_gives_it(tmp_path, lms, with_times):
+    """Issue 31's 'done when', on a class made by data/sample_term/shapes.py
+    from each LMS's own source (SOURCES.md): every enrolled student has a row,
+    graded from their own file only; no one is penalised from a time the
+    download does not carry; the late ones lose what the policy says;
+    group partners share their group's row."""
+    made = _shapes().lms_class(lms, n=33)
+    paths = made.write(tmp_path / "download")
+    rules = tmp_path / "course.toml"
+    rules.write_text('[deadlines]\ntimezone = "America/New_York"\nlab1 = "2026-10-05 23:59"\n'
+                     '[late]\npenalty_percent = 10\nper = "day"\nmax_penalty_percent = 50\n')
+    assert made.due.isoformat() == "2026-10-05T23:59:00-04:00"
+    term = Term.load("lab1", POINTS, tmp_path, course_file=rules, roster=paths["roster"],
+                     times=paths.get("times") if with_times else None)
+    collected = collect(paths["download"], "lab1", "lab1_attention", term.roster)
+    rows, notes = run(term, collected)
+    truth = made.by_key()
+    assert sorted(rows) == sorted(truth)
+    assert not collected.unmatched and not term.errors
+    for key, true in truth.items():
+        row = rows[key]
+        if true.submitted_at is None:
+            assert row.status == "no submission", key
+            continue
+        assert row.source_name in true.files, (key, row.source_name, true.files)
+        timed = with_times or lms != "canvas"
+        assert row.penalty == pytest.approx(expected_penalty(true) if timed else 0.0), key
+        if true.group:
+            assert any(n.startswith("group submission") for n in row.notes), key
+        if "draft" in true.cases:
+            assert any(n.startswith("Moodle: a draft") for n in row.notes), key
+        if true.lms_extension_until is not None:
+            assert any(n.startswith("extension: due 2026-10-07 23:59") for n in row.notes), key
+    [summary] = [n for n in notes if n.startswith("Submission times")]
+    if lms == "canvas" and not with_times:
+        assert "UNKNOWN for 31" in summary and "content_zipper.rb" in summary
+    else:
+        assert "UNKNOWN" not in summary, summary

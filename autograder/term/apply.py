@@ -201,8 +201,45 @@ class Term:
                                          f" {given.line}")
             if student is not None:
                 self.times[student] = (given.when, given.source)
+        self._moodle_statuses()
         if collected is not None:
             self.download_notes = list(collected.notes)
+
+    def _moodle_statuses(self) -> None:
+        """Extensions and drafts the Moodle grading worksheet's Status shows.
+
+        Moodle writes "Extension granted until: <date>" in the Status of a
+        student with an extension (mod/assign/gradingtable.php, col_status):
+        it is that student's extension of this lab, unless the extensions
+        file gives one (the file wins, with an error line if they differ).
+        "Draft (not submitted)" marks a file the student never submitted for
+        grading: it is graded, and its row says so.
+        """
+        self.drafts: set[str] = set()
+        if self.roster is None:
+            return
+        for student_id, (status, line) in getattr(self.roster, "statuses", {}).items():
+            where = f"{self.roster.source}, line {line} (Status)"
+            if status.casefold().startswith("draft"):
+                self.drafts.add(student_id)
+            marker = "extension granted until:"
+            at = status.casefold().find(marker)
+            if at < 0:
+                continue
+            text = status[at + len(marker):].split(" - ")[0].strip()
+            try:
+                due = late.parse_moodle_time(text, self.policy.timezone, where)
+            except ValueError as error:
+                self.errors.append(str(error))
+                continue
+            mine = late.extension_for(self.extensions, student_id, self.lab_id)
+            if mine is None:
+                self.extensions.append(late.Extension(student_id, self.lab_id, due=due,
+                                                      line=line, source=self.roster.source.name))
+            elif mine.due != due:
+                self.errors.append(f"{where}: Moodle grants {student_id} an extension until "
+                                   f"{due.isoformat(' ', 'minutes')}, the extensions file "
+                                   f"another (line {mine.line}); the file's is applied")
 
     def _index(self, collected) -> dict[str, set[str]]:
         """Every id a student of the class goes by -> their student_id(s); also
@@ -277,6 +314,9 @@ class Term:
             row.score = row.raw_score
             if row.status != NO_SUBMISSION:
                 self._apply_late(row, submissions.get(row.student_id))
+                if row.student_id in getattr(self, "drafts", ()):
+                    row.notes.append("Moodle: a draft, never submitted for grading (graded "
+                                     "as it stands)")
             elif self.policy.deadlines.get(self.lab_id) is not None:
                 extension = late.extension_for(self.extensions, row.student_id, self.lab_id)
                 if extension is not None:
@@ -386,8 +426,9 @@ class Term:
                 "late_penalised": sum(1 for r in rows if r.penalty)}
 
     def _extension_note(self, extension: late.Extension, due: datetime.datetime | None) -> str:
-        where = f"{self.extensions_file.name if self.extensions_file else 'extensions'}, " \
-                f"line {extension.line}"
+        source = extension.source or (self.extensions_file.name if self.extensions_file
+                                      else "extensions")
+        where = f"{source}, line {extension.line}"
         if due is None:
             deadline = self.policy.deadlines[self.lab_id]
             due = extension.due_for(deadline.due)

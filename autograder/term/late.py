@@ -405,8 +405,10 @@ class Extension:
     lab: str
     due: datetime.datetime | None = None
     days: float = 0.0
-    #: the line of the extensions file (0: not from a file).
+    #: the line of the extensions file (0: not from a file), and the file's
+    #: name when it is not the extensions file (Moodle's worksheet).
     line: int = 0
+    source: str = ""
 
     def due_for(self, due: datetime.datetime) -> datetime.datetime:
         return self.due if self.due is not None else due + datetime.timedelta(days=self.days)

@@ -112,6 +112,10 @@ class Roster:
     #: Moodle's grading worksheet: student_id -> (its "Last modified
     #: (submission)" as written, the line); only students who submitted.
     submitted: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Moodle's grading worksheet: student_id -> (its "Status" as written,
+    #: the line): "Submitted for grading", "Draft (not submitted)", "... -
+    #: Extension granted until: Wednesday, 7 October 2026, 11:59 PM".
+    statuses: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.students)
@@ -287,7 +291,9 @@ def read_roster(path) -> Roster:
     return Roster(lms=lms, students=students, source=path, notes=notes, assignments=assignments,
                   kind=kind, delimiter=delimiter, columns=header,
                   submitted={item.student.student_id: (item.submitted, item.line)
-                             for item in found if item.submitted})
+                             for item in found if item.submitted},
+                  statuses={item.student.student_id: (item.status, item.line)
+                            for item in found if item.status})
 
 
 def _decode(path: Path, data: bytes, notes: list[str]) -> str:
@@ -382,6 +388,7 @@ class _Found:
     fallback: str
     student: Student
     submitted: str = ""
+    status: str = ""
 
 
 def _canvas(path, kind, header, rows, notes):
@@ -398,8 +405,8 @@ def _canvas(path, kind, header, rows, notes):
         else:
             sortable = ", ".join(x for x in (last, given) if x)
         name = " ".join(x for x in (given, last) if x)
-        if sortable.casefold() == "points possible":
-            continue
+        if sortable.casefold() == "points possible" and not uid:
+            continue  # Canvas's points row; a student so named has a Canvas ID
         if not sortable and not uid:
             if not all(c.casefold() in _CANVAS_META_CELLS or c.startswith("Manual Posting")
                        for c in cells):
@@ -461,7 +468,8 @@ def _moodle(path, kind, header, rows, notes):
                              f"or email to identify the student; fill one in or delete the row.")
         submitted = _cell(header, cells, "last modified (submission)") if worksheet else ""
         found.append(_Found(line, raw, fallback, Student("", name, email, "", ids),
-                            "" if submitted.strip() in ("", "-") else submitted))
+                            "" if submitted.strip() in ("", "-") else submitted,
+                            _cell(header, cells, "status") if worksheet else ""))
     _unique(path, found, ("participant", "id_number", "username"))
     return found, assignments
 

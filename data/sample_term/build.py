@@ -15,7 +15,15 @@ through a term (`make demo` grades it too) and tests/test_term.py:
   an enrolled student who sent nothing and Canvas's test student;
 - ``course.toml``: the due date of lab 1 and the late policy;
 - ``extensions.csv``: one student's extension;
-- ``overrides.csv``: an instructor's score and note.
+- ``overrides.csv``: an instructor's score and note;
+- ``lab1_moodle.zip`` and ``moodle_worksheet.csv``: a class of 33 as Moodle's
+  "Download all submissions" and "Download grading worksheet" give it (two
+  participants named Jane Doe, a draft, an extension granted in Moodle);
+- ``lab1_gradescope.zip`` and ``gradescope_roster.csv``: a class of 33 as
+  Gradescope's "Export Submissions" gives it (a group of three and one of
+  two, a student without a SID).
+
+shapes.py builds the LMS files, each rule cited (SOURCES.md quotes them).
 
 Run ``python data/sample_term/build.py`` after changing the lab 1 samples;
 the files are written byte for byte the same each time.
@@ -31,23 +39,27 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parent / "sample_submissions" / "lab1"
 
-#: (Canvas file name, sample notebook, submitted_at as Canvas's API gives it, UTC):
-#: due 2026-10-05 23:59 New York, 2026-10-06T03:59:00Z.
+#: (Canvas file name, sample notebook, Canvas user id, attempt, submitted_at as
+#: Canvas's API gives it, UTC): due 2026-10-05 23:59 New York, 2026-10-06T03:59:00Z.
 MEMBERS = [
     # on time
-    ("ablealice_101_9001_lab1_attention.ipynb", "alice.ipynb", "2026-10-06T00:00:00Z"),
+    ("ablealice_101_9001_lab1_attention.ipynb", "alice.ipynb", 101, 1, "2026-10-06T00:00:00Z"),
     # 1 day 2 h late: 2 days at 10%
-    ("brownbob_LATE_102_9002_lab1_attention.ipynb", "bob.ipynb", "2026-10-07T06:00:00Z"),
+    ("brownbob_LATE_102_9002_lab1_attention.ipynb", "bob.ipynb", 102, 1,
+     "2026-10-07T06:00:00Z"),
     # 30 minutes late, with a 1-day extension: on time
-    ("chencarol_LATE_103_9003_lab1_attention.ipynb", "carol.ipynb", "2026-10-06T04:29:00Z"),
-    # dave resubmitted: Canvas names the second file "-1"; the one with answers is graded
-    ("doedave_104_9004_lab1_attention.ipynb", "dave.ipynb", "2026-10-04T13:00:00Z"),
-    ("doedave_104_9014_lab1_attention-1.ipynb", "frank.ipynb", "2026-10-05T13:00:00Z"),
+    ("chencarol_LATE_103_9003_lab1_attention.ipynb", "carol.ipynb", 103, 1,
+     "2026-10-06T04:29:00Z"),
+    # dave uploaded twice: the zip holds only the latest attempt, which Canvas
+    # renamed "-1" (Attachment.make_unique_filename; shapes.canvas_resubmission_name)
+    ("doedave_104_9014_lab1_attention-1.ipynb", "frank.ipynb", 104, 2,
+     "2026-10-05T13:00:00Z"),
     # 10 minutes late: within the 15 minutes' grace
-    ("eveerin_LATE_105_9005_lab1_attention.ipynb", "erin/Copy of lab1_attention.ipynb",
+    ("eveerin_LATE_105_9005_lab1_attention.ipynb", "erin/Copy of lab1_attention.ipynb", 105, 1,
      "2026-10-06T04:09:00Z"),
     # not on the roster (a student who dropped the course, or a stray file)
-    ("mallorymal_555_9555_lab1_attention.ipynb", "alice.ipynb", "2026-10-05T14:00:00Z"),
+    ("mallorymal_555_9555_lab1_attention.ipynb", "alice.ipynb", 555, 1,
+     "2026-10-05T14:00:00Z"),
 ]
 
 #: When the instructor pressed "Download Submissions", ten days after the due
@@ -64,12 +76,8 @@ ZIP_BUILT = (2026, 10, 15, 18, 3, 6)
 #: ``submitted_at`` in UTC, null for a student who sent nothing. Mallory, no
 #: longer enrolled, is not listed.
 def canvas_submissions() -> list[dict]:
-    latest = {}
-    for name, _, submitted in MEMBERS:
-        user = int(name.split("_")[-4] if "_LATE_" not in name else name.split("_")[2])
-        if user != 555:
-            attempt = latest.get(user, {}).get("attempt", 0) + 1
-            latest[user] = {"user_id": user, "submitted_at": submitted, "attempt": attempt}
+    latest = {user: {"submitted_at": when, "attempt": attempt}
+              for _, _, user, attempt, when in MEMBERS if user != 555}
     due = datetime.datetime(2026, 10, 6, 3, 59, tzinfo=datetime.timezone.utc)
     out = []
     for user in (101, 102, 103, 104, 105, 106):
@@ -125,7 +133,7 @@ def build(folder: Path = HERE) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     archive_path = folder / "lab1_canvas.zip"
     with zipfile.ZipFile(archive_path, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, sample, _ in MEMBERS:
+        for name, sample, *_ in MEMBERS:
             info = zipfile.ZipInfo(name, date_time=ZIP_BUILT)
             info.external_attr = 0o644 << 16
             archive.writestr(info, (SAMPLES / sample).read_bytes())
@@ -136,7 +144,27 @@ def build(folder: Path = HERE) -> list[Path]:
                        ("extensions.csv", EXTENSIONS), ("overrides.csv", OVERRIDES)):
         (folder / name).write_text(text, encoding="utf-8")
         written.append(folder / name)
+    # A Moodle class (download and grading worksheet) and a Gradescope export
+    # (with groups and its roster), 33 students each, as shapes.py builds them
+    # from each LMS's own source (SOURCES.md).
+    shapes = _shapes()
+    for lms in ("moodle", "gradescope"):
+        made = shapes.lms_class(lms, n=33)
+        written.extend(path for key, path in sorted(made.write(folder).items()))
     return written
+
+
+def _shapes():
+    import importlib.util
+    import sys
+
+    name = "sample_term_shapes"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "shapes.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 if __name__ == "__main__":

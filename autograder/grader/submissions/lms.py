@@ -30,7 +30,10 @@ paths are relative to the folder or zip given:
    ``<full name>_<participant id>``, sanitized:
    ``Jane Doe_123456_assignsubmission_file_/lab1_attention.ipynb`` ->
    ``Jane_Doe_123456``. The ``file`` and ``onlinetext`` folders of one
-   participant are one student.
+   participant are one student. Moodle 4.1+ writes the folder without the
+   last ``_``; with "Download submissions in folders" off, each file is
+   ``<full name>_<participant id>_assignsubmission_file_<file name>`` in the
+   top folder, the same student.
 5. Gradescope export: folder ``submission_<n>``. When a
    ``submission_metadata.yml`` is present (read with PyYAML's safe loader,
    see ``parse_gradescope_metadata``), the id is the submitter's ``:sid:``,
@@ -89,6 +92,12 @@ _CANVAS = re.compile(
 _MOODLE = re.compile(
     r"^(?P<name>.+)_(?P<pid>\d+)_assignsubmission_[a-z]+_?$", re.IGNORECASE
 )
+#: Moodle's download with "Download submissions in folders" off: one flat file
+#: per submitted file, ``<full name>_<participant id>_assignsubmission_file_<name>``
+#: (mod/assign/classes/downloader.php, Moodle 4.1+; locallib.php before).
+_MOODLE_FLAT = re.compile(
+    r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<orig>.+)$",
+    re.IGNORECASE)
 _GRADESCOPE = re.compile(r"^submission_\d+$")
 _GRADESCOPE_KEY = re.compile(r"^:?(submission_\d+)$")
 _LAB_NUMBER = re.compile(r"^lab[ _-]?0*(\d+)(?!\d)", re.IGNORECASE)
@@ -560,7 +569,7 @@ def _student_like_children(files: list[Entry], level: int, notebook_stem: str) -
             _, ext, _ = split_ext(child)
             if ext == ".ipynb" and not _looks_like_lab_notebook(child, notebook_stem):
                 students.add(child)
-            elif _CANVAS.match(child):
+            elif _CANVAS.match(child) or _MOODLE_FLAT.match(child):
                 students.add(child)
         elif _MOODLE.match(child) or _GRADESCOPE.match(child):
             students.add(child)
@@ -586,7 +595,7 @@ class _Rules:
     def assign(self, entry: Entry, parts: tuple[str, ...]) -> None:
         """Put ``entry`` (at ``parts`` below the wrapping folders) in its student's group."""
         if len(parts) == 1:
-            if not self._canvas(entry, parts[0]):
+            if not self._canvas(entry, parts[0]) and not self._moodle_flat(entry, parts[0]):
                 self._top_file(entry, parts[0])
         else:
             self._in_folder(entry, parts[0], parts[-1])
@@ -613,6 +622,18 @@ class _Rules:
             group.marked_late = True
             group.note("submitted late (Canvas: LATE)")
         self._add(group, entry, canvas["orig"], named_by_student=True)
+        return True
+
+    def _moodle_flat(self, entry: Entry, name: str) -> bool:
+        """Rule 4, flat: a Moodle download without folders; False when ``name`` is not one."""
+        moodle = _MOODLE_FLAT.match(name)
+        if not moodle:
+            return False
+        group = self._group(("moodle", moodle["name"], moodle["pid"]),
+                            f"{moodle['name']}_{moodle['pid']}", moodle["orig"],
+                            Identity("moodle", moodle["name"], moodle["pid"],
+                                     submission_id=f"{moodle['name']}_{moodle['pid']}"))
+        self._add(group, entry, moodle["orig"], named_by_student=True)
         return True
 
     def _top_file(self, entry: Entry, name: str) -> None:
