@@ -380,7 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also compare with these notebooks or .py files (earlier terms, "
                            "public solutions)")
     term.add_argument("--similarity-threshold", type=float, metavar="SHARE",
-                      help="share of an answer that must match to list a pair (0-1)")
+                      help="list pairs from this similarity on (0-1; rarity-weighted shared "
+                           "code, default 0.25)")
     grade.add_argument("--unsandboxed", action="store_true",
                        help="grade even where neither bubblewrap nor a user of its own per "
                             "kernel can isolate the students' notebooks (they could then read "

@@ -66,8 +66,9 @@ class GradingOptions:
             when it exists).
         similarity: compare the answers pairwise after grading.
         similar_to: a folder of earlier terms' or public solutions to compare with.
-        similarity_threshold: the share of an answer that must match to list a
-            pair (None: autograder.term.similarity's default).
+        similarity_threshold: the pair's similarity (the mean of the two sides'
+            rarity-weighted shared code, autograder.term.similarity) from which a
+            pair is listed (None: its default, 0.25).
         unsandboxed: grade even where no isolation layer works (the
             instructor's explicit word: autograder.grader.sandbox.choose_isolation).
     """
@@ -127,8 +128,8 @@ class GradingOptions:
                 isinstance(self.similarity_threshold, (int, float))
                 and 0 < self.similarity_threshold <= 1):
             raise ValueError(f"--similarity-threshold {self.similarity_threshold!r}: give the "
-                             f"share of an answer that must match, above 0 and at most 1 "
-                             f"(e.g. 0.6).")
+                             f"similarity from which a pair is listed, above 0 and at most 1 "
+                             f"(the default 0.25 is calibrated: docs/instructors.md, step 4).")
         if isinstance(self.shard, str):
             object.__setattr__(self, "shard", parse_shard(self.shard))
         if self.shard is not None:
