@@ -176,7 +176,10 @@ def _export(args) -> int:
     from autograder.term.export import export
 
     done = export(Path(args.out), args.to, dest=Path(args.dest) if args.dest else None,
-                  assignment=args.assignment, moodle_key=args.moodle_key, lab=args.lab)
+                  assignment=args.assignment, moodle_key=args.moodle_key, lab=args.lab,
+                  late=args.late, moodle_route=args.moodle_route)
+    for note in done.notes:
+        print(f"Read first: {clean_text(note, keep_lines=False)}", file=sys.stderr)
     print(f"Exported {done.grades} grades and {done.feedback} feedback pages of {args.lab} "
           f"for {args.to} into {done.dest}:")
     for name in sorted(done.files):
@@ -295,7 +298,7 @@ def _demo_term(args) -> int:
          str(term / "overrides.csv"), "--seed", args.seed, "--regrade"]))
     print()
     return status | _export(build_parser().parse_args(
-        ["export", "lab1", str(out), "--to", "canvas", "--assignment", "Lab 1 (4321)"]))
+        ["export", "lab1", str(out), "--to", "canvas"]))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -413,7 +416,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--assignment", help="the grade column's name (default: the lab's "
                         "title; for Canvas, \"Name (id)\" matches an existing assignment)")
     export.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
-                        help="how Moodle finds each student (default: email)")
+                        help="how Moodle's gradebook import finds each student (default: email)")
+    export.add_argument("--moodle-route", choices=("worksheet", "gradebook"),
+                        default="worksheet",
+                        help="Moodle: the assignment's grading worksheet filled in (default; "
+                             "needs the worksheet as grade's --roster) or a gradebook CSV")
+    export.add_argument("--late", choices=("kit", "lms"), default="kit",
+                        help="who applies the late policy: the kit (scores after its penalty; "
+                             "default) or the LMS (scores before it)")
     export.set_defaults(func=_export)
 
     gradescope = commands.add_parser(

@@ -298,8 +298,8 @@ def test_overrides_are_in_the_gradebook_the_report_and_the_feedback(canvas_class
 
 def test_the_class_goes_into_canvas_as_canvas_imports_it(canvas_class):
     _, out, _ = canvas_class
-    assert main(["export", "lab1", str(out), "--to", "canvas", "--assignment",
-                 "Lab 1 (4321)"]) == 0
+    # the roster's column of lab 1 is the default
+    assert main(["export", "lab1", str(out), "--to", "canvas"]) == 0
     with open(out / "export" / "canvas" / "grades.csv", encoding="utf-8", newline="") as h:
         rows = list(csv.reader(h))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
@@ -377,7 +377,16 @@ def test_a_moodle_class_from_download_to_grade_import(tmp_path):
         "Jane Doe_200001_assignsubmission_file_/lab1_attention.ipynb"
     assert "Someone Else_299999_assignsubmission_file_/lab1_attention.ipynb" in \
         (out / "report.html").read_text(encoding="utf-8")
+    # Moodle's own route: the grading worksheet, filled in
     assert main(["export", "lab1", str(out), "--to", "moodle"]) == 0
+    with open(out / "export" / "moodle" / "roster.csv", encoding="utf-8", newline="") as h:
+        sheet = {row["Identifier"]: row for row in csv.DictReader(h)}
+    assert sheet["Participant 200001"]["Grade"] == grades["jane"]["score"]
+    assert sheet["Participant 200002"]["Grade"] == "0"
+    assert sheet["Participant 200001"]["Feedback comments"].startswith("Score: ")
+    # the gradebook's CSV import, by option
+    assert main(["export", "lab1", str(out), "--to", "moodle", "--moodle-route",
+                 "gradebook"]) == 0
     with open(out / "export" / "moodle" / "grades.csv", encoding="utf-8", newline="") as h:
         rows = list(csv.reader(h))
     assert rows[0] == ["Full name", "Email address", "Lab 1: attention from scratch",

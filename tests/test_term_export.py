@@ -94,7 +94,7 @@ def test_canvas_assignment_name_with_id_and_feedback_zip_names(tmp_path):
         "smithalice_101_5001_feedback.html": PAGE.format("smith_alice")}
     assert done.skipped == [("eve", "no Canvas submission file id (the file did not come from "
                                     "Canvas's Download Submissions): upload its page by hand")]
-    assert set(done.files) == {"grades.csv", "feedback.zip"}
+    assert set(done.files) == {"grades.csv", "feedback.zip", "README.txt"}
 
 
 def test_canvas_name_part_is_never_read_as_an_id(tmp_path):
@@ -151,7 +151,7 @@ def moodle_rows():
 
 
 def test_moodle_grades_csv_by_email_with_feedback_text(tmp_path):
-    done = export(_out(tmp_path, moodle_rows(), lms="moodle"), "moodle")
+    done = export(_out(tmp_path, moodle_rows(), lms="moodle"), "moodle", moodle_route="gradebook")
     assert _read(done.dest / "grades.csv") == [
         ["Full name", "Email address", "Lab 1: Attention", "Lab 1: Attention (Feedback)"],
         ["Jane Doe", "jane@uni.edu", "6",
@@ -163,7 +163,7 @@ def test_moodle_grades_csv_by_email_with_feedback_text(tmp_path):
 
 
 def test_moodle_grades_csv_by_id_number(tmp_path):
-    done = export(_out(tmp_path, moodle_rows(), lms="moodle"), "moodle",
+    done = export(_out(tmp_path, moodle_rows(), lms="moodle"), "moodle", moodle_route="gradebook",
                   moodle_key="id_number", assignment="Attention lab")
     table = _read(done.dest / "grades.csv")
     assert table[0] == ["Full name", "ID number", "Attention lab", "Attention lab (Feedback)"]
@@ -171,7 +171,7 @@ def test_moodle_grades_csv_by_id_number(tmp_path):
 
 
 def test_moodle_feedback_zip_has_a_folder_per_participant(tmp_path):
-    done = export(_out(tmp_path, moodle_rows(), lms="moodle"), "moodle")
+    done = export(_out(tmp_path, moodle_rows(), lms="moodle"), "moodle", moodle_route="gradebook")
     assert _zip(done.dest / "feedback.zip") == {
         "Jane Doe_123456_assignsubmission_file_/feedback.html": PAGE.format("Jane_Doe_123456"),
         # Moodle reads the participant id after the first "_": none in the name.
@@ -183,7 +183,7 @@ def test_moodle_feedback_zip_has_a_folder_per_participant(tmp_path):
 def test_moodle_lists_students_without_a_participant_id(tmp_path):
     rows = moodle_rows()
     rows[1].identity = Identity("folder", "tom")
-    done = export(_out(tmp_path, rows, lms="moodle"), "moodle")
+    done = export(_out(tmp_path, rows, lms="moodle"), "moodle", moodle_route="gradebook")
     assert done.skipped == [("tom", "no Moodle participant id (roster or Moodle download): "
                                     "upload its page by hand")]
     assert list(_zip(done.dest / "feedback.zip")) == [
@@ -196,11 +196,11 @@ def test_moodle_refuses_rows_without_the_key(tmp_path):
     out = _out(tmp_path, rows, lms="moodle")
     with pytest.raises(ValueError, match=r"1 student\(s\) have no email address.*tom \(Tom_O'Neil\)"
                                          r".*--moodle-key id_number"):
-        export(out, "moodle")
+        export(out, "moodle", moodle_route="gradebook")
     rows[0].student.lms_ids.pop("id_number")
     write_class(out, "lab1", "Lab 1", rows)
     with pytest.raises(ValueError, match=r"no id number.*Jane_Doe_123456 \(Jane Doe\)"):
-        export(out, "moodle", moodle_key="id_number")
+        export(out, "moodle", moodle_key="id_number", moodle_route="gradebook")
 
 
 def test_moodle_refuses_a_key_that_escaping_would_change(tmp_path):
@@ -208,8 +208,8 @@ def test_moodle_refuses_a_key_that_escaping_would_change(tmp_path):
     rows[2].student.email = "+ana@uni.edu"
     out = _out(tmp_path, rows, lms="moodle")
     with pytest.raises(ValueError, match=r"email address of ana \(@Ana Lima\) starts"):
-        export(out, "moodle")
-    assert export(out, "moodle", moodle_key="id_number").grades == 3
+        export(out, "moodle", moodle_route="gradebook")
+    assert export(out, "moodle", moodle_key="id_number", moodle_route="gradebook").grades == 3
 
 
 # --------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def test_plain_csv_and_one_zip_per_student(tmp_path):
         ["tom", "Tom_O'Neil", "tom@uni.edu", "", "lab1", "10", "10", "10", "", "0",
          "'-error: kernel died", ""],
     ]
-    assert sorted(done.files) == ["feedback/Jane_Doe_123456.zip", "feedback/tom.zip",
+    assert sorted(done.files) == ["README.txt", "feedback/Jane_Doe_123456.zip", "feedback/tom.zip",
                                   "grades.csv"]
     assert _zip(done.dest / "feedback" / "tom.zip") == {"feedback.html": PAGE.format("tom")}
     assert not (done.dest / "feedback" / "ana.zip").exists()
@@ -294,7 +294,7 @@ def test_cli_export_moodle_with_dest_and_key(tmp_path, capsys):
     out = _out(tmp_path, moodle_rows(), lms="moodle")
     dest = tmp_path / "to_moodle"
     assert main(["export", "lab1", str(out), "--to", "moodle", "--dest", str(dest),
-                 "--moodle-key", "id_number"]) == 0
+                 "--moodle-route", "gradebook", "--moodle-key", "id_number"]) == 0
     printed = capsys.readouterr().out
     assert "Map from the key column to ID number" in printed
     assert "Upload multiple feedback files in a zip" in printed
@@ -310,3 +310,125 @@ def test_cli_export_errors_exit_2_with_the_message(tmp_path, capsys):
     assert main(["export", "lab1", str(out), "--to", "canvas"]) == 2
     err = capsys.readouterr().err
     assert "no Canvas user id" in err and "carol" in err
+
+
+# --------------------------------------------------------------------------
+# Issue 31: Canvas's import never misreads a row; one place applies the late
+# policy; Moodle's own grading worksheet
+# --------------------------------------------------------------------------
+
+#: Canvas's importer (app/models/gradebook_importer.rb) takes a row whose first
+#: cell matches /Points Possible/ as the points row, not a student.
+CANVAS_POINTS_ROW = r"Points Possible"
+
+
+def test_a_student_named_points_possible_is_still_a_student_in_canvas(tmp_path):
+    import re
+
+    rows = canvas_rows()
+    rows[0].student.name = "Points Possible"
+    done = export(_out(tmp_path, rows), "canvas", assignment="Lab 1 (4321)")
+    table = _read(done.dest / "grades.csv")
+    assert re.search(CANVAS_POINTS_ROW, table[1][0])  # the one points row
+    assert not any(re.search(CANVAS_POINTS_ROW, row[0], re.IGNORECASE) for row in table[2:])
+    by_id = {row[1]: row for row in table[2:]}
+    assert by_id["101"][0] == "Student 101"  # Canvas finds the student by ID
+    assert any("written \"Student 101\"" in note for note in done.notes)
+
+
+def _with_facts(tmp_path, rows, **facts):
+    out = _out(tmp_path, rows)
+    write_class(out, "lab1", "Lab 1: Attention", rows, roster_lms="canvas", **facts)
+    return out
+
+
+def test_canvas_default_column_is_the_rosters_column_of_the_lab(tmp_path):
+    out = _with_facts(tmp_path, canvas_rows(),
+                      roster_assignments=["Quiz 1 (4300)", "Lab 1 (4321)", "Lab 2 (4322)"])
+    done = export(out, "canvas")
+    assert _read(done.dest / "grades.csv")[0][-1] == "Lab 1 (4321)"
+    out = _with_facts(tmp_path / "b", canvas_rows(),
+                      roster_assignments=["Quiz 1 (4300)", "Essay (4301)"])
+    with pytest.raises(ValueError, match=r"'Quiz 1 \(4300\)', 'Essay \(4301\)'; none of them "
+                                         r"names lab1\. Give --assignment"):
+        export(out, "canvas")
+    out = _with_facts(tmp_path / "c", canvas_rows(), roster_assignments=[])
+    done = export(out, "canvas")
+    assert _read(done.dest / "grades.csv")[0][-1] == "Lab 1: Attention"
+    assert any("Canvas imports as a NEW assignment" in note for note in done.notes)
+
+
+def test_the_late_penalty_is_applied_in_one_place(tmp_path, capsys):
+    policy = "Due 2026-10-05 23:59-04:00; 10% of the points per day late."
+    out = _with_facts(tmp_path, canvas_rows(), late_policy=policy, late_penalised=1,
+                      roster_assignments=["Lab 1 (4321)"])
+    # the kit took it: alice's 7.5 (8.5 less 1) goes, and Canvas's deduction must be off
+    done = export(out, "canvas")
+    alice = {row[1]: row for row in _read(done.dest / "grades.csv")}["101"]
+    assert alice[-1] == "7.5"
+    [note] = done.notes
+    assert "The kit took a late penalty from 1 student(s)" in note
+    assert "Turn Canvas's automatic late deduction OFF" in note
+    assert "Late Policies" in note and "--late lms" in note
+    assert note in (done.dest / "README.txt").read_text(encoding="utf-8")
+    # the LMS takes it: the score before the kit's penalty
+    done = export(out, "canvas", late="lms")
+    assert {row[1]: row for row in _read(done.dest / "grades.csv")}["101"][-1] == "8.5"
+    assert "BEFORE the kit's late penalty" in done.notes[0]
+    assert main(["export", "lab1", str(out), "--to", "canvas"]) == 0
+    assert "Read first: The kit took a late penalty" in capsys.readouterr().err
+    # no penalty taken: Canvas's own policy is said to apply
+    out = _with_facts(tmp_path / "b", canvas_rows(), late_policy=policy, late_penalised=0,
+                      roster_assignments=["Lab 1 (4321)"])
+    assert "Canvas applies it on import" in export(out, "canvas").notes[0]
+
+
+#: Moodle's "Download grading worksheet" (mod/assign/gradingtable.php; shapes.py
+#: writes it so: UTF-8 with a BOM, fputcsv quoting).
+WORKSHEET = (
+    '\ufeffIdentifier,"Full name","Email address",Status,Grade,"Maximum grade",'
+    '"Grade can be changed","Last modified (submission)","Last modified (grade)",'
+    '"Feedback comments"\n'
+    '"Participant 123456","Jane Doe",jane@uni.edu,"Submitted for grading",,10.00,Yes,'
+    '"Monday, 5 October 2026, 9:00 PM",-,\n'
+    '"Participant 123457",Tom,tom@uni.edu,"Submitted for grading",,10.00,Yes,'
+    '"Monday, 5 October 2026, 9:30 PM","Tuesday, 6 October 2026, 9:00 AM",\n'
+    '"Participant 123458","Ana Lima",ana@uni.edu,"No submission",,10.00,Yes,-,-,\n'
+)
+
+
+def test_moodle_grading_worksheet_is_written_back_as_moodle_reads_it(tmp_path):
+    from autograder.term.roster import read_roster
+
+    sheet = tmp_path / "worksheet.csv"
+    sheet.write_bytes(WORKSHEET.encode("utf-8"))
+    rows = moodle_rows()
+    for row, participant in zip(rows, ("123456", "123457", "123458")):
+        row.student.lms_ids["participant"] = participant
+    out = _out(tmp_path, rows, lms="moodle")
+    write_class(out, "lab1", "Lab 1", rows, roster_lms="moodle", roster_kind="moodle worksheet",
+                roster_file=str(sheet))
+    done = export(out, "moodle")
+    written = done.dest / "worksheet.csv"
+    assert written.read_bytes().startswith(b"\xef\xbb\xbf")  # as downloaded
+    before, after = _read(sheet), _read(written)
+    assert after[0] == before[0] and len(after) == len(before)
+    for old, new in zip(before[1:], after[1:]):
+        # every cell as downloaded (Identifier, Last modified (grade)...) but the two filled in
+        assert [c for i, c in enumerate(new) if i not in (4, 9)] == \
+            [c for i, c in enumerate(old) if i not in (4, 9)]
+    assert [row[4] for row in after[1:]] == ["6", "10", "0"]
+    assert after[1][9].startswith("Score: 6/10\nLate penalty: 1")
+    assert [s.student_id for s in read_roster(written)] == [s.student_id for s in
+                                                             read_roster(sheet)]
+    assert "Upload grading worksheet" in done.steps[0]
+    assert done.feedback == 2
+    assert "Jane Doe_123456_assignsubmission_file_/feedback.html" in _zip(
+        done.dest / "feedback.zip")
+
+
+def test_moodle_worksheet_route_needs_the_worksheet(tmp_path):
+    out = _out(tmp_path, moodle_rows(), lms="moodle")
+    with pytest.raises(ValueError, match=r"graded without Moodle's grading worksheet as its "
+                                         r"roster.*--moodle-route gradebook"):
+        export(out, "moodle")
