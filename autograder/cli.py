@@ -173,13 +173,12 @@ def _merge(args) -> int:
 
 def _export(args) -> int:
     from autograder.grader.reports import clean_text
-    from autograder.term.export import export
+    from autograder.term.export import README, export
 
     done = export(Path(args.out), args.to, dest=Path(args.dest) if args.dest else None,
                   assignment=args.assignment, moodle_key=args.moodle_key, lab=args.lab,
-                  late=args.late, moodle_route=args.moodle_route)
-    for note in done.notes:
-        print(f"Read first: {clean_text(note, keep_lines=False)}", file=sys.stderr)
+                  late=args.late, moodle_route=args.moodle_route,
+                  worksheet=Path(args.worksheet) if args.worksheet else None)
     print(f"Exported {done.grades} grades and {done.feedback} feedback pages of {args.lab} "
           f"for {args.to} into {done.dest}:")
     for name in sorted(done.files):
@@ -187,9 +186,14 @@ def _export(args) -> int:
     for student_id, why in done.skipped:
         print(f"  no feedback file for {clean_text(student_id, keep_lines=False)}: "
               f"{clean_text(why, keep_lines=False)}")
-    print("Upload:")
-    for step in done.steps:
-        print(f"  {step}")
+    if done.notes:
+        print("Read first:")
+        for note in done.notes:
+            print(f"  - {clean_text(note, keep_lines=False)}")
+    print("Steps:")
+    for number, step in enumerate(done.steps, 1):
+        print(f"  {number}. {clean_text(step, keep_lines=False)}")
+    print(f"(The same in {done.dest / README}.)")
     return 0
 
 
@@ -413,17 +417,24 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--to", required=True, choices=("canvas", "moodle", "csv"),
                         help="the LMS whose import files to write")
     export.add_argument("--dest", help="output folder (default: OUT/export/<to>)")
-    export.add_argument("--assignment", help="the grade column's name (default: the lab's "
-                        "title; for Canvas, \"Name (id)\" matches an existing assignment)")
-    export.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
-                        help="how Moodle's gradebook import finds each student (default: email)")
+    export.add_argument("--assignment", help="the grade column's name (Canvas: \"Name (id)\" "
+                        "as the gradebook's export heads it; default: the roster's column of "
+                        "the lab, else the lab's title; Moodle gradebook: default the lab's "
+                        "title)")
+    export.add_argument("--late", choices=("kit", "lms"), default="kit",
+                        help="who takes the late penalty: kit (default: the scores after the "
+                             "kit's penalty; turn the LMS's own deduction off, as printed) or "
+                             "lms (the scores before it; the LMS's late policy decides)")
     export.add_argument("--moodle-route", choices=("worksheet", "gradebook"),
                         default="worksheet",
-                        help="Moodle: the assignment's grading worksheet filled in (default; "
-                             "needs the worksheet as grade's --roster) or a gradebook CSV")
-    export.add_argument("--late", choices=("kit", "lms"), default="kit",
-                        help="who applies the late policy: the kit (scores after its penalty; "
-                             "default) or the LMS (scores before it)")
+                        help="Moodle: worksheet (default: the assignment's grading worksheet, "
+                             "the roster grade read, with Grade and Feedback comments filled "
+                             "in) or gradebook (a CSV for the gradebook's import)")
+    export.add_argument("--worksheet", metavar="FILE",
+                        help="Moodle: the grading worksheet to fill in (default: the roster "
+                             "the lab was graded with)")
+    export.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
+                        help="how Moodle's gradebook import finds each student (default: email)")
     export.set_defaults(func=_export)
 
     gradescope = commands.add_parser(

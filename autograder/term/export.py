@@ -1,29 +1,78 @@
 """Grades and feedback of a graded lab in the files Canvas and Moodle import.
 
 ``export(out_dir, to)`` reads OUT/class.json (the final rows of the last
-report, see model.py) and the feedback pages it names, and writes into
-``dest`` (default ``OUT/export/<to>/``):
+report and the term's facts, see model.py) and the feedback pages it names,
+and writes into ``dest`` (default ``OUT/export/<to>/``) the files below, a
+``README.txt`` with what to read first and where each file goes, and returns
+the same as ``Exported`` (the CLI prints it).
+
+Who takes the late penalty (``late``)
+    One place applies the late policy, and the export says which.
+    ``late="kit"`` (the default) exports ``score``, after the kit's penalty;
+    when the kit has a late policy for the lab (class.json's
+    ``late_policy``, ``late_penalised``) the export says how many students
+    it penalised and, for Canvas, that Canvas's automatic late deduction
+    must be off before the import: Canvas takes it again whenever a grade
+    is entered for a submission it marks late, imported grades included
+    (instructure/canvas-lms: ``GradebookUploadsController`` posts the
+    import to ``submissions/update_grades``; ``Submission.process_bulk_update``
+    calls ``Assignment#grade_student``; app/models/submission.rb,
+    ``before_save :apply_late_policy, if: :late_policy_relevant_changes?``,
+    ``score_late_or_none`` deducts ``LatePolicy#points_deducted`` from the
+    entered score when ``late_submission_deduction_enabled``; the policy
+    ``belongs_to :course``, one for every assignment of the course). It is
+    turned off at Course > Grades > Settings (gear icon) > Late Policies >
+    "Automatically apply deduction to late submissions" > Apply Settings
+    (ui/.../LatePoliciesTabPanel; Canvas Guides, "How do I apply a Late
+    Submission policy in the Gradebook?"). Moodle before 5.0 has no late
+    deduction of its own; Moodle 5.0 and later take one when an assignment's
+    "Grade penalties" setting is on (mod/assign/classes/penalty/helper.php
+    ``is_penalty_enabled``: a due date, a point grade and ``gradepenalty``;
+    the rules are the site's "Late submission penalties",
+    grade/penalty/duedate), so the export says to turn that off.
+    ``late="lms"`` exports ``raw_score`` (before the kit's penalty) and says
+    the LMS's own policy decides, from its own due dates and extensions.
+    Moodle's gradebook import writes the gradebook directly, outside the
+    assignment, so no late penalty would be taken there at all: that pair is
+    refused when the kit has a late policy.
 
 ``to="canvas"``
     ``grades.csv`` for the Gradebook's "Import" (Grades > Import): the
     columns ``Student, ID, SIS User ID, SIS Login ID, Section`` and one
-    assignment column headed ``assignment`` (default: the lab's title), then
-    a ``Points Possible`` row and one row per student. What this relies on
-    is Canvas's importer itself (instructure/canvas-lms,
-    app/models/gradebook_importer.rb): the header must start with a column
-    containing "Student" and one containing "ID", and the last student
-    column must be "Section" ("SIS User ID" then "SIS Login ID" may sit
-    between them); a row whose first cell contains "Points Possible" is read
-    as the assignments' points, not as a student; a student is found by the
-    ID column (Canvas's user id), then by SIS ids, then by name; an
-    assignment column is matched by "Name (id)", then by its exact name, and
-    a header that matches none creates a new assignment (with the Points
-    Possible row's points; scores are in the lab's points, so an existing
-    assignment should have the lab's points in Canvas too). A blank or ``-``
-    cell means "no score" (it removes a score already there), so every row
-    gets a number: a student without a submission gets 0. Canvas cannot
-    import a row without its user id: a class graded without a Canvas roster
-    is refused (grade it again with ``--roster`` the gradebook's export).
+    assignment column, then a ``Points Possible`` row and one row per
+    student. What this relies on is Canvas's importer itself
+    (instructure/canvas-lms, app/models/gradebook_importer.rb):
+
+    - the header (the first row) must start with a cell containing
+      "Student" and one containing "ID", and the last student column must
+      be "Section" (``row_has_student_headers?``, ``update_column_count``:
+      "SIS User ID" then "SIS Login ID" may sit between them);
+    - after the header, a row whose first cell contains "Points Possible"
+      is the assignments' points, not a student
+      (``check_for_non_student_row``: ``row[0]&.include?("Points Possible")``;
+      older releases ``row[0] =~ /Points Possible/``), and a row whose every
+      cell is blank, "Muted" or "Manual Posting..." is skipped. A student's
+      row always has its numeric ID, so only the first cell can make it
+      misread: a name holding "Points Possible" (in any case or spacing, to
+      be safe) is written ``Student <user id>``, as is an empty one. That
+      is safe because ``process_student`` finds the student by the ID column
+      (Canvas's user id) first, then by SIS ids, and reads the name only
+      when neither matches;
+    - an assignment column is matched by "Name (id)" (``Assignment.
+      title_and_id``), then by its exact name; a header that matches none
+      creates a new assignment (with the Points Possible row's points). The
+      default column is the roster's "Name (id)" column of this lab
+      (``canvas_assignment``: class.json's ``roster_assignments``, matched
+      by the lab's number or title); when the roster has several and not
+      exactly one is this lab's, the export is refused with their list;
+      when it has none, the column is the lab's title and the export says
+      Canvas will create an assignment. Scores are in the lab's points, so
+      the assignment in Canvas should have the lab's points too;
+    - a blank or ``-`` cell means "no score" (``no_score?``; it removes a
+      score already there), so every row gets a number: a student without a
+      submission gets 0. Canvas cannot import a row without its user id: a
+      class graded without a Canvas roster is refused (grade it again with
+      ``--roster`` the gradebook's export).
 
     ``feedback.zip`` for the assignment's "Re-Upload Submissions" (the
     counterpart of "Download Submissions"): Canvas attaches each file to
@@ -39,17 +88,51 @@ report, see model.py) and the feedback pages it names, and writes into
     has no file id to name: their page is listed in ``skipped`` and stays in
     OUT/feedback/.
 
-``to="moodle"`` (``moodle_route="worksheet"``, the default)
-    the assignment's own offline grading worksheet, the one ``grade`` read
-    as its roster (``class.json``'s ``roster_file``), written back under its
-    name with every cell as downloaded but ``Grade`` and ``Feedback
-    comments`` (mod/assign/feedback/offline: "Upload grading worksheet"
-    finds the row by ``Identifier``, "Participant <id>", and skips one whose
-    ``Last modified (grade)`` is older than Moodle's grade unless told
-    otherwise); the same separator, and a BOM when the download had one.
-    Unlike a gradebook import, which Moodle keeps as a locked override of
-    the assignment's grade, this is the assignment's own grading. And
-    ``feedback.zip`` as below.
+``to="moodle"``, ``moodle_route="worksheet"`` (the default)
+    The assignment's own offline grading worksheet, written back: the file
+    ``grade`` read as its roster (class.json's ``roster_file``, roster kind
+    "moodle worksheet"), or ``worksheet=``, under its own name (Moodle's
+    download names it ``Grades-<course>-<assignment>-<cmid>.csv``), every
+    row and cell as downloaded except ``Grade`` and ``Feedback comments``,
+    filled in for each student of the class. For the assignment's "Upload
+    grading worksheet" (moodle/moodle, mod/assign/feedback/offline):
+
+    - ``importgradeslib.php`` ``init()`` finds the columns by their names,
+      exactly: ``Identifier`` (the row's participant: ``next()`` strips
+      "Participant " and maps the number back to the user), ``Grade`` and
+      ``Last modified (grade)``; without any of the three the upload fails
+      ("Moodle could not read the uploaded worksheet"), so the export
+      refuses such a file. ``Feedback comments`` (the comments plugin's
+      editor field) is read when the assignment has feedback comments on;
+      a worksheet without that column gets only grades (said in a note);
+    - ``locallib.php`` ``process_import_grades`` skips a row whose grade in
+      Moodle was changed more than a minute after its ``Last modified
+      (grade)`` (``$usergrade->timemodified > ($modified + 60)``, the cell
+      read with ``strtotime``), and its feedback too, unless the upload's
+      "Allow updating records that have been modified more recently in
+      Moodle than in the spreadsheet" is ticked: that cell is kept exactly as
+      downloaded (gradingtable.php ``col_timemarked`` writes it for every
+      grade record when downloading, "as it affects import"). It skips an
+      empty grade, one below 0 or above the assignment's maximum, and it
+      sets a grade only when ``$record->grade`` is true, so a grade of 0
+      is never set by this upload: the export lists those students;
+    - ``csv_import_reader::load_csv_content`` (lib/csvlib.class.php) reads
+      UTF-8 (a BOM is dropped; CR LF becomes LF), the separator chosen on
+      the form (comma by default; older releases' uploadgradesform.php has
+      no choice: comma), with PHP's ``fgetcsv`` (a backslash escapes a quote), and
+      refuses a file whose rows do not all have the header's number of
+      cells. The worksheet is written UTF-8 (with a BOM when the download
+      had one), comma-separated, every row as long as the header; a
+      worksheet in another encoding or separator (saved again by a
+      spreadsheet) is read as the roster reader reads it;
+    - the comment is stored as HTML (feedback/comments/locallib.php
+      ``set_editor_text``: ``FORMAT_HTML``), so the feedback text is written
+      HTML-escaped with ``<br>`` between lines.
+
+    Every student needs Moodle's participant id: the worksheet roster's
+    ("Participant 123456"), else the Moodle download's (``Identity.user_id``,
+    with ``worksheet=``); a student without one, or one the worksheet does
+    not list, is refused (grade with the grading worksheet as ``--roster``).
 
 ``to="moodle"``, ``moodle_route="gradebook"``
     ``grades.csv`` for the gradebook's "Import > CSV file": ``Full name``,
@@ -63,13 +146,16 @@ report, see model.py) and the feedback pages it names, and writes into
     ``-`` grade is "no grade", and one row whose user is not found stops
     the whole import, so a row without the key is refused here). The
     feedback text is plain text: the score, the late penalty and one line
-    per exercise.
+    per exercise. An imported grade is an override in the gradebook: later
+    grading in the assignment does not reach the gradebook until it is
+    removed; hence the worksheet is the default.
 
-    ``feedback.zip`` for the assignment's "Upload multiple feedback files in
-    a zip": one folder per participant, named as Moodle names them in its
-    "Download all submissions", ``<Full name>_<participant id>_
-    assignsubmission_file_``, holding ``feedback.html``. Moodle splits a
-    folder name on ``_`` and takes the second part as the participant id
+    With either route, ``feedback.zip`` for the assignment's "Upload
+    multiple feedback files in a zip": one folder per participant, named as
+    Moodle names them in its "Download all submissions", ``<Full
+    name>_<participant id>_assignsubmission_file_``, holding
+    ``feedback.html``. Moodle splits a folder name on ``_`` and takes the
+    second part as the participant id
     (mod/assign/feedback/file/importziplib.php), so underscores in a name
     become spaces, as in Moodle's download. The participant id is the
     roster's ``lms_ids["participant"]``, else the Moodle download's
@@ -77,31 +163,24 @@ report, see model.py) and the feedback pages it names, and writes into
 
 ``to="csv"``
     ``grades.csv`` with ``student_id, name, email, section, lab, score,
-    raw_score, max_score, late, penalty, status, submitted_at`` (``late`` in
-    hours with two decimals, "" when on time) and ``feedback/<student_id>.zip``,
-    one zip per student holding their ``feedback.html``.
-
-Who applies the late policy is said once (``late_notes``, printed first
-and in ``README.txt`` beside the files): with ``late="kit"`` the scores are
-after the kit's penalty and, when it took one, the instructor is told to
-turn Canvas's automatic late deduction off (else Canvas takes it again);
-with ``late="lms"`` they are the scores before it (``raw_score``) and the
-LMS's policy decides (Moodle's assignments have none). Canvas's Student
-cell never holds text its importer reads as the points row (a student
-named "Points Possible" is written "Student <user id>"; Canvas finds
-students by ID), and the default assignment column is the roster's "Name
-(id)" column of the lab (``canvas_assignment``).
+    raw_score, max_score, late, penalty, status, submitted_at`` (``score``
+    after the kit's penalty, or equal to ``raw_score`` with ``late="lms"``;
+    ``penalty`` what the kit's policy takes; ``late`` in hours with two
+    decimals, "" when on time) and ``feedback/<student_id>.zip``, one zip per
+    student holding their ``feedback.html``.
 
 In every file, scores are written like reports.format_score (``7``,
-``7.5``), every text cell passes through reports._csv_text (no spreadsheet
-formula, no control character), a student with status "no submission" gets
-0 and no feedback file, and a feedback page that is missing (or names a
-path outside OUT) is listed in ``skipped`` instead.
+``7.5``), every text cell the kit writes passes through reports._csv_text (no
+spreadsheet formula, no control character), a student with status "no
+submission" gets 0 and no feedback file, and a feedback page that is missing
+(or names a path outside OUT) is listed in ``skipped`` instead.
 """
 
 from __future__ import annotations
 
 import csv
+import html
+import io
 import re
 import unicodedata
 import zipfile
@@ -112,38 +191,57 @@ from autograder.grader.reports import (_csv_text, _safe_filename, _unique_name, 
                                        format_score)
 from autograder.term.model import ClassRow, read_class
 
-__all__ = ["Exported", "export", "feedback_text", "MOODLE_KEYS", "UPLOAD_STEPS"]
+__all__ = ["Exported", "export", "feedback_text", "feedback_html", "canvas_assignment",
+           "late_instructions", "EXPORT_FORMATS", "LATE_MODES", "MOODLE_KEYS", "MOODLE_ROUTES",
+           "UPLOAD_STEPS"]
 
+#: What ``export`` writes (``--to``).
+EXPORT_FORMATS = ("canvas", "moodle", "csv")
+#: Who takes the late penalty (``--late``): the kit's score, or the raw score.
+LATE_MODES = ("kit", "lms")
+#: Moodle's routes (``--moodle-route``): the assignment's grading worksheet, or
+#: the gradebook's CSV import.
+MOODLE_ROUTES = ("worksheet", "gradebook")
 #: moodle_key -> the grades.csv column that identifies a student.
 MOODLE_KEYS = {"email": "Email address", "id_number": "ID number"}
 
-#: Where each file goes in the LMS, for the instructor (printed by the CLI).
+#: Where the assignment's grading actions are in Moodle: "Submissions" and its
+#: Actions menu in current releases (mod/assign/feedback/offline/tests/behat/
+#: upload_worksheet.feature: 'I navigate to "Submissions"', 'I choose the
+#: "Upload grading worksheet" item in the "Actions" action menu'), "View all
+#: submissions" and its "Grading action" menu in older ones.
+MOODLE_ACTIONS = ("the assignment > Submissions (older Moodle: View all submissions) > "
+                  "Actions (older: the Grading action menu)")
+
+#: Where each file goes in the LMS, for the instructor (printed by the CLI),
+#: by route: "moodle" is the grading worksheet, "moodle gradebook" the CSV import.
 UPLOAD_STEPS = {
     "canvas": [
         "grades.csv: Course > Grades > Import (or Actions > Import), choose the file, check "
-        "the preview and Upload Data.",
+        "the preview (the assignment column must be the existing assignment, not a new one) "
+        "and Upload Data.",
         "feedback.zip: Course > Assignments > the assignment > Re-Upload Submissions (next "
         "to Download Submissions), choose the zip; each page becomes a comment on the "
         "student's submission.",
     ],
     "moodle": [
+        "{worksheet}: " + MOODLE_ACTIONS + " > Upload grading worksheet; choose the file. "
+        "Leave \"Allow updating records that have been modified more recently in Moodle "
+        "than in the spreadsheet\" unticked: Moodle then keeps (and lists as skipped) any "
+        "grade changed in Moodle after the worksheet was downloaded, by its \"Last modified "
+        "(grade)\" cell; tick it only to overwrite those too. Check the \"Set grade for ...\" "
+        "lines and Confirm.",
+        "feedback.zip: " + MOODLE_ACTIONS + " > Upload multiple feedback files in a zip "
+        "(needs the assignment's \"Feedback files\" setting on).",
+    ],
+    "moodle gradebook": [
         "grades.csv: Course > Grades > Import > CSV file; on the next page set \"Identify "
         "user by\" Map from the key column to {key}, map the grade column to the "
-        "assignment's grade item and the (Feedback) column to its feedback.",
-        "feedback.zip: the assignment > View all submissions > Grading action (or Actions) "
-        "> Upload multiple feedback files in a zip (needs the assignment's \"Feedback "
-        "files\" setting on).",
-    ],
-    "moodle-worksheet": [
-        "the grading worksheet: the assignment > View all submissions > Grading action (in "
-        "Moodle 4: the actions menu) > Upload grading worksheet; leave \"Allow updating "
-        "records that have been modified more recently in Moodle than in the spreadsheet\" "
-        "off unless you mean to replace grades changed in Moodle since the download, then "
-        "Confirm. The feedback comments need the assignment's \"Feedback comments\" setting "
-        "on.",
-        "feedback.zip: the assignment > View all submissions > Grading action (or Actions) "
-        "> Upload multiple feedback files in a zip (needs the assignment's \"Feedback "
-        "files\" setting on).",
+        "assignment's grade item and the (Feedback) column to its feedback. Each grade "
+        "becomes an override in the gradebook: grades given later in the assignment do not "
+        "reach the gradebook until the override is removed.",
+        "feedback.zip: " + MOODLE_ACTIONS + " > Upload multiple feedback files in a zip "
+        "(needs the assignment's \"Feedback files\" setting on).",
     ],
     "csv": [
         "grades.csv: one row per student, for a spreadsheet or another system.",
@@ -156,6 +254,8 @@ NO_SUBMISSION = "no submission"
 FEEDBACK_NAME = "feedback.html"
 #: An exercise message's longest line in Moodle's feedback text.
 MESSAGE_WIDTH = 200
+#: The instructor's notes beside the exported files.
+README = "README.txt"
 
 
 @dataclass
@@ -166,15 +266,20 @@ class Exported:
         to: "canvas", "moodle" or "csv".
         dest: the folder the files are in.
         files: each file written, by its path relative to ``dest``
-            ("grades.csv", "feedback.zip", "feedback/<student_id>.zip").
-        grades: rows (students) in grades.csv.
+            ("grades.csv", "feedback.zip", "feedback/<student_id>.zip", the
+            worksheet's name, "README.txt").
+        grades: rows (students) given a grade.
         feedback: feedback pages packed.
         skipped: (student_id, why) for each student whose feedback page is
             not in the export.
-        steps: where to upload each file in the LMS.
-        notes: what the instructor must read before importing (who applies
-            the late policy, a column Canvas will create, names written
-            otherwise); printed first and kept in README.txt beside the files.
+        steps: what to do in the LMS, in order (a step before the import
+            when the LMS's own late deduction must be turned off, then where
+            each file goes).
+        notes: what the instructor must read before importing (who takes
+            the late penalty, the assignment column, names written
+            otherwise, grades the LMS will not set); the CLI prints them
+            first, and README.txt beside the files keeps them with the steps.
+        late: "kit" or "lms" (``export``'s ``late``).
     """
 
     to: str
@@ -185,62 +290,131 @@ class Exported:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    late: str = "kit"
 
 
 # --------------------------------------------------------------------------
-# Who applies the late policy
+# Who takes the late penalty
 # --------------------------------------------------------------------------
 
-#: Where Canvas's automatic late deduction is turned off (Canvas Guides, "How
-#: do I use the Late Policies in the Gradebook?": Gradebook > Settings (the
-#: gear) > Late Policies > "Automatically apply deduction to late submissions").
-CANVAS_LATE_POLICY = ("Canvas: Grades > the Gradebook's Settings (gear icon) > Late Policies > "
-                      "\"Automatically apply deduction to late submissions\"")
+#: Where Canvas's automatic late deduction is turned off: the Gradebook's
+#: settings tray, tab "Late Policies", checkbox "Automatically apply deduction
+#: to late submissions" (canvas-lms LatePoliciesTabPanel; Canvas Guides, "How
+#: do I apply a Late Submission policy in the Gradebook?").
+CANVAS_LATE_TAB = "Course > Grades > Settings (the gear icon) > Late Policies tab"
+CANVAS_LATE_SETTING = (CANVAS_LATE_TAB + " > clear \"Automatically apply deduction to late "
+                       "submissions\" > Apply Settings")
+#: Where Moodle 5.0+ takes a late penalty itself: the assignment's "Grade
+#: penalties" (mod/assign lang 'gradepenalty'; mod/assign/classes/penalty/helper.php).
+MOODLE_LATE_SETTING = ("the assignment > Settings > Grade > \"Grade penalties\" (Moodle 5.0 "
+                       "and later, shown when the site enables grade penalties)")
 
 
-def late_notes(to: str, late: str, info: dict) -> list[str]:
-    """Who applies the late policy, said once: the kit (scores after its penalty)
-    or the LMS (scores before it); never both without a word."""
-    penalised, policy = int(info.get("late_penalised") or 0), info.get("late_policy") or ""
-    taken = (f"The kit took a late penalty from {penalised} student(s) ({policy.rstrip('.')})"
-             if penalised else "")
-    if late == "lms":
+def _kit_policy(info: dict) -> bool:
+    """Whether the kit takes a late penalty for this lab (a policy, or a row penalised)."""
+    return bool(info.get("late_policy")) or int(info.get("late_penalised") or 0) > 0
+
+
+def late_instructions(to: str, late: str, info: dict, rows: int,
+                      route: str = "worksheet") -> tuple[list[str], list[str]]:
+    """(steps before the import, notes): who takes the late penalty, said once.
+
+    Args:
+        to: "canvas", "moodle" or "csv".
+        late: "kit" (the scores after the kit's penalty) or "lms" (before it).
+        info: class.json's facts (``late_policy``, ``late_penalised``).
+        rows: students exported.
+        route: Moodle's route, "worksheet" or "gradebook".
+
+    Raises:
+        ValueError: ``late="lms"`` with Moodle's gradebook route when the kit
+            has a late policy: nobody would take the penalty.
+    """
+    policy = (info.get("late_policy") or "").strip().rstrip(".")
+    penalised = int(info.get("late_penalised") or 0)
+    kit = _kit_policy(info)
+    what = (f"the kit's late policy ({policy}) penalised {penalised} of {rows} student(s)"
+            if policy else f"the kit penalised {penalised} of {rows} student(s) for lateness")
+    if late == "kit":
+        if not kit:
+            if to == "canvas":
+                return [], ["Late penalty: the kit took none for this lab (no due date or no "
+                            "penalty in course.toml). If the course has Canvas's automatic late "
+                            "deduction on, Canvas takes it as these grades are imported, by its "
+                            "own due dates (" + CANVAS_LATE_TAB + ")."]
+            return [], []
         if to == "canvas":
-            return ["Scores are exported BEFORE the kit's late penalty (raw_score): Canvas's own "
-                    f"late policy decides ({CANVAS_LATE_POLICY}); it applies to the submissions "
-                    "Canvas marks late when the grades are imported."]
+            step = ("BEFORE importing grades.csv, turn Canvas's automatic late deduction off: "
+                    + CANVAS_LATE_SETTING + ". The kit already took the late penalty.")
+            return [step], [
+                f"Late penalty: taken by the kit: {what}; grades.csv has the scores after it. "
+                f"Canvas deducts its own late penalty whenever a grade is entered for a "
+                f"submission it marks late, imported grades included, so turn its automatic "
+                f"deduction off before importing ({CANVAS_LATE_SETTING}), or late students "
+                f"lose points twice. The setting is the course's, for every assignment: if "
+                f"other assignments need it, export with --late lms instead (the scores "
+                f"before the kit's penalty, Canvas's policy deciding)."]
+        if to == "moodle" and route == "gradebook":
+            return [], [f"Late penalty: taken by the kit: {what}; grades.csv has the scores "
+                        f"after it. Moodle's gradebook import sets the gradebook's grade "
+                        f"directly, outside the assignment, so no Moodle late penalty is "
+                        f"added."]
         if to == "moodle":
-            return ["Scores are exported BEFORE the kit's late penalty (raw_score): Moodle's "
-                    "assignments take no late deduction of their own, so these scores carry "
-                    "no late penalty at all."]
-        return ["score is exported before the kit's late penalty (as raw_score)."]
+            step = ("BEFORE uploading the worksheet, if this assignment's \"Grade penalties\" "
+                    "is on, turn it off: " + MOODLE_LATE_SETTING + ". The kit already took "
+                    "the late penalty.")
+            return [step], [
+                f"Late penalty: taken by the kit: {what}; the worksheet has the scores after "
+                f"it. Moodle before 5.0 takes no late penalty of its own; Moodle 5.0 and later "
+                f"take one as the grade is saved when the assignment's \"Grade penalties\" is "
+                f"on ({MOODLE_LATE_SETTING}): turn it off for this assignment, or export with "
+                f"--late lms to leave the penalty to Moodle."]
+        return [], [f"Late penalty: taken by the kit: {what}; score is after it, raw_score "
+                    f"before it, penalty what it took."]
+    # late == "lms": the LMS decides, from its own times, due dates and extensions.
+    pages = (" The feedback pages (written by grade) still show the kit's penalty."
+             if penalised else "")
     if to == "canvas":
-        if penalised:
-            return [f"{taken}: the scores exported have it. Turn Canvas's automatic late "
-                    f"deduction OFF for this course before importing ({CANVAS_LATE_POLICY}), "
-                    "or Canvas takes it a second time; or export with --late lms to leave the "
-                    "late policy to Canvas."]
-        if policy:
-            return ["The kit took no late penalty (no submission time it knows is late): if "
-                    f"Canvas's late policy is on ({CANVAS_LATE_POLICY}), Canvas applies it on "
-                    "import to the submissions it marks late."]
-        return []
-    if to == "moodle" and penalised:
-        return [f"{taken}: the scores exported have it. Moodle's assignments take no late "
-                "deduction of their own, so it is taken once."]
-    return []
+        return [], [
+            f"Late penalty: left to Canvas (--late lms): grades.csv has the scores BEFORE the "
+            f"kit's late penalty (raw_score){'; ' + what if kit else ''}. Canvas's automatic "
+            f"late deduction takes it as the grades are imported, from Canvas's own submission "
+            f"times, due dates and assignment overrides, not the kit's times or extensions; "
+            f"with that deduction off ({CANVAS_LATE_TAB}) no late penalty is taken at "
+            f"all.{pages}"]
+    if to == "moodle" and route == "gradebook":
+        if kit:
+            raise ValueError(
+                f"--late lms with --moodle-route gradebook would take no late penalty at all "
+                f"({what}): Moodle's gradebook import sets the gradebook's grade directly, "
+                f"outside the assignment and its \"Grade penalties\". Export with --late kit "
+                f"(the scores after the kit's penalty), or with the worksheet route.")
+        return [], ["Late penalty: none: the kit has no late policy for this lab, and Moodle's "
+                    "gradebook import takes none."]
+    if to == "moodle":
+        return [], [
+            f"Late penalty: left to Moodle (--late lms): the worksheet has the scores BEFORE "
+            f"the kit's late penalty (raw_score){'; ' + what if kit else ''}. Moodle takes "
+            f"one only from 5.0, when the assignment's \"Grade penalties\" is on "
+            f"({MOODLE_LATE_SETTING}), from Moodle's own due dates and extensions; otherwise "
+            f"no late penalty is taken at all.{pages}"]
+    return [], [f"Late penalty: not in score (--late lms): score is raw_score, before the "
+                f"kit's late penalty; penalty is what the kit's policy would take"
+                f"{' (' + what + ')' if kit else ''}."]
 
 
-def _write_readme(exported: Exported) -> None:
-    lines = ["What `python -m autograder export` wrote here, and what to read first.", ""]
-    lines += [f"READ FIRST: {note}" for note in exported.notes] + ([""] if exported.notes else [])
-    lines += ["Upload:"] + [f"- {step}" for step in exported.steps]
+def _write_readme(exported: Exported, lab: str) -> None:
+    lines = [f"What `python -m autograder export {lab} OUT --to {exported.to}` wrote here "
+             f"(--late {exported.late}), and what to read first.", ""]
+    if exported.notes:
+        lines += ["Read first:"] + [f"- {note}" for note in exported.notes] + [""]
+    lines += ["Steps:"] + [f"{n}. {step}" for n, step in enumerate(exported.steps, 1)]
     if exported.skipped:
         lines += ["", "Feedback not in the export:"]
         lines += [f"- {student}: {why}" for student, why in exported.skipped]
-    path = exported.dest / "README.txt"
+    path = exported.dest / README
     path.write_text(clean_text("\n".join(lines)) + "\n", encoding="utf-8")
-    exported.files["README.txt"] = path
+    exported.files[README] = path
 
 
 # --------------------------------------------------------------------------
@@ -253,6 +427,11 @@ def _score(row: ClassRow, value: float) -> str:
     return "0" if row.status == NO_SUBMISSION else format_score(value)
 
 
+def _value(row: ClassRow, late: str) -> float:
+    """The score exported: after the kit's late penalty ("kit") or before it ("lms")."""
+    return row.score if late == "kit" else row.raw_score
+
+
 def _late_hours(row: ClassRow) -> str:
     return f"{row.late_seconds / 3600:.2f}" if row.late_seconds and row.late_seconds > 0 else ""
 
@@ -260,6 +439,11 @@ def _late_hours(row: ClassRow) -> str:
 def _who(row: ClassRow) -> str:
     name = clean_text(row.student.name, keep_lines=False).strip()
     return f"{row.student.student_id} ({name})" if name else row.student.student_id
+
+
+def _list(rows: list[ClassRow], most: int = 10) -> str:
+    shown = ", ".join(_who(r) for r in rows[:most])
+    return shown + (f" and {len(rows) - most} more" if len(rows) > most else "")
 
 
 def _refuse_missing(rows: list[ClassRow], what: str, how: str) -> None:
@@ -323,8 +507,11 @@ def _ascii_letters(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", plain.lower())
 
 
-def feedback_text(row: ClassRow) -> str:
+def feedback_text(row: ClassRow, late: str = "kit") -> str:
     """The feedback comment of a row, as plain text (Moodle's feedback column).
+
+    With ``late="lms"`` the score is the one before the kit's late penalty,
+    and the lateness is said without a penalty (the LMS takes it).
 
     >>> r = ClassRow(student=None, lab="lab1", score=6, raw_score=7, max_score=10,
     ...              status="graded", late_seconds=7200, penalty=1,
@@ -333,16 +520,23 @@ def feedback_text(row: ClassRow) -> str:
     Score: 6/10
     Late penalty: 1 (submitted 2.00 hours late)
     ex1: 2/2
+    >>> print(feedback_text(r, late="lms"))
+    Score: 7/10
+    Submitted 2.00 hours late (the late penalty is the LMS's to take)
+    ex1: 2/2
     """
     if row.status == NO_SUBMISSION:
         return f"No submission: 0/{format_score(row.max_score)}"
-    lines = [f"Score: {format_score(row.score)}/{format_score(row.max_score)}"]
+    score = row.score if late == "kit" else row.raw_score
+    lines = [f"Score: {format_score(score)}/{format_score(row.max_score)}"]
     if row.status != "graded":
         lines.append(f"Status: {row.status}")
-    if row.penalty:
-        late = _late_hours(row)
+    late_hours = _late_hours(row)
+    if row.penalty and late == "kit":
         lines.append(f"Late penalty: {format_score(row.penalty)}"
-                     + (f" (submitted {late} hours late)" if late else ""))
+                     + (f" (submitted {late_hours} hours late)" if late_hours else ""))
+    elif row.penalty and late_hours:
+        lines.append(f"Submitted {late_hours} hours late (the late penalty is the LMS's to take)")
     for x in row.exercises:
         line = f"{x.get('exercise', '')}: {format_score(x.get('score'))}/" \
                f"{format_score(x.get('max_score'))}"
@@ -354,11 +548,32 @@ def feedback_text(row: ClassRow) -> str:
     return "\n".join(lines)
 
 
+def feedback_html(row: ClassRow, late: str = "kit") -> str:
+    """``feedback_text`` as the HTML Moodle stores a feedback comment in: each line
+    escaped, ``<br>`` between lines (no raw quote, so no CSV quoting surprise).
+
+    >>> r = ClassRow(student=None, lab="lab1", score=1, raw_score=1, max_score=2,
+    ...              status="graded", exercises=[{"exercise": "ex1", "score": 1,
+    ...              "max_score": 2, "message": 'shape (2, 3) != "(3, 2)" & <b>'}])
+    >>> print(feedback_html(r))
+    Score: 1/2<br>ex1: 1/2 - shape (2, 3) != &quot;(3, 2)&quot; &amp; &lt;b&gt;
+    """
+    text = clean_text(feedback_text(row, late))
+    return "<br>".join(html.escape(line, quote=False).replace('"', "&quot;")
+                       for line in text.split("\n"))
+
+
 # --------------------------------------------------------------------------
 # Canvas
 # --------------------------------------------------------------------------
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+#: A first cell Canvas's importer reads as its points row (gradebook_importer.rb
+#: ``check_for_non_student_row``: ``row[0]&.include?("Points Possible")``),
+#: matched here in any case and spacing, to be safe.
+CANVAS_POINTS_CELL = re.compile(r"points\s*possible", re.IGNORECASE)
+#: Canvas's assignment column as its gradebook export writes it (title_with_id).
+CANVAS_ASSIGNMENT = re.compile(r"^.+ \((\d+)\)$")
 
 
 def _canvas_name(row: ClassRow) -> str:
@@ -369,58 +584,72 @@ def _canvas_name(row: ClassRow) -> str:
     return name if name and not name.isdigit() else "student"
 
 
-#: What Canvas's importer reads in a row's first cell as not a student
-#: (app/models/gradebook_importer.rb: a first cell matching /Points Possible/
-#: is the points row); matched here in any case and spacing, to be safe.
-CANVAS_HEADER_CELL = re.compile(r"points\s*possible", re.IGNORECASE)
-
-
 def _canvas_student_cell(row: ClassRow, user_id: str, exported: Exported) -> str:
-    """The Student cell of a row: the name, unless Canvas would read it as its
-    points row; then "Student <user id>" (Canvas finds the student by ID)."""
+    """The Student cell of a row: the name, unless Canvas would read that row as
+    its points row (or the name is empty); then "Student <user id>", which
+    Canvas never reads, finding the student by the ID column."""
     name = _csv_text(row.student.name)
-    if CANVAS_HEADER_CELL.search(name) or not name.strip():
-        exported.notes.append(
-            f"{row.student.student_id}'s name ({row.student.name!r}) is written \"Student "
-            f"{user_id}\" in the Student column: Canvas's importer would read "
-            f"{'that name' if name.strip() else 'an empty cell'} as not a student; Canvas finds "
-            f"the student by the ID column.")
-        return f"Student {user_id}"
-    return name
+    if name.strip() and not CANVAS_POINTS_CELL.search(name):
+        return name
+    cell = f"Student {user_id}"
+    why = ("Canvas's importer takes a row whose first cell holds \"Points Possible\" as its "
+           "points row" if name.strip() else "the name is empty")
+    exported.notes.append(f"The Student cell of {_who(row)} is written {cell!r}: {why}; "
+                          f"Canvas finds the student by the ID column ({user_id}).")
+    return cell
+
+
+def _lab_key(text: str) -> str:
+    """Lower-case words of ``text`` ("Lab 1: Attention" -> "lab 1 attention")."""
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", plain.lower()).split())
+
+
+def _names_lab(column: str, lab_id: str, lab_title: str) -> bool:
+    """Whether a "Name (id)" column is this lab's: its name is the lab's title (or
+    the title's part before ":"), or says "Lab <n>" with the lab's number."""
+    name = _lab_key(column.rsplit(" (", 1)[0])
+    titles = {_lab_key(lab_title), _lab_key(lab_title.split(":")[0]), _lab_key(lab_id)} - {""}
+    number = re.search(r"(\d+)$", lab_id)
+    return name in titles or bool(number and re.search(
+        rf"\blab\s*0*{int(number.group(1))}\b", name))
 
 
 def canvas_assignment(info: dict, lab_id: str) -> tuple[str, str]:
-    """The default assignment column for Canvas: the roster's "Name (id)" column
-    of this lab, and a note ("" when it is sure).
+    """The default assignment column for Canvas, and a note for the instructor.
+
+    The roster's (class.json's ``roster_assignments``) "Name (id)" column of
+    this lab when exactly one is (by the lab's number or title: "Lab 1
+    (4321)" for lab1 "Lab 1: Attention"); the lab's title when the roster
+    has no assignment column at all (Canvas then creates an assignment).
 
     Raises:
-        ValueError: the roster has several assignment columns and not exactly
-            one is this lab's, naming them.
+        ValueError: the roster has assignment columns and none, or several,
+            are this lab's; the message lists them.
     """
-    columns = [c for c in info.get("roster_assignments") or []
-               if re.fullmatch(r".+ \(\d+\)", c)]
-    title = info.get("lab_title") or lab_id
+    title = (info.get("lab_title") or lab_id).strip()
+    columns = [c for c in info.get("roster_assignments") or [] if CANVAS_ASSIGNMENT.match(c)]
     if not columns:
-        return title, (f"The roster has no assignment column (\"Name (id)\"): the grades go "
-                       f"into a column named {title!r}, which Canvas imports as a NEW "
-                       f"assignment. Give --assignment \"Name (id)\" of the assignment in "
-                       f"Canvas to fill it instead.")
-    number = re.search(r"\d+", lab_id)
-    mine = [c for c in columns if number and re.search(
-        rf"\blab\s*0*{number.group(0)}\b", c.rsplit(" (", 1)[0], re.IGNORECASE)]
+        roster = ("the roster has no" if info.get("roster_lms") == "canvas"
+                  else "the class was not graded with Canvas's gradebook export, so it has no")
+        return title, (f"Assignment column: {title!r}, the lab's title: {roster} assignment "
+                       f"column (\"Name (id)\"), and Canvas's import creates a NEW assignment "
+                       f"{title!r}. To fill the assignment you made in Canvas, export with "
+                       f"--assignment \"Name (id)\" as the gradebook's export heads its column.")
+    mine = [c for c in columns if _names_lab(c, lab_id, title)]
     if len(mine) == 1:
-        return mine[0], ""
-    if len(columns) == 1 and not mine:
-        return columns[0], (f"The roster's only assignment column is {columns[0]!r}: the "
-                            f"grades of {lab_id} go there (give --assignment to choose another).")
+        return mine[0], (f"Assignment column: {mine[0]!r}, the roster's column of {lab_id} "
+                         f"(--assignment to choose another).")
+    listed = ", ".join(repr(c) for c in columns)
     raise ValueError(
-        f"The roster's assignment columns are {', '.join(repr(c) for c in columns)}; "
-        f"{'several' if mine else 'none'} of them name{'' if mine else 's'} {lab_id}. "
-        f"Give --assignment with the one for {lab_id} (\"Name (id)\", as in the roster).")
+        f"The roster's assignment columns are {listed}: "
+        f"{'several' if mine else 'none'} of them {'name' if mine else 'names'} {lab_id} "
+        f"({title!r}). Give the assignment's column with --assignment \"Name (id)\", "
+        f"e.g. --assignment {columns[0]!r}.")
 
 
 def _canvas(out_dir: Path, rows: list[ClassRow], assignment: str, dest: Path,
-            exported: Exported, value) -> None:
+            exported: Exported) -> None:
     _refuse_missing([r for r in rows if not str(r.student.lms_ids.get("id", "")).strip()],
                     "Canvas user id (ID)",
                     "Grade the lab with a Canvas roster (--roster the gradebook's export, "
@@ -434,7 +663,7 @@ def _canvas(out_dir: Path, rows: list[ClassRow], assignment: str, dest: Path,
         user_id = str(ids["id"]).strip()
         table.append([_canvas_student_cell(row, user_id, exported), _csv_text(user_id),
                       _csv_text(ids.get("sis_user_id", "")), _csv_text(ids.get("sis_login_id", "")),
-                      _csv_text(row.student.section), _score(row, value(row))])
+                      _csv_text(row.student.section), _score(row, _value(row, exported.late))])
         page = _feedback_page(out_dir, row, exported)
         if page is None:
             continue
@@ -478,8 +707,27 @@ def _participant(row: ClassRow) -> tuple[str, str]:
     return name or "Participant", participant
 
 
-def _moodle(out_dir: Path, rows: list[ClassRow], assignment: str, dest: Path,
-            exported: Exported, moodle_key: str, value) -> None:
+def _moodle_pages(out_dir: Path, rows: list[ClassRow], exported: Exported) -> None:
+    """feedback.zip: a folder per participant, as Moodle's "Download all submissions"."""
+    members, used = [], set()
+    for row in rows:
+        page = _feedback_page(out_dir, row, exported)
+        if page is None:
+            continue
+        name, participant = _participant(row)
+        if not participant.isdigit():
+            exported.skipped.append((row.student.student_id,
+                                     "no Moodle participant id (roster or Moodle download): "
+                                     "upload its page by hand"))
+            continue
+        folder = _unique_name(f"{name}_{participant}_assignsubmission_file_", used)
+        members.append((f"{folder}/{FEEDBACK_NAME}", page))
+    exported.files["feedback.zip"] = _zip(exported.dest / "feedback.zip", members)
+    exported.feedback = len(members)
+
+
+def _moodle_gradebook(out_dir: Path, rows: list[ClassRow], assignment: str, dest: Path,
+                      exported: Exported, moodle_key: str) -> None:
     column = MOODLE_KEYS[moodle_key]
     _refuse_missing([r for r in rows if not _moodle_key(r, moodle_key)], column.lower(),
                     f"Moodle finds each student by their {column.lower()}: grade the lab with a "
@@ -495,96 +743,159 @@ def _moodle(out_dir: Path, rows: list[ClassRow], assignment: str, dest: Path,
             f"{'id_number' if moodle_key == 'email' else 'email'}, or correct it in the roster.")
     _refuse_duplicates(rows, lambda r: _moodle_key(r, moodle_key).lower(), column.lower())
     table = [[_csv_text(row.student.name), _csv_text(_moodle_key(row, moodle_key)),
-              _score(row, value(row)), _csv_text(feedback_text(row))] for row in rows]
-    members = _moodle_pages(out_dir, rows, exported)
+              _score(row, _value(row, exported.late)),
+              _csv_text(feedback_text(row, exported.late))] for row in rows]
     header = ["Full name", column, _csv_text(assignment), _csv_text(f"{assignment} (Feedback)")]
     exported.files["grades.csv"] = _write_csv(dest / "grades.csv", header, table)
-    _moodle_feedback(members, dest, exported, len(rows))
+    exported.grades = len(rows)
+    _moodle_pages(out_dir, rows, exported)
 
 
-def _moodle_feedback(members, dest: Path, exported: Exported, grades: int) -> None:
-    exported.files["feedback.zip"] = _zip(dest / "feedback.zip", members)
-    exported.grades, exported.feedback = grades, len(members)
+#: The grading worksheet's columns Moodle's upload reads, by their English
+#: names (mod/assign/lang/en/assign.php 'recordid', core 'gradenoun',
+#: 'lastmodifiedgrade'; the comments plugin's 'pluginname'); "Participant " is
+#: 'hiddenuser', stripped from the Identifier (importgradeslib.php ``next()``).
+WORKSHEET_ID, WORKSHEET_GRADE = "Identifier", "Grade"
+WORKSHEET_MODIFIED, WORKSHEET_FEEDBACK = "Last modified (grade)", "Feedback comments"
+WORKSHEET_REQUIRED = (WORKSHEET_ID, WORKSHEET_GRADE, WORKSHEET_MODIFIED)
+_WORKSHEET_PARTICIPANT = re.compile(r"(\d+)\s*$")
+_GRADE_WORKSHEET_HOW = ("grade the lab with the assignment's grading worksheet as --roster (" +
+                        MOODLE_ACTIONS + " > Download grading worksheet), or give it with "
+                        "--worksheet FILE")
 
 
-def _moodle_pages(out_dir: Path, rows: list[ClassRow], exported: Exported) -> list:
-    members, used = [], set()
-    for row in rows:
-        page = _feedback_page(out_dir, row, exported)
-        if page is None:
-            continue
-        name, participant = _participant(row)
-        if not participant.isdigit():
-            exported.skipped.append((row.student.student_id,
-                                     "no Moodle participant id (roster or Moodle download): "
-                                     "upload its page by hand"))
-            continue
-        folder = _unique_name(f"{name}_{participant}_assignsubmission_file_", used)
-        members.append((f"{folder}/{FEEDBACK_NAME}", page))
-    return members
-
-
-#: The grading worksheet's columns the kit fills in (mod/assign/gradingtable.php
-#: writes them; mod/assign/feedback/offline reads them back on "Upload grading
-#: worksheet": the row by "Identifier", the grade by "Grade", the comment by
-#: "Feedback comments"; a row whose "Last modified (grade)" is older than the
-#: grade in Moodle is skipped unless the upload's "Allow updating records that
-#: have been modified more recently in Moodle than in the spreadsheet" is on).
-WORKSHEET_GRADE, WORKSHEET_FEEDBACK, WORKSHEET_ID = "Grade", "Feedback comments", "Identifier"
+def _worksheet_source(info: dict, worksheet: Path | None) -> Path:
+    if worksheet is not None:
+        source = Path(worksheet)
+        if not source.is_file():
+            raise ValueError(f"The grading worksheet {source} (--worksheet) is not a file: give "
+                             f"the CSV that {MOODLE_ACTIONS} > Download grading worksheet wrote.")
+        return source
+    if info.get("roster_kind") != "moodle worksheet":
+        graded = (f"the roster was {info['roster_kind']!r} ({info.get('roster_file')})"
+                  if info.get("roster_kind") else "the lab was graded without a roster")
+        raise ValueError(
+            f"Moodle's route is the assignment's grading worksheet, filled in, and {graded}: "
+            f"{_GRADE_WORKSHEET_HOW}. Or export with --moodle-route gradebook for the "
+            f"gradebook's CSV import (its grades become overrides in the gradebook).")
+    source = Path(info.get("roster_file") or "")
+    if not source.is_file():
+        raise ValueError(f"The grading worksheet the lab was graded with ({source}) is not there "
+                         f"any more: give it with --worksheet FILE (the same file, or one "
+                         f"downloaded again).")
+    return source
 
 
 def _moodle_worksheet(out_dir: Path, rows: list[ClassRow], info: dict, dest: Path,
-                      exported: Exported, value) -> None:
-    """The grading worksheet the roster was, Grade and Feedback comments filled in."""
-    import io
+                      exported: Exported, worksheet: Path | None) -> None:
+    """The assignment's grading worksheet, as downloaded, with Grade and Feedback
+    comments filled in for each student of the class (see the module)."""
+    from autograder.term.roster import _decode, read_roster
 
-    from autograder.term.roster import read_roster
-
-    source = Path(info.get("roster_file") or "")
-    if info.get("roster_kind") != "moodle worksheet" or not source.is_file():
-        why = ("the class was graded without Moodle's grading worksheet as its roster"
-               if info.get("roster_kind") != "moodle worksheet"
-               else f"the worksheet it was graded with ({source}) is gone")
-        raise ValueError(f"Moodle's grading worksheet cannot be written back: {why}. Grade "
-                         f"again with --roster the worksheet (the assignment > View all "
-                         f"submissions > Download grading worksheet), or export with "
-                         f"--moodle-route gradebook for the gradebook's CSV import.")
+    source = _worksheet_source(info, worksheet)
     roster = read_roster(source)
+    if roster.kind != "moodle worksheet":
+        raise ValueError(f"{source} is not Moodle's grading worksheet (it reads as a "
+                         f"{roster.kind!r}): {_GRADE_WORKSHEET_HOW}.")
+    participants = {id(row): _participant(row)[1] for row in rows}
+    _refuse_missing([r for r in rows if not participants[id(r)].isdigit()],
+                    "Moodle participant id",
+                    f"Moodle's worksheet finds a student by \"Participant <id>\": "
+                    f"{_GRADE_WORKSHEET_HOW}.")
+    _refuse_duplicates(rows, lambda r: participants[id(r)], "Moodle participant id")
     data = source.read_bytes()
-    bom = data.startswith(b"\xef\xbb\xbf")
-    text = data.decode("utf-8-sig", errors="replace")
-    records = list(csv.reader(io.StringIO(text, newline=""), delimiter=roster.delimiter))
+    decoding: list[str] = []
+    text = _decode(source, data, decoding)
+    exported.notes += [f"{source.name}: {note}" for note in decoding]
+    records = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=roster.delimiter)
+               if any(cell.strip() for cell in r)]
     header = records[0]
-    lower = [h.strip().casefold() for h in header]
-    for column in (WORKSHEET_GRADE, WORKSHEET_FEEDBACK):
-        if column.casefold() not in lower:
-            header.append(column)
-            lower.append(column.casefold())
-            for record in records[1:]:
-                record.append("")
-    at = {name: lower.index(name.casefold())
-          for name in (WORKSHEET_ID, WORKSHEET_GRADE, WORKSHEET_FEEDBACK)}
-    by_participant = {str(r.student.lms_ids.get("participant", "")): r for r in rows}
-    filled = 0
-    for record in records[1:]:
-        if len(record) <= max(at.values()):
-            record.extend([""] * (max(at.values()) + 1 - len(record)))
-        number = re.search(r"(\d+)\s*$", record[at[WORKSHEET_ID]])
+    missing = [name for name in WORKSHEET_REQUIRED if name not in header]
+    if missing:
+        raise ValueError(
+            f"{source}: the worksheet has no {' or '.join(repr(m) for m in missing)} column, "
+            f"named exactly so: Moodle's upload finds Identifier, Grade and Last modified "
+            f"(grade) by name and refuses a file without them (mod/assign/feedback/offline/"
+            f"importgradeslib.php). Download the grading worksheet again (in English) and "
+            f"give it with --worksheet.")
+    at = {name: header.index(name) for name in WORKSHEET_REQUIRED}
+    feedback_at = header.index(WORKSHEET_FEEDBACK) if WORKSHEET_FEEDBACK in header else None
+    by_participant = {participants[id(row)]: row for row in rows}
+    filled: dict[str, ClassRow] = {}
+    others = 0
+    for line, record in enumerate(records[1:], 2):
+        if len(record) > len(header):
+            raise ValueError(f"{source}: row {line} has {len(record)} cells and the header "
+                             f"{len(header)}; Moodle refuses such a file. Download the grading "
+                             f"worksheet again.")
+        record.extend([""] * (len(header) - len(record)))
+        number = _WORKSHEET_PARTICIPANT.search(record[at[WORKSHEET_ID]])
         row = by_participant.get(number.group(1)) if number else None
         if row is None:
+            others += 1
             continue
-        record[at[WORKSHEET_GRADE]] = _score(row, value(row))
-        record[at[WORKSHEET_FEEDBACK]] = _csv_text(feedback_text(row))
-        filled += 1
+        filled[participants[id(row)]] = row
+        record[at[WORKSHEET_GRADE]] = _score(row, _value(row, exported.late))
+        if feedback_at is not None:
+            record[feedback_at] = _csv_text(feedback_html(row, exported.late))
+    absent = [row for row in rows if participants[id(row)] not in filled]
+    if absent:
+        raise ValueError(
+            f"{len(absent)} student(s) of the class are not in the worksheet {source.name}: "
+            f"{_list(absent)}. It is another assignment's, or older than their enrolment: "
+            f"download the grading worksheet again and give it with --worksheet.")
+    for record in records:
+        record[:] = [re.sub(r"\r\n?", "\n", cell) for cell in record]
     path = dest / source.name
+    bom = data.startswith(b"\xef\xbb\xbf")
     with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as handle:
-        csv.writer(handle, delimiter=roster.delimiter).writerows(records)
+        csv.writer(handle, lineterminator="\n").writerows(records)
     exported.files[source.name] = path
-    missing = len(rows) - filled
-    if missing:
-        exported.notes.append(f"{missing} student(s) of the class have no row in the worksheet "
-                              f"{source.name}: download it again and grade with it.")
-    _moodle_feedback(_moodle_pages(out_dir, rows, exported), dest, exported, filled)
+    exported.grades = len(filled)
+    exported.steps = [step.replace("{worksheet}", source.name) for step in exported.steps]
+    _worksheet_notes(source, roster.delimiter, header, records, rows, feedback_at, others,
+                     exported)
+
+
+def _worksheet_notes(source: Path, delimiter: str, header: list[str], records: list[list[str]],
+                     rows: list[ClassRow], feedback_at: int | None, others: int,
+                     exported: Exported) -> None:
+    """What Moodle will not do with the worksheet as written, said before the upload."""
+    zeros = [r for r in rows if _score(r, _value(r, exported.late)) == "0"]
+    if zeros:
+        exported.notes.append(
+            f"{len(zeros)} student(s) have the grade 0 in the worksheet: {_list(zeros)}. "
+            f"Moodle's worksheet upload never sets a grade of 0 (mod/assign/feedback/offline/"
+            f"locallib.php process_import_grades sets a grade only when it is not zero); their "
+            f"feedback is uploaded. Enter those zeros in Moodle (the grader, or quick grading).")
+    if feedback_at is None:
+        exported.notes.append(
+            f"{source.name} has no \"Feedback comments\" column (the assignment's feedback "
+            f"comments are off): only the grades go into Moodle this way; the feedback pages "
+            f"go with feedback.zip. Turn \"Feedback comments\" on and download the worksheet "
+            f"again to have the comments too.")
+    maximum = next((header.index(h) for h in header if h.casefold() == "maximum grade"), None)
+    if maximum is not None and len(records) > 1:
+        cell = records[1][maximum].replace(",", ".").strip()
+        lab_max = max(r.max_score for r in rows)
+        try:
+            moodle_max = float(cell)
+        except ValueError:
+            moodle_max = None
+        if moodle_max is not None and abs(moodle_max - lab_max) > 1e-9:
+            exported.notes.append(
+                f"Moodle's Maximum grade for this assignment is {cell}, and the lab has "
+                f"{format_score(lab_max)} points: Moodle skips a grade above its maximum and "
+                f"does not rescale. Set the assignment's Maximum grade to "
+                f"{format_score(lab_max)} before uploading.")
+    if others:
+        exported.notes.append(
+            f"{others} row(s) of {source.name} are participants this class does not have "
+            f"(graded without them); they are left as downloaded, and Moodle changes nothing "
+            f"for a row whose Grade is empty or unchanged.")
+    if delimiter != ",":
+        exported.notes.append(f"{source.name} was {delimiter!r}-separated; it is written with "
+                              f"commas, as Moodle downloads it and its upload reads by default.")
 
 
 # --------------------------------------------------------------------------
@@ -595,13 +906,13 @@ CSV_COLUMNS = ["student_id", "name", "email", "section", "lab", "score", "raw_sc
                "max_score", "late", "penalty", "status", "submitted_at"]
 
 
-def _plain(out_dir: Path, rows: list[ClassRow], dest: Path, exported: Exported,
-           value) -> None:
+def _plain(out_dir: Path, rows: list[ClassRow], dest: Path, exported: Exported) -> None:
     table, used = [], set()
     for row in rows:
         s = row.student
         table.append([_csv_text(s.student_id), _csv_text(s.name), _csv_text(s.email),
-                      _csv_text(s.section), _csv_text(row.lab), _score(row, value(row)),
+                      _csv_text(s.section), _csv_text(row.lab),
+                      _score(row, _value(row, exported.late)),
                       _score(row, row.raw_score), format_score(row.max_score), _late_hours(row),
                       format_score(row.penalty), _csv_text(row.status),
                       _csv_text(row.submitted_at)])
@@ -622,7 +933,7 @@ def _plain(out_dir: Path, rows: list[ClassRow], dest: Path, exported: Exported,
 
 def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | None = None,
            moodle_key: str = "email", lab: str | None = None, late: str = "kit",
-           moodle_route: str = "worksheet") -> Exported:
+           moodle_route: str = "worksheet", worksheet: Path | None = None) -> Exported:
     """Write a graded lab's grades and feedback in the files ``to`` imports.
 
     Args:
@@ -632,36 +943,44 @@ def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | N
         assignment: the grade column's header. For Canvas, "Name (id)"
             matches an existing assignment exactly; the default is the
             roster's column of this lab (``canvas_assignment``), else the
-            lab's title (a new assignment, with a note). For Moodle's
+            lab's title (a new assignment, said in a note). For Moodle's
             gradebook route, the default is the lab's title.
         moodle_key: "email" or "id_number": how Moodle's gradebook import
             finds each student.
         lab: when given, OUT's class.json must be this lab's.
-        late: "kit": the scores after the kit's late penalty, with a note
-            telling where to turn the LMS's own deduction off when the kit
-            took one; "lms": the scores before it (raw_score), the LMS's
-            policy deciding (``late_notes``).
-        moodle_route: "worksheet": the assignment's grading worksheet (the
-            roster ``grade`` read) with Grade and Feedback comments filled
-            in; "gradebook": the gradebook's CSV import.
+        late: "kit": the scores after the kit's late penalty, with the step
+            that turns the LMS's own deduction off when the kit has a late
+            policy; "lms": the scores before it (raw_score), the LMS's policy
+            deciding (``late_instructions``).
+        moodle_route: "worksheet": the assignment's grading worksheet with
+            Grade and Feedback comments filled in; "gradebook": the
+            gradebook's CSV import.
+        worksheet: the grading worksheet to fill in (default: the roster
+            ``grade`` read, when it was one).
 
     Returns:
-        Exported: the files written, the counts and the feedback pages left out.
+        Exported: the files written (README.txt among them), the counts, the
+        feedback pages left out, the steps and the notes.
 
     Raises:
-        ValueError: an unknown ``to`` or ``moodle_key``, OUT not graded, a
-            class.json of another lab or with no rows, or students the LMS
-            could not find (listed).
+        ValueError: an unknown ``to``, ``late``, ``moodle_route`` or
+            ``moodle_key``, OUT not graded, a class.json of another lab or
+            with no rows, students the LMS could not find (listed), no
+            assignment column of the lab among several, no grading
+            worksheet for Moodle's default route, or ``late="lms"`` with
+            Moodle's gradebook route when the kit has a late policy.
     """
-    if to not in UPLOAD_STEPS:
+    if to not in EXPORT_FORMATS:
         raise ValueError(f"Unknown export format {to!r}: expected one of "
-                         f"{', '.join(UPLOAD_STEPS)} (--to).")
-    if late not in ("kit", "lms"):
-        raise ValueError(f"Unknown --late {late!r}: give kit (scores after the kit's late "
-                         f"penalty) or lms (scores before it; the LMS's policy decides).")
-    if moodle_route not in ("worksheet", "gradebook"):
-        raise ValueError(f"Unknown --moodle-route {moodle_route!r}: give worksheet or "
-                         f"gradebook.")
+                         f"{', '.join(EXPORT_FORMATS)} (--to).")
+    if late not in LATE_MODES:
+        raise ValueError(f"Unknown late mode {late!r}: expected kit (the scores after the kit's "
+                         f"late penalty) or lms (before it; the LMS's late policy decides) "
+                         f"(--late).")
+    if moodle_route not in MOODLE_ROUTES:
+        raise ValueError(f"Unknown Moodle route {moodle_route!r}: expected worksheet (the "
+                         f"assignment's grading worksheet) or gradebook (the gradebook's CSV "
+                         f"import) (--moodle-route).")
     if moodle_key not in MOODLE_KEYS:
         raise ValueError(f"Unknown Moodle key {moodle_key!r}: expected one of "
                          f"{', '.join(MOODLE_KEYS)} (--moodle-key).")
@@ -675,29 +994,31 @@ def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | N
                          f"Grade the lab's submissions (with the roster) first.")
     if assignment is not None and not assignment.strip():
         raise ValueError("The assignment name is empty: give the LMS's assignment name "
-                         "(--assignment), or leave it out to use the lab's title.")
-    notes = late_notes(to, late, info)
-    if assignment is None and to == "canvas":
+                         "(--assignment), or leave it out to use the default.")
+    route = ("moodle" if moodle_route == "worksheet" else "moodle gradebook") \
+        if to == "moodle" else to
+    before, notes = late_instructions(to, late, info, len(rows), moodle_route)
+    if to == "canvas" and assignment is None:
         assignment, note = canvas_assignment(info, info["lab"])
-        notes += [note] if note else []
+        notes.append(note)
+    elif to == "canvas" and not CANVAS_ASSIGNMENT.match(assignment.strip()):
+        notes.append(f"Assignment column: {assignment.strip()!r} has no \"(id)\": Canvas fills "
+                     f"the assignment of exactly that name, or creates a new one.")
     assignment = (assignment or info["lab_title"] or info["lab"]).strip()
     dest = Path(dest) if dest is not None else out_dir / "export" / to
     dest.mkdir(parents=True, exist_ok=True)
     rows = sorted(rows, key=lambda r: r.student.student_id)
-    route = "moodle-worksheet" if to == "moodle" and moodle_route == "worksheet" else to
-    steps = [step.format(key=MOODLE_KEYS[moodle_key]) for step in UPLOAD_STEPS[route]]
-    exported = Exported(to=to, dest=dest, steps=steps, notes=notes)
-
-    def value(row: ClassRow) -> float:
-        return row.score if late == "kit" else row.raw_score
-
+    steps = before + [step.format(key=MOODLE_KEYS[moodle_key], worksheet="{worksheet}")
+                      for step in UPLOAD_STEPS[route]]
+    exported = Exported(to=to, dest=dest, steps=steps, notes=notes, late=late)
     if to == "canvas":
-        _canvas(out_dir, rows, assignment, dest, exported, value)
-    elif route == "moodle-worksheet":
-        _moodle_worksheet(out_dir, rows, info, dest, exported, value)
+        _canvas(out_dir, rows, assignment, dest, exported)
+    elif route == "moodle":
+        _moodle_worksheet(out_dir, rows, info, dest, exported, worksheet)
+        _moodle_pages(out_dir, rows, exported)
     elif to == "moodle":
-        _moodle(out_dir, rows, assignment, dest, exported, moodle_key, value)
+        _moodle_gradebook(out_dir, rows, assignment, dest, exported, moodle_key)
     else:
-        _plain(out_dir, rows, dest, exported, value)
-    _write_readme(exported)
+        _plain(out_dir, rows, dest, exported)
+    _write_readme(exported, info["lab"])
     return exported
