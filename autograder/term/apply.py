@@ -69,6 +69,8 @@ class Term:
     errors: list[str] = field(default_factory=list)
     #: Notes on the download from collect (ids that clash, zip times).
     download_notes: list[str] = field(default_factory=list)
+    #: Students whose file Moodle's worksheet shows as a draft, never submitted.
+    drafts: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, lab_id: str, points: dict[str, float], out_dir: Path, *,
@@ -169,18 +171,17 @@ class Term:
                 self.errors.append(problem)
             return None
 
-        extensions = []
-        for extension in self.extensions:
-            student = resolve(extension.student_id,
-                              f"extensions {self.extensions_file}, line {extension.line}")
-            if student is not None:
-                extensions.append(dataclasses.replace(extension, student_id=student))
-        overrides = []
-        for override in self.overrides:
-            student = resolve(override.student_id,
-                              f"overrides {self.overrides_file}, line {override.line}")
-            if student is not None:
-                overrides.append(dataclasses.replace(override, student_id=student))
+        def resolved(lines: list, what: str, path) -> list:
+            """``lines`` (extensions or overrides) with their student_id resolved."""
+            found = []
+            for item in lines:
+                student = resolve(item.student_id, f"{what} {path}, line {item.line}")
+                if student is not None:
+                    found.append(dataclasses.replace(item, student_id=student))
+            return found
+
+        extensions = resolved(self.extensions, "extensions", self.extensions_file)
+        overrides = resolved(self.overrides, "overrides", self.overrides_file)
         if refused:
             raise ValueError("The instructor's files name students who are not on the roster "
                              f"({self.roster.source}):\n  " + "\n  ".join(refused)
@@ -215,7 +216,7 @@ class Term:
         "Draft (not submitted)" marks a file the student never submitted for
         grading: it is graded, and its row says so.
         """
-        self.drafts: set[str] = set()
+        self.drafts = set()
         if self.roster is None:
             return
         for student_id, (status, line) in getattr(self.roster, "statuses", {}).items():
@@ -314,7 +315,7 @@ class Term:
             row.score = row.raw_score
             if row.status != NO_SUBMISSION:
                 self._apply_late(row, submissions.get(row.student_id))
-                if row.student_id in getattr(self, "drafts", ()):
+                if row.student_id in self.drafts:
                     row.notes.append("Moodle: a draft, never submitted for grading (graded "
                                      "as it stands)")
             elif self.policy.deadlines.get(self.lab_id) is not None:
