@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 
@@ -48,6 +49,30 @@ STUDENT_CODE = textwrap.dedent('''
 
     def leaks(x):
         raise ValueError("inputs were " + repr(np.asarray(x)))
+
+    def drive(model, steps):
+        # What a student's generate does with the grader's model: call it, pass
+        # back the cache it returned.
+        out, cache = model(np.array([[1, 2]]), return_cache=True)
+        seen = [np.asarray(out).tolist()]
+        for step in range(steps):
+            out, cache = model(np.array([[step]]), cache=cache, return_cache=True)
+            seen.append(np.asarray(out).tolist())
+        return seen
+
+    def pry(model, how):
+        # What a forger tries on it.
+        if how == "attribute":
+            return model.calls
+        if how == "set":
+            model.calls = []
+        if how == "method":
+            return model.logits_after([1, 2])
+        if how == "forged cache":
+            return model(np.array([[3]]), cache=[np.array([[1, 2]])])
+        if how == "object":
+            return model(object())
+        return None
 
     def reads_requests(x):
         # What a student's code can read of the request: the exchange folder's
@@ -265,3 +290,71 @@ def test_code_compiled_by_another_python_is_refused_clearly(kernel, monkeypatch)
     kernel.bind(namespace, ["pair"])
     with pytest.raises(StudentCodeError, match="GraderError: .*different Python versions"):
         namespace["pair"](np.ones(1))
+
+
+def remote(kernel, name):
+    namespace: dict = {}
+    kernel.bind(namespace, [name])
+    return namespace[name]
+
+
+class CountingLM:
+    """A grader's model kept in the test kernel: the sum of the tokens so far,
+    with a cache the student's code cannot open."""
+
+    class Cache:
+        def __init__(self, total):
+            self.total = total
+
+    def __init__(self):
+        self.calls = []
+
+    def logits_after(self, prefix):
+        return sum(prefix)
+
+    def __call__(self, token_ids, cache=None, return_cache=False, training=False):
+        ids = np.asarray(token_ids)
+        if cache is not None and not isinstance(cache, CountingLM.Cache):
+            raise ValueError("cache: pass back the cache this model returned")
+        total = (0 if cache is None else cache.total) + int(ids.sum())
+        self.calls.append((None if cache is None else cache.total, ids.shape[1]))
+        out = np.full((1, ids.shape[1]), total, dtype=np.float32)
+        return (out, CountingLM.Cache(total)) if return_cache else out
+
+
+def test_a_hosted_model_is_called_back_and_its_cache_stays_opaque(kernel):
+    model = CountingLM()
+    seen = remote(kernel, "drive")(kernel.host(model), 3)
+    assert seen == [[[3.0, 3.0]], [[3.0]], [[4.0]], [[6.0]]]
+    assert model.calls == [(None, 2), (3, 1), (3, 1), (4, 1)]   # the grader's own log
+
+
+@pytest.mark.parametrize("how, words", [
+    ("attribute", "no attribute 'calls'"), ("set", "cannot be changed"),
+    ("method", "no attribute 'logits_after'"), ("forged cache", "pass back the cache"),
+    ("object", "takes token ids"),
+])
+def test_a_hosted_model_can_only_be_called_with_data(kernel, how, words):
+    model = CountingLM()
+    with pytest.raises(StudentCodeError, match=words):
+        remote(kernel, "pry")(kernel.host(model), how)
+    assert model.calls == []
+
+
+def test_a_forged_callback_file_gets_an_error_reply_and_nothing_runs(kernel, tmp_path):
+    model = CountingLM()
+    hosted = kernel.host(model)
+    # A callback naming no hosted object, and one with an argument of an unknown kind.
+    exchange = kernel.exchange
+    (exchange / "cb-900001.call.json").write_text('{"id": 999, "args": {"t": "list", "v": []}, '
+                                                  '"kwargs": {"t": "dict", "v": {}}}')
+    (exchange / "cb-900002.call.json").write_text(
+        '{"id": %d, "args": {"t": "list", "v": [{"t": "ref", "id": 1}]}, '
+        '"kwargs": {"t": "dict", "v": {}}}' % hosted.handle)
+    assert kernel._serve_callbacks("forged")
+    replies = [json.loads((exchange / f"cb-{n}.reply.json").read_text())
+               for n in (900001, 900002)]
+    assert [reply["ok"] for reply in replies] == [False, False]
+    assert "names no object" in replies[0]["message"]
+    assert "does not take" in replies[1]["message"]
+    assert model.calls == []

@@ -50,6 +50,24 @@ Answer: ``<stem>.answer.json`` (written whole, then renamed into place)
     in ``<stem>.answer.json.npz``; the test kernel reads that name whatever
     the answer says.
 
+Callbacks: the grader's objects that stay in the test kernel
+    A hidden test may hand a student function a grader's object without
+    sending it (``StudentKernel.host``: lab 6's language models): it is
+    encoded ``{"t": "hosted", "id": n}`` and arrives as a proxy whose only
+    operation is a call (its attributes can be neither read nor set). Each
+    call, while the request runs, writes ``cb-<k>.call.json`` (whole, then
+    renamed; arrays in ``cb-<k>.call.npz``) with ``id``, ``args``,
+    ``kwargs`` (data and ``hosted`` handles only) and waits for
+    ``cb-<k>.reply.json``, which the test kernel writes (``.reply.npz``
+    beside it) while it waits for the request's answer: ``{"ok": true,
+    "value": <encoded>}`` (``tensor`` values become backend tensors; what is
+    not data, such as a cache, comes back as a new ``hosted`` handle that
+    only the test kernel can resolve) or ``{"ok": false, "type":
+    "ValueError" | "TypeError" | "RuntimeError", "message": ...}``, raised in
+    the student's code. The test kernel calls nothing but hosted objects, with
+    nothing but data it has checked (probe.MAX_HOSTED_CALL_BYTES), so the
+    object, its state and its log are the grader's own.
+
 What the test kernel trusts of an answer
     Nothing but data: the JSON is capped (probe.MAX_ANSWER_JSON_BYTES), the
     arrays are checked by their .npy headers before they are read (numbers

@@ -58,7 +58,104 @@ def _is_tensor_like(value):
     return False
 
 
+class _Hosted:
+    """A grader's object that stays in the test kernel (a model handed to your
+    function): calling it asks the test kernel, which answers (the protocol's
+    callbacks, this package's __init__.py). Nothing else of it is here."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle):
+        object.__setattr__(self, "_handle", handle)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("the grader's objects (its model, the caches the model "
+                             "returns) cannot be changed: call the model, pass the caches "
+                             "back as they are")
+
+    def __getattr__(self, name):
+        raise AttributeError(
+            f"the grader's object has no attribute {name!r} here: call the model as "
+            f"model(token_ids, cache=None, return_cache=False, training=False), and pass "
+            f"the caches it returns back as they are")
+
+    def __repr__(self):
+        return "<kept by the grader>"
+
+    def __call__(self, *args, **kwargs):
+        return _callback(self._handle, args, kwargs)
+
+
+_CALLBACKS = {"folder": None, "count": 0}
+
+
+def _callback(handle, args, kwargs):
+    """One call of a hosted object: written to the exchange folder, answered
+    by the test kernel while the current request runs."""
+    import os
+    import time
+
+    folder = _CALLBACKS["folder"]
+    if folder is None:
+        raise RuntimeError("the grader's model can only be called while the grader "
+                           "tests your code")
+    _CALLBACKS["count"] += 1
+    stem = os.path.join(folder, f"cb-{_CALLBACKS['count']}")
+    arrays = {}
+    call = {"id": handle, "args": _encode_call(list(args), arrays),
+            "kwargs": _encode_call(dict(kwargs), arrays), "arrays": bool(arrays)}
+    if arrays:
+        with open(stem + ".call.npz", "wb") as handle_:
+            numpy.savez(handle_, **arrays)
+    with open(stem + ".call.tmp", "w", encoding="utf-8") as handle_:
+        json.dump(call, handle_)
+    os.replace(stem + ".call.tmp", stem + ".call.json")
+    pause = 0.0002
+    while not os.path.exists(stem + ".reply.json"):
+        time.sleep(pause)
+        pause = min(pause * 2, 0.005)
+    with open(stem + ".reply.json", encoding="utf-8") as handle_:
+        reply = json.load(handle_)
+    arrays_in = {}
+    if reply.get("arrays"):
+        with numpy.load(stem + ".reply.npz", allow_pickle=False) as loaded:
+            arrays_in = {key: loaded[key] for key in loaded.files}
+    for suffix in (".reply.json", ".reply.npz"):
+        try:
+            os.remove(stem + suffix)
+        except OSError:
+            pass
+    if not reply.get("ok"):
+        kind = {"ValueError": ValueError, "TypeError": TypeError}.get(reply.get("type"),
+                                                                      RuntimeError)
+        raise kind(reply.get("message", "the grader's model refused the call"))
+    return _decode(reply["value"], arrays_in)
+
+
+def _encode_call(value, arrays):
+    """An argument of a hosted object's call: data, or a handle it returned."""
+    if isinstance(value, _Hosted):
+        return {"t": "hosted", "id": value._handle}
+    if value is None or isinstance(value, (bool, str, int, float)):
+        return {"t": "plain", "v": value}
+    if isinstance(value, (tuple, list)):
+        return {"t": type(value).__name__, "v": [_encode_call(item, arrays) for item in value]}
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {"t": "dict", "v": {key: _encode_call(item, arrays) for key, item in value.items()}}
+    if _is_tensor_like(value):
+        array = _to_array(value)
+        if array.dtype == object:
+            raise TypeError("the grader's model takes arrays of numbers")
+        key = f"a{len(arrays)}"
+        arrays[key] = array
+        return {"t": "array", "key": key}
+    raise TypeError(f"the grader's model takes token ids (arrays or tensors), numbers and the "
+                    f"caches it returned, not {type(value).__name__}")
+
+
 def _encode(value, arrays):
+    if isinstance(value, _Hosted):
+        return {"t": "hosted", "id": value._handle}
     if value is None or isinstance(value, (bool, str)):
         return {"t": "plain", "v": value}
     if isinstance(value, int):
@@ -99,6 +196,8 @@ def _decode(encoded, arrays):
         return ops.convert_to_tensor(arrays[encoded["key"]])
     if kind == "ref":
         return _registry()[encoded["id"]]
+    if kind == "hosted":
+        return _Hosted(int(encoded["id"]))
     raise ValueError(f"unknown value kind {kind!r}")
 
 
@@ -173,8 +272,11 @@ def handle(request_path, user_ns):
     ``user_ns`` is the notebook's namespace (the caller passes its
     ``globals()``: the request is evaluated as a user expression there).
     """
+    import os
+
     with open(request_path, encoding="utf-8") as handle_:
         request = json.load(handle_)
+    _CALLBACKS["folder"] = os.path.dirname(request_path)
     answer_path = request["answer"]
     arrays_in = {}
     if request.get("arrays"):
@@ -215,8 +317,6 @@ def handle(request_path, user_ns):
         answer["arrays"] = answer_path + ".npz"
     with open(answer_path + ".tmp", "w", encoding="utf-8") as handle_:
         json.dump(answer, handle_)
-    import os
-
     os.replace(answer_path + ".tmp", answer_path)
 
 

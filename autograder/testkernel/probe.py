@@ -49,7 +49,7 @@ from jupyter_client import BlockingKernelClient
 # at each use (tests lower them here).
 from autograder.limits import (CALL_TIMEOUT_S, MAX_ANSWER_BYTES, MAX_ANSWER_JSON_BYTES,
                                MAX_MESSAGE_CHARS)
-from autograder.testkernel.testing import not_numeric
+from autograder.testkernel.testing import not_numeric, to_numpy
 
 GLUE_SOURCE = (Path(__file__).parent.parent / "studentkernel" / "glue.py").read_text(encoding="utf-8")
 #: Where the student's kernel keeps the compiled glue between requests (in
@@ -107,6 +107,10 @@ class StudentKernel:
         self.lab_id = lab_id
         self._counter = itertools.count()
         self._nonce = secrets.token_hex(4)
+        # Grader objects handed to the student's code that stay here (host()),
+        # by id; and the callbacks already served (their numbers).
+        self._hosted: dict[int, object] = {}
+        self._served: set[int] = set()
         self.client = BlockingKernelClient()
         self.client.load_connection_file(connection_file)
         # No iopub (nor stdin): nothing here reads what the student's kernel
@@ -183,6 +187,26 @@ class StudentKernel:
         return self.request("construct", {}, name, {}, attr=name, args=args,
                             kwargs=kwargs, code=ship_code(source, "<grader fixture>"))
 
+    def host(self, obj, label: str = "the grader's model") -> "HostedObject":
+        """Hand ``obj`` (a grader's model) to the student's code without
+        sending it there.
+
+        Passed to a student function, it arrives in the student's kernel as a
+        proxy whose only operation is a call: each call comes back here (a
+        callback, served while the request waits, see _serve_callbacks) and
+        ``obj`` answers it in this kernel. The student's code can neither read
+        nor change ``obj``: its attributes, its methods and its call log stay
+        here, and what it returns that is not data (a cache) goes to the
+        student's kernel as an opaque handle, which only this kernel can
+        resolve.
+        """
+        return HostedObject(self, self._keep(obj), label)
+
+    def _keep(self, obj) -> int:
+        handle = len(self._hosted) + 1
+        self._hosted[handle] = obj
+        return handle
+
     def request(self, op: str, target: dict, label: str, stand_ins: dict,
                 attr: str | None = None, args=(), kwargs=None, code: str | None = None):
         """One request of the protocol (autograder/studentkernel/__init__.py),
@@ -255,6 +279,10 @@ class StudentKernel:
                                      user_expressions={"call": code}, allow_stdin=False,
                                      stop_on_error=False)
         deadline = time.monotonic() + self.timeout
+        # With grader objects hosted here, the student's code may call back
+        # while the request runs: look for callbacks every few milliseconds
+        # (1 ms just after one was served, up to 10 ms when none comes).
+        poll = 0.001
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -264,15 +292,131 @@ class StudentKernel:
                     f"loop, or far too much work for these small inputs?)."
                 )
             try:
-                reply = self.client.get_shell_msg(timeout=min(remaining, 1.0))
+                wait = min(remaining, poll if self._hosted else 1.0)
+                reply = self.client.get_shell_msg(timeout=wait)
             except Exception:  # noqa: BLE001 - queue.Empty
                 if not self.client.is_alive():
                     raise StudentCodeError(
                         f"Your notebook's kernel died while `{label}` ran."
                     ) from None
+                if self._hosted:
+                    poll = 0.001 if self._serve_callbacks(label) else min(poll * 2, 0.01)
                 continue
             if reply.get("parent_header", {}).get("msg_id") == msg_id:
                 return reply
+
+    # -- callbacks: the student's code calling a hosted object ----------------
+    def _serve_callbacks(self, label: str) -> bool:
+        """Answer every new callback file of the exchange folder; whether
+        there was one.
+
+        The student's kernel writes ``cb-<n>.call.json`` (and ``.call.npz``)
+        and waits for ``cb-<n>.reply.json``. Only hosted objects are called,
+        only with data (numbers, strings, arrays checked by their headers,
+        handles this kernel issued), and what the call raises goes back as a
+        message: a hostile call costs the student's own test its time, never
+        the grader anything else.
+        """
+        if self._dir_fd is None:
+            return False
+        served = False
+        for entry in sorted(os.listdir(self._dir_fd)):
+            match = _CALLBACK.fullmatch(entry)
+            if not match or int(match.group(1)) in self._served:
+                continue
+            number = int(match.group(1))
+            self._served.add(number)
+            served = True
+            reply, arrays = self._callback(entry, f"{label}: a call of the grader's model")
+            for name in (entry, entry[:-len(".json")] + ".npz"):
+                try:
+                    os.unlink(name, dir_fd=self._dir_fd)
+                except OSError:
+                    pass
+            stem = f"cb-{number}.reply"
+            try:
+                if arrays:
+                    buffer = io.BytesIO()
+                    np.savez(buffer, **arrays)
+                    self._write_new(stem + ".npz", buffer.getvalue())
+                    reply["arrays"] = True
+                self._write_new(stem + ".tmp", json.dumps(reply).encode("utf-8"))
+                os.rename(stem + ".tmp", stem + ".json", src_dir_fd=self._dir_fd,
+                          dst_dir_fd=self._dir_fd)
+            except OSError:  # the student's kernel put something in the way
+                continue
+        return served
+
+    def _callback(self, entry: str, label: str) -> tuple[dict, dict]:
+        """The reply to callback file ``entry`` and its arrays."""
+        try:
+            data = self._read_answer_file(entry, MAX_ANSWER_JSON_BYTES, label)
+            request = json.loads((data or b"").decode("utf-8"))
+            if not isinstance(request, dict):
+                raise ValueError("not an object")
+            arrays_in = {}
+            if request.get("arrays"):
+                packed = self._read_answer_file(entry[:-len(".json")] + ".npz",
+                                                MAX_HOSTED_CALL_BYTES, label)
+                if packed is None:
+                    raise ValueError("its arrays are missing")
+                arrays_in = read_arrays(packed, label, MAX_HOSTED_CALL_BYTES)
+            target = self._hosted.get(request.get("id")) if isinstance(
+                request.get("id"), int) else None
+            if target is None:
+                raise ValueError("it names no object the grader handed to your code")
+            args = self._from_student(request.get("args"), arrays_in)
+            kwargs = self._from_student(request.get("kwargs"), arrays_in)
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise ValueError("malformed arguments")
+        except (StudentCodeError, ValueError, TypeError, KeyError, RecursionError) as error:
+            return {"ok": False, "type": "ValueError",
+                    "message": f"the grader could not read this call ({error})"}, {}
+        try:
+            result = target(*args, **kwargs)
+            arrays_out: dict[str, np.ndarray] = {}
+            return {"ok": True, "value": self._to_student(result, arrays_out)}, arrays_out
+        except Exception as error:  # noqa: BLE001 - reported to the student's code
+            kind = type(error).__name__ if type(error).__name__ in (
+                "ValueError", "TypeError") else "RuntimeError"
+            return {"ok": False, "type": kind, "message": str(error)[:MAX_MESSAGE_CHARS]}, {}
+
+    def _from_student(self, encoded, arrays):
+        """An argument of a callback: data, or a handle this kernel issued."""
+        if not isinstance(encoded, dict):
+            raise ValueError("malformed argument")
+        kind = encoded.get("t")
+        if kind == "plain" and (encoded.get("v") is None
+                                or isinstance(encoded.get("v"), (bool, int, float, str))):
+            return encoded["v"]
+        if kind in ("list", "tuple") and isinstance(encoded.get("v"), list):
+            items = [self._from_student(item, arrays) for item in encoded["v"]]
+            return items if kind == "list" else tuple(items)
+        if kind == "dict" and isinstance(encoded.get("v"), dict):
+            return {str(key): self._from_student(item, arrays)
+                    for key, item in encoded["v"].items()}
+        if kind == "array" and encoded.get("key") in arrays:
+            return arrays[encoded["key"]]
+        if kind == "hosted" and encoded.get("id") in self._hosted:
+            return self._hosted[encoded["id"]]
+        raise ValueError(f"an argument of kind {kind!r} the grader does not take")
+
+    def _to_student(self, value, arrays):
+        """A hosted object's answer, encoded for the student's kernel: data as
+        data (backend tensors as tensors), anything else as a new handle."""
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return {"t": "plain", "v": value}
+        if isinstance(value, (np.integer, np.floating)):
+            return {"t": "plain", "v": value.item()}
+        if isinstance(value, (list, tuple)):
+            return {"t": type(value).__name__,
+                    "v": [self._to_student(item, arrays) for item in value]}
+        if isinstance(value, np.ndarray) or _is_backend_tensor(value):
+            key = f"a{len(arrays)}"
+            arrays[key] = np.asarray(value) if isinstance(value, np.ndarray) \
+                else np.asarray(to_numpy(value))
+            return {"t": "array" if isinstance(value, np.ndarray) else "tensor", "key": key}
+        return {"t": "hosted", "id": self._keep(value)}
 
     def _interrupt(self) -> None:
         """Interrupt the student's kernel by a control message.
@@ -402,17 +546,18 @@ def ship_code(source: str, filename: str) -> str:
     return base64.b64encode(marshal.dumps(code)).decode("ascii")
 
 
-def read_arrays(source: Path | bytes, label: str) -> dict[str, np.ndarray]:
+def read_arrays(source: Path | bytes, label: str, limit: int | None = None) -> dict[str, np.ndarray]:
     """The arrays of an answer's .npz (a path, or its bytes), each checked by
     its header first.
 
     The student's kernel writes this file, and may write it compressed: a
     few MB can inflate to gigabytes. Every member's .npy header (shape and
     dtype) is read before any data, and the answer is refused when the
-    arrays would take more than MAX_ANSWER_BYTES or are not numbers.
+    arrays would take more than ``limit`` (MAX_ANSWER_BYTES) or are not numbers.
     """
+    limit = MAX_ANSWER_BYTES if limit is None else limit
     size = len(source) if isinstance(source, bytes) else source.stat().st_size
-    if size > MAX_ANSWER_BYTES:
+    if size > limit:
         raise StudentCodeError(
             f"`{label}` returned {size // 2**20} MiB of data; "
             f"the tests expect small arrays.")
@@ -433,7 +578,7 @@ def read_arrays(source: Path | bytes, label: str) -> dict[str, np.ndarray]:
                 if problem:
                     raise StudentCodeError(problem)
                 total += math.prod(shape) * dtype.itemsize
-                if total > MAX_ANSWER_BYTES:
+                if total > limit:
                     raise StudentCodeError(
                         f"`{label}` returned arrays of at least "
                         f"{total // 2**20} MiB once unpacked; the tests expect small "
@@ -506,6 +651,37 @@ class RemoteObject:
         return f"<student object {self._label}>"
 
 
+class HostedObject:
+    """A grader object kept in the test kernel (StudentKernel.host): passed to
+    a student function, it is a callable proxy there."""
+
+    def __init__(self, kernel: StudentKernel, handle: int, label: str):
+        self.kernel, self.handle, self.label = kernel, handle, label
+
+    @property
+    def target(self):
+        """The grader's object itself (its call log, say: never seen by the
+        student's code)."""
+        return self.kernel._hosted[self.handle]
+
+    def __repr__(self) -> str:
+        return f"<{self.label}, kept in the test kernel>"
+
+
+#: A callback file of the exchange folder (StudentKernel._serve_callbacks).
+_CALLBACK = re.compile(r"cb-([0-9]{1,9})\.call\.json")
+
+#: The arrays of one callback, at most: a hosted model's inputs are token ids
+#: (a few thousand), so 16 MiB only stops a call meant to tie up the test kernel.
+MAX_HOSTED_CALL_BYTES = 16 * 2**20
+
+
+def _is_backend_tensor(value) -> bool:
+    module = type(value).__module__ or ""
+    return module.startswith(("tensorflow", "torch", "jax", "jaxlib", "keras")) \
+        and hasattr(value, "shape") and hasattr(value, "dtype")
+
+
 def _encode(value, arrays):
     if value is None or isinstance(value, (bool, str, int, float)):
         return {"t": "plain", "v": value}
@@ -521,6 +697,8 @@ def _encode(value, arrays):
         if "id" not in value._target:
             raise TypeError("only objects returned by the student's code can be passed back")
         return {"t": "ref", "id": value._target["id"]}
+    if isinstance(value, HostedObject):
+        return {"t": "hosted", "id": value.handle}
     if isinstance(value, Tensor):
         key = f"a{len(arrays)}"
         arrays[key] = value.array
@@ -549,4 +727,6 @@ def _decode(encoded, arrays, kernel, label, stand_ins):
     if kind == "ref":
         return RemoteObject(kernel, {"id": int(encoded["id"])}, label, stand_ins,
                             encoded.get("type"))
+    if kind == "hosted" and encoded.get("id") in kernel._hosted:
+        return kernel._hosted[encoded["id"]]
     raise StudentCodeError(f"`{label}` returned something the grader cannot read.")

@@ -238,3 +238,27 @@ def constructor(namespace: dict):
         return scope[name](*args, **kwargs)
 
     return construct_locally
+
+
+def hoster(namespace: dict):
+    """The test kernel's ``StudentKernel.host``, or (in the source notebook, no
+    grader) a function that returns the object itself.
+
+    A hidden test hands a grader's model to a student function as
+    ``host(model)``: under the grader the model stays in the test kernel and
+    the student's code only calls it (autograder.testkernel.probe.HostedObject),
+    so what the test reads of it afterwards (its call log) is the grader's own.
+    """
+    kernel = namespace.get("__autograder_kernel__")
+    if kernel is not None:
+        return kernel.host
+
+    def host_locally(obj, label: str = "the grader's model"):
+        return obj
+
+    return host_locally
+
+
+def hosted(obj):
+    """The grader's object behind ``host(obj)``'s result (itself when local)."""
+    return getattr(obj, "target", obj) if type(obj).__name__ == "HostedObject" else obj

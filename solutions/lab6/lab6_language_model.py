@@ -699,8 +699,10 @@ del _hidden_test_DecoderOnlyBlock__config
 # padding (the loss, section 6, ignores what is predicted at padded positions).
 #
 # **What is graded:** the logits with the grader's weights and the number of
-# weights (1.5 points); the cache: logits after the blocks' caches equal the full
-# computation's, and `return_cache=True` returns one cache per block (0.5 points);
+# weights (1.5 points); the cache: `return_cache=True` returns one cache per block,
+# that block's `(keys, values)`, each `(B, num_heads, positions, head_dim)`, and a call
+# given caches computes from their keys and values (the grader also hands it caches of
+# its own), its logits equal to the full computation's (0.5 points);
 # `get_config()` holding the five constructor arguments (0.5 points).
 
 # %% nbgrader="solution" grade_id="MiniGPT"
@@ -835,10 +837,11 @@ del _hidden_test_MiniGPT
 ### END HIDDEN TESTS
 
 # %% nbgrader="tests" grade_id="test_MiniGPT__cache" points=0.5
-# Hidden tests of `MiniGPT`: the cache, logits after the blocks' caches equal the full computation's (0.5 points).
+# Hidden tests of `MiniGPT`: the cache, one (keys, values) per block in the stated shapes, and logits computed from the caches given equal to the full computation's (0.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_MiniGPT__cache():
-    from autograder.testkernel.testing import rng, assert_close, assert_true
+    import numpy as np
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
     from autograder.references import lab6 as reference
 
     construct = reference.constructor(globals())
@@ -852,19 +855,40 @@ def _hidden_test_MiniGPT__cache():
         "minigpt", 16, 4, 16, vocab_size=11, num_layers=2))
     reference.give_weights(construct, model, "minigpt", parameters, what)
     expected, _ = reference.minigpt_forward(parameters, ids, 4)
+    call = f"{what}(ids[:, :5], return_cache=True)"
     result = model(ids[:, :5], return_cache=True)
     assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
-                f"{what}(ids[:, :5], return_cache=True): expected (logits, caches).")
+                f"{call}: expected (logits, caches).")
     logits, caches = result
     assert_true(isinstance(caches, (tuple, list)) and len(caches) == 2,
-                f"{what}(ids[:, :5], return_cache=True): expected a list of 2 caches, one "
-                "per block.")
-    assert_close(logits, expected[:, :5], f"{what}(ids[:, :5], return_cache=True): the logits")
+                f"{call}: expected a list of 2 caches, one per block.")
+    assert_close(logits, expected[:, :5], f"{call}: the logits")
+    # Each block's cache holds its keys and values, (B, num_heads, 5, head_dim).
+    _, wanted = reference.minigpt_forward(parameters, ids[:, :5], 4)
+    for index, (cache, (keys, values)) in enumerate(zip(caches, wanted)):
+        assert_true(isinstance(cache, (tuple, list)) and len(cache) == 2,
+                    f"{call}: cache {index} is not block {index}'s (keys, values).")
+        for name, part, reference_part in (("keys", cache[0], keys), ("values", cache[1], values)):
+            got = as_array(part, f"{call}: cache {index}'s {name}")
+            assert_true(got.shape == reference_part.shape,
+                        f"{call}: cache {index}'s {name} have the shape {got.shape}, expected "
+                        f"{reference_part.shape}: (B, num_heads, positions, head_dim).")
+            assert_close(got, reference_part, f"{call}: cache {index}'s {name} (block {index})")
     step = model(ids[:, 5:6], cache=caches, return_cache=True)
     assert_close(step[0], expected[:, 5:6],
                  f"{what}(ids[:, 5:6], cache=caches): the logits at position 5")
     assert_close(model(ids[:, 6:], cache=step[1]), expected[:, 6:],
                  f"{what}(ids[:, 6:], cache=the caches returned at position 5): position 6")
+    # Computed from the keys and values given: the grader's caches of another prefix.
+    other = r.integers(0, 11, size=(2, 5))
+    _, given = reference.minigpt_forward(parameters, other, 4)
+    given = [(keys.astype("float32"), values.astype("float32")) for keys, values in given]
+    wanted_logits, _ = reference.minigpt_forward(
+        parameters, np.concatenate([other, ids[:, 5:6]], axis=1), 4)
+    assert_close(model(ids[:, 5:6], cache=given), wanted_logits[:, 5:],
+                 f"{what}(ids[:, 5:6], cache=the (keys, values) of another 5-token prefix, "
+                 "computed by the grader): the logits must come from the keys and values "
+                 "given, block i's cache to block i")
 
 
 _hidden_test_MiniGPT__cache()
@@ -1076,10 +1100,10 @@ _ = checks.check_close(perplexity(CopyModel(), mixed, batch_size=1), wanted,
 # Hidden tests of `perplexity`: hand-made models on padded corpora, several batch sizes and pad_ids (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_perplexity():
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
+    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true, hoster
     from autograder.references import lab6 as reference
 
-    construct = reference.constructor(globals())
+    host = hoster(globals())  # the models stay in the grader's kernel; perplexity calls them
     here = reference.language_models()
     r = rng("perplexity")
     for rows, length, batch_size, pad_id in [(7, 8, 3, 0), (5, 6, 64, 0), (6, 7, 4, 3)]:
@@ -1088,7 +1112,7 @@ def _hidden_test_perplexity():
         ids[ids == pad_id] = 8
         for row in range(rows):
             ids[row, int(r.integers(2, length + 1)):] = pad_id
-        model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", seed=seed)
+        model = host(here["make_model"](seed=seed))
         expected = reference.corpus_perplexity(here["make_model"](seed=seed), ids, pad_id)
         what = f"perplexity(model, token_ids {ids.shape} padded with {pad_id}, " \
                f"batch_size={batch_size}, pad_id={pad_id})"
@@ -1601,17 +1625,17 @@ _ = checks.check_close(generate(FixedModel(), flat[:50], 1, temperature=1.0, see
 ### BEGIN HIDDEN TESTS
 def _hidden_test_generate():
     import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true, hoster
     from autograder.references import lab6 as reference
 
-    construct = reference.constructor(globals())
+    host = hoster(globals())  # the models stay in the grader's kernel; generate calls them
     here = reference.language_models()
     r = rng("generate")
     for rows, prompt_length, new, end_id, end_after in [(4, 3, 7, None, None),
                                                         (5, 2, 9, 2, 3), (1, 4, 6, 3, 2)]:
         seed = int(r.integers(1_000_000))
         options = {"seed": seed, "end_id": end_id, "end_after": end_after}
-        model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", **options)
+        model = host(here["make_model"](**options))
         prompts = r.integers(3, 9, size=(rows, prompt_length))
         expected = reference.greedy_generate(here["make_model"](**options), prompts, new,
                                              end_id)
@@ -1645,36 +1669,37 @@ del _hidden_test_generate
 ### BEGIN HIDDEN TESTS
 def _hidden_test_generate__cache():
     import numpy as np
-    from autograder.testkernel.testing import rng
+    from autograder.testkernel.testing import rng, hoster, hosted
     from autograder.references import lab6 as reference
 
-    construct = reference.constructor(globals())
+    host = hoster(globals())  # the models stay in the grader's kernel; generate calls them
     here = reference.language_models()
     r = rng("generate/cache")
     for rows, prompt_length, new in [(3, 5, 6), (2, 3, 9)]:
         seed = int(r.integers(1_000_000))
         # Beyond the prompt this model gives its true logits only when it is called with
-        # its cache and the new token alone: the tokens, checked here, show whether the
-        # cache was used.
-        model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", seed=seed,
-                          cache_only_after=prompt_length)
+        # its cache and the new token alone. It stays in the grader's kernel: generate
+        # only calls it, its cache is an opaque handle there, and its log of calls is
+        # the grader's own.
+        model = host(here["make_model"](seed=seed, cache_only_after=prompt_length))
         prompts = r.integers(3, 9, size=(rows, prompt_length))
         what = f"generate(model, prompt_ids {prompts.shape}, max_new_tokens={new})"
         got = reference.pad_generated(generate(model, prompts, new), prompt_length + new, what)
         expected = reference.greedy_generate(here["make_model"](seed=seed), prompts, new)
-        if np.array_equal(got, expected):
+        calls = [tuple(int(n) for n in call) for call in hosted(model).call_log()]
+        cached = [(0, prompt_length)] + [(prompt_length + i, 1) for i in range(new - 1)]
+        if np.array_equal(got, expected) and calls in (cached, cached + [
+                (prompt_length + new - 1, 1)]):
             continue
-        try:  # what the model saw, to explain the failure (the verdict is the tokens)
-            calls = [tuple(int(n) for n in call)
-                     for call in reference.call_method(model, "call_log")][:12]
-        except Exception:  # noqa: BLE001 - only an explanation
-            calls = "unknown"
         raise AssertionError(
-            f"{what}: the tokens differ from greedy decoding with a model that answers "
-            "beyond the prompt only when given its cache and the new token alone. Call "
-            "the model once with the prompt (return_cache=True), then once per new token "
-            "with that token alone, (B, 1), and the cache the last call returned. The "
-            f"calls' (cached, new) lengths were {calls}.")
+            f"{what}: " + ("the tokens differ from greedy decoding with" if not
+                           np.array_equal(got, expected) else "the tokens are right, but not "
+                           "computed from") +
+            " a model that answers beyond the prompt only when given its cache and the new "
+            "token alone. Call the model once with the prompt (return_cache=True), then once "
+            "per new token with that token alone, (B, 1), and the cache the last call "
+            f"returned. Here {reference.describe_calls(calls)}; expected {new - 1} call(s) "
+            "with the cache and one new token after the prompt's.")
 
 
 _hidden_test_generate__cache()
@@ -1686,10 +1711,10 @@ del _hidden_test_generate__cache
 ### BEGIN HIDDEN TESTS
 def _hidden_test_generate__sampling():
     import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true, hoster
     from autograder.references import lab6 as reference
 
-    construct = reference.constructor(globals())
+    host = hoster(globals())  # the models stay in the grader's kernel; generate calls them
     here = reference.language_models()
     r = rng("generate/sampling")
     rows = 6000
@@ -1703,7 +1728,7 @@ def _hidden_test_generate__sampling():
             if top_p is None or reference.filter_orders_differ(logits, temperature, top_k,
                                                                top_p):
                 break
-        model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", **options)
+        model = host(here["make_model"](**options))
         prompts = np.repeat(prompt, rows, axis=0)
         draw_seed = int(r.integers(1_000_000))
         what = f"generate(model, {rows} copies of a prompt, max_new_tokens=1, " \
@@ -1736,7 +1761,7 @@ def _hidden_test_generate__sampling():
                     "call with np.random.default_rng(seed).")
     # One generator per call: the second new token is a new draw, given the first.
     options = {"seed": int(r.integers(1_000_000)), "margin": 0.0}
-    model = construct(reference.LANGUAGE_MODELS_SOURCE, "make_model", **options)
+    model = host(here["make_model"](**options))
     hand = here["make_model"](**options)
     prompt = [int(t) for t in r.integers(3, 9, size=3)]
     draw_seed = int(r.integers(1_000_000))

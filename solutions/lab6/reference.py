@@ -397,11 +397,22 @@ def set_weights_by_sublayer(layer, kind, parameters):
 #: training=False)``, whose logits are known. ``HashLM``'s logits at a position
 #: depend on every token up to it and on the position, so a cache that is off by
 #: one position, or lost, changes them. It records each call's (cached length,
-#: new length) in ``calls``.
+#: new length) in ``calls``. Under the grader it stays in the test kernel
+#: (``hoster``): the student's function calls it through a proxy, and its cache
+#: (a ``TokenCache``) reaches the student's kernel as an opaque handle, so
+#: neither its log nor its cache can be read, changed or forged there.
 LANGUAGE_MODELS_SOURCE = """
 import hashlib
 
 import numpy as np
+
+
+class TokenCache:
+    # What HashLM keeps between calls: the tokens so far. Opaque to generate.
+    __slots__ = ("tokens", "model")
+
+    def __init__(self, tokens, model):
+        self.tokens, self.model = tokens, model
 
 
 class HashLM:
@@ -444,12 +455,13 @@ class HashLM:
         if cache is None:
             past = np.zeros((ids.shape[0], 0), dtype=np.int64)
         else:
-            if not isinstance(cache, (list, tuple)) or len(cache) != 1:
-                raise ValueError("pass back the cache this model returned, unchanged")
-            past = np.asarray(cache[0])
-            if past.ndim != 2 or past.shape[0] != ids.shape[0]:
-                raise ValueError(f"the cache holds {past.shape[0] if past.ndim else '?'} rows, "
-                                 f"token_ids {ids.shape[0]}")
+            if not isinstance(cache, (list, tuple)) or len(cache) != 1 or \\
+                    not isinstance(cache[0], TokenCache) or cache[0].model is not self:
+                raise ValueError("cache: pass back the cache this model returned, unchanged")
+            past = cache[0].tokens
+            if past.shape[0] != ids.shape[0]:
+                raise ValueError(f"the cache holds {past.shape[0]} rows, token_ids "
+                                 f"{ids.shape[0]}: keep every row in the batch")
         self.calls.append((int(past.shape[1]), int(ids.shape[1])))
         whole = np.concatenate([past, ids], axis=1)
         honest = self.cache_only_after is None or ids.shape[1] == 1 and cache is not None or \
@@ -460,7 +472,7 @@ class HashLM:
                                      for t in range(ids.shape[1])])
                            for b in range(ids.shape[0])]).astype(np.float32)
         logits = ops.convert_to_tensor(logits)
-        return (logits, [whole]) if return_cache else logits
+        return (logits, [TokenCache(whole, self)]) if return_cache else logits
 
     def call_log(self):
         return list(self.calls)
@@ -476,6 +488,24 @@ def language_models() -> dict:
     scope: dict = {}
     exec(compile(LANGUAGE_MODELS_SOURCE, "<language models>", "exec"), scope)
     return scope
+
+
+def describe_calls(calls) -> str:
+    """A HashLM's log of calls, (cached length, new length) each, in words (a
+    failed test's message hides runs of numbers)."""
+    if not calls:
+        return "generate never called the model"
+    kinds = {"with the cache and one new token": 0, "with the cache and several tokens": 0,
+             "without a cache (the whole prefix)": 0}
+    for cached, new in calls[1:]:
+        kinds["without a cache (the whole prefix)" if cached == 0 else
+              "with the cache and one new token" if new == 1 else
+              "with the cache and several tokens"] += 1
+    first = calls[0]
+    opening = (f"the first call gave {first[1]} tokens without a cache" if first[0] == 0
+               else "the first call already had a cache")
+    rest = "; ".join(f"{count} {kind}" for kind, count in kinds.items() if count)
+    return f"{opening}; then {len(calls) - 1} call(s): {rest or 'none'}"
 
 
 def greedy_generate(model, prompt_ids, max_new_tokens, end_id=None) -> np.ndarray:

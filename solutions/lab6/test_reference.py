@@ -215,8 +215,13 @@ def test_a_hand_made_model_gives_the_same_logits_with_and_without_its_cache():
     assert np.allclose(np.asarray(model(ids[:, 3:], cache=cache)), full[:, 3:])
     assert model.call_log() == [(0, 4), (0, 3), (3, 1)]
     # a cache one position short: other logits
-    assert not np.allclose(np.asarray(model(ids[:, 3:], cache=[cache[0][:, :2]]))[:, -1],
-                           full[:, 3])
+    short = type(cache[0])(cache[0].tokens[:, :2], model)
+    assert not np.allclose(np.asarray(model(ids[:, 3:], cache=[short]))[:, -1], full[:, 3])
+    # a cache the model did not return (the tokens themselves, another model's): refused
+    for forged in ([ids[:, :3]], [type(cache[0])(ids[:, :3], reference.language_models()[
+            "make_model"](seed=5))]):
+        with pytest.raises(ValueError, match="pass back the cache this model returned"):
+            model(ids[:, 3:], cache=forged)
 
 
 def test_greedy_generation_stops_rows_at_the_end_id():
@@ -252,8 +257,19 @@ def test_a_model_used_without_its_cache_beyond_the_prompt_gives_other_logits():
     assert np.allclose(np.asarray(step), np.asarray(plain(ids))[:, 3:4])
     # the whole prefix recomputed, or two new tokens with the cache: other logits
     assert not np.allclose(np.asarray(strict(ids[:, :4]))[:, -1], np.asarray(step)[:, 0])
-    assert not np.allclose(np.asarray(strict(ids[:, 3:], cache=[ids[:, :3]]))[:, 1],
+    _, prompt_cache = strict(ids[:, :3], return_cache=True)
+    assert not np.allclose(np.asarray(strict(ids[:, 3:], cache=prompt_cache))[:, 1],
                            np.asarray(plain(ids))[:, 4])
     # greedy generation with the cache gives the plain model's tokens
     tokens = reference.greedy_generate(plain, ids[:, :3], 4)
     assert tokens.shape == (1, 7)
+
+
+def test_a_call_log_is_told_in_words_without_a_run_of_numbers():
+    cached = reference.describe_calls([(0, 5), (5, 1), (6, 1), (7, 1)])
+    assert cached == ("the first call gave 5 tokens without a cache; then 3 call(s): 3 with "
+                      "the cache and one new token")
+    recomputed = reference.describe_calls([(0, 5), (0, 6), (0, 7), (6, 2)])
+    assert recomputed.endswith("1 with the cache and several tokens; 2 without a cache "
+                               "(the whole prefix)")
+    assert reference.describe_calls([]) == "generate never called the model"

@@ -110,6 +110,100 @@ def _lab6_generate_forging_its_log() -> str:
     return load("lab6").MISTAKES["generate_no_cache"].source + FORGE_CALL_LOG
 
 
+#: The attack classes of issue 32 against lab6's cache points: each wraps a
+#: generate that recomputes the whole prefix (the sample mistake) or a forged cache.
+#: The grader's model stays in the test kernel: generate only calls it.
+FLIP_ATTRIBUTE = '''
+
+_recomputing_generate = generate
+
+
+def generate(model, prompt_ids, max_new_tokens, **options):
+    # Turn off the model's "honest only with the cache" switch, then recompute.
+    for name in ("cache_only_after",):
+        try:
+            setattr(model, name, None)
+        except Exception:
+            pass
+    return _recomputing_generate(model, prompt_ids, max_new_tokens, **options)
+'''
+
+CALL_ITS_METHOD = '''
+
+_recomputing_generate = generate
+
+
+def generate(model, prompt_ids, max_new_tokens, temperature=0.0, end_id=None, **options):
+    # Greedy tokens straight from the model's own logits_after, no call at all.
+    try:
+        rows = [list(map(int, row)) for row in np.asarray(prompt_ids)]
+        for _ in range(max_new_tokens):
+            for row in rows:
+                row.append(int(np.argmax(model.logits_after(row))))
+        return np.array(rows)
+    except AttributeError:
+        return _recomputing_generate(model, prompt_ids, max_new_tokens,
+                                     temperature=temperature, end_id=end_id, **options)
+'''
+
+CACHE_FROM_TOKENS = '''
+
+def generate(model, prompt_ids, max_new_tokens, temperature=0.0, top_k=None, top_p=None,
+             end_id=None, seed=None):
+    # Each step, a "cache" rebuilt from the tokens so far (what the grader's model
+    # used to keep) and the new token alone: the right call shape, no kept cache.
+    rng = np.random.default_rng(seed)
+    tokens = np.asarray(ops.convert_to_numpy(prompt_ids)).astype("int64")
+    logits = model(tokens, return_cache=True)[0]
+    ended = np.zeros(len(tokens), bool)
+    for step in range(max_new_tokens):
+        scores = np.asarray(ops.convert_to_numpy(logits), "float64")[:, -1]
+        if temperature:
+            scores = scores / temperature
+            choice = np.argmax(scores + rng.gumbel(size=scores.shape), axis=-1)
+        else:
+            choice = scores.argmax(-1)
+        choice = np.where(ended, 0, choice)
+        tokens = np.hstack([tokens, choice[:, None]])
+        if end_id is not None:
+            ended |= choice == end_id
+            if ended.all():
+                break
+        if step + 1 < max_new_tokens:
+            logits = model(tokens[:, -1:], cache=[tokens[:, :-1]], return_cache=True)[0]
+    return tokens
+'''
+
+#: A MiniGPT whose "cache" is the token ids, recomputing everything at each call.
+MINIGPT_TOKEN_CACHE = '''
+
+_FullMiniGPT = MiniGPT
+
+
+class MiniGPT(_FullMiniGPT):
+    def call(self, token_ids, cache=None, return_cache=False, training=None):
+        ids = ops.convert_to_tensor(token_ids)
+        if cache is not None:
+            ids = ops.concatenate([ops.convert_to_tensor(cache[0][0]), ids], axis=1)
+        logits = super().call(ids)[:, ops.shape(ids)[1] - ops.shape(token_ids)[1]:]
+        caches = [(ids, ids) for _ in range(self.num_layers)]
+        return (logits, caches) if return_cache else logits
+'''
+
+
+def _lab6_generate_recomputing(attack: str) -> str:
+    """lab6's sample mistake "generate without the cache", with ``attack`` after it."""
+    from tests.samples import load
+
+    return load("lab6").MISTAKES["generate_no_cache"].source + attack
+
+
+def _lab6_minigpt_token_cache() -> str:
+    from tests.verdicts import solution_answers
+
+    return solution_answers("lab6")["MiniGPT"] + MINIGPT_TOKEN_CACHE
+
+
 def _message_of(exercise: str, words: str):
     """A check that the student's row of ``exercise`` in exercises.csv holds ``words``."""
     def check(out: Path, row: dict) -> str:
@@ -157,4 +251,26 @@ def cases() -> list[Case]:
              lambda: lab_notebook("lab6", {"generate": _lab6_generate_forging_its_log()}),
              lab6_full - 1, lab="lab6",
              check=_message_of("generate", "its cache and the new token alone")),
+        Case("cache_switch_flipped", "trust",
+             "lab6: generate turns off the grader's model's cache switch, then recomputes "
+             "the prefix",
+             lambda: lab_notebook("lab6", {"generate": _lab6_generate_recomputing(
+                 FLIP_ATTRIBUTE)}),
+             lab6_full - 1, lab="lab6",
+             check=_message_of("generate", "its cache and the new token alone")),
+        Case("cache_model_method_called", "trust",
+             "lab6: generate reads the grader's model's logits_after directly, no call",
+             lambda: lab_notebook("lab6", {"generate": _lab6_generate_recomputing(
+                 CALL_ITS_METHOD)}),
+             lab6_full - 1, lab="lab6"),
+        Case("cache_rebuilt_from_tokens", "trust",
+             "lab6: generate passes a cache rebuilt from the tokens at every step",
+             lambda: lab_notebook("lab6", {"generate": CACHE_FROM_TOKENS}),
+             at_most=lab6_full - 1, lab="lab6",
+             check=_message_of("generate", "pass back the cache")),
+        Case("minigpt_cache_of_token_ids", "trust",
+             "lab6: MiniGPT's cache is the token ids, and it recomputes everything",
+             lambda: lab_notebook("lab6", {"MiniGPT": _lab6_minigpt_token_cache()}),
+             lab6_full - 0.5, lab="lab6",
+             check=_message_of("MiniGPT", "(B, num_heads, positions, head_dim)")),
     ]
