@@ -15,6 +15,7 @@
 #               visible checks compared with the grader's env; then writes
 #               docs/compatibility.md and the README's table (half an hour, builds included)
 #   make labs   regenerate labs/ from solutions/
+#   make constraints  refresh constraints.txt, the pins of the whole tested environment
 #   make publish DEST=dir   write the student repository there (git commit + tag)
 
 PYTHON ?= python3
@@ -23,16 +24,29 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-backends test-compat test-slurm test-container test-torch test-jax bench clean help
+.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-backends test-compat test-slurm test-container test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
 
-$(STAMP): pyproject.toml student/pyproject.toml
+$(STAMP): pyproject.toml student/pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ./student -e ".[dev,postgres]"
+	$(PY) -m pip install -q -e ./student -e ".[dev,postgres]" -c constraints.txt
 	@touch $(STAMP)
+
+# constraints.txt pins the whole tested environment. Refreshed here from a new
+# resolution of pyproject.toml's ranges, in a virtual environment of its own
+# (.cache/constraints-venv); then run make test and commit the file.
+constraints:
+	rm -rf .cache/constraints-venv
+	$(PYTHON) -m venv .cache/constraints-venv
+	.cache/constraints-venv/bin/python -m pip install -q --upgrade pip
+	.cache/constraints-venv/bin/python -m pip install -q -e ./student -e ".[dev,postgres]"
+	{ sed -n '/^#/p' constraints.txt; .cache/constraints-venv/bin/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf .cache/constraints-venv
+	@echo "constraints.txt refreshed: run make test, then commit it."
 
 # The grader's sandbox needs bubblewrap (Debian/Ubuntu: apt-get install
 # bubblewrap). Installed here when we can (root with apt-get); without it the

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import warnings
 
-from autograder.grader.options import KERNELS, GradingOptions
-from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S
+from autograder.grader.options import GradingOptions, add_arguments, from_arguments
 from autograder.scaleout.slurm import TERM_OPTIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -106,25 +105,17 @@ def _seed(args) -> str | None:
 
 def grading_options(args) -> GradingOptions:
     """The options of `grade` (or `merge`, which has only --db and --course-dir),
-    built once from the command line and checked (GradingOptions says what is wrong)."""
-    given = {"db_url": args.db, "course_dir": args.course_dir}
+    built once from the command line's flags, each declared once with its option
+    (autograder.grader.options), and checked (GradingOptions says what is wrong)."""
     if args.command == "grade":
-        given.update(seed=_seed(args), progress=not args.quiet, cell_timeout=args.cell_timeout,
-                     notebook_timeout=args.notebook_timeout, jobs=args.jobs,
-                     regrade=args.regrade, shard=args.shard, kernels=args.kernels,
-                     run_demos=args.run_demos, only=tuple(args.only or ()),
-                     course_file=args.course, roster=args.roster, times=args.times,
-                     extensions=args.extensions, overrides=args.overrides,
-                     similarity=not args.no_similarity, similar_to=args.similar_to,
-                     similarity_threshold=args.similarity_threshold,
-                     unsandboxed=args.unsandboxed)
-    return GradingOptions(**given)
+        return from_arguments(args, seed=_seed(args))
+    return from_arguments(args)
 
 
 def _grade(args) -> int:
-    args.db = database_url(args.db)
+    args.db_url = database_url(args.db_url)
     options = grading_options(args)
-    from autograder.grader.grade import grade
+    from autograder.pipeline import grade
     from autograder.grader.reports import write_gradebook_table
     from autograder.grader.results import NO_SUBMISSION
 
@@ -154,9 +145,9 @@ def _count(number: int, noun: str) -> str:
 
 
 def _merge(args) -> int:
-    args.db = database_url(args.db)
+    args.db_url = database_url(args.db_url)
     options = grading_options(args)
-    from autograder.grader.grade import merge
+    from autograder.pipeline import merge
     from autograder.grader.reports import write_gradebook_table
 
     started = time.monotonic()
@@ -172,7 +163,7 @@ def _merge(args) -> int:
 
 
 def _export(args) -> int:
-    from autograder.grader.reports import clean_text
+    from autograder.text import clean_text
     from autograder.term.export import README, export
 
     done = export(Path(args.out), args.to, dest=Path(args.dest) if args.dest else None,
@@ -333,68 +324,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("lab", help="lab id, e.g. lab1")
     grade.add_argument("submissions", help="folder of .ipynb files, or a .zip from the LMS")
     grade.add_argument("--out", required=True, help="folder for grades.csv, reports, feedback")
-    grade.add_argument("--db", help="gradebook SQLAlchemy URL (default: SQLite in the course folder; "
-                       "postgresql://... needs the postgres extra)")
-    grade.add_argument("--course-dir", type=Path,
-                       help="nbgrader course folder (default: OUT/nbgrader)")
-    grade.add_argument("--seed", help="seed of the hidden tests' inputs (default: random)")
     grade.add_argument("--seed-file", type=Path,
                        help="read --seed from this file (off the command line: `slurm` uses it)")
-    grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
-                       help=f"seconds one cell may run (default {CELL_TIMEOUT_S})")
-    grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT_S,
-                       help=f"seconds the whole notebook may run (default {NOTEBOOK_TIMEOUT_S})")
-    grade.add_argument("--jobs", type=int, default=None,
-                       help="submissions graded at once (default: the number of cores)")
-    grade.add_argument("--regrade", action="store_true",
-                       help="grade everyone again, even those an earlier run in OUT finished")
-    grade.add_argument("--shard", metavar="K/N",
-                       help="grade only part K of N of the class (sorted by student id; "
-                            "needs --seed); join the parts with `merge`")
-    grade.add_argument("--kernels", choices=KERNELS, default=GradingOptions.kernels,
-                       help="fork each student kernel, libraries already imported, into its "
-                            "sandbox (default), or start a fresh Python for each")
-    grade.add_argument("--run-demos", action="store_true",
-                       help="also run the provided cells that only demonstrate (marked "
-                            "grading=\"skip\" in the lab's source; they grade nothing and "
-                            "are skipped by default)")
     term = grade.add_argument_group(
         "the term", "roster, deadlines, overrides and similarity (docs/instructors.md, "
                     "\"A term with the kit\")")
-    term.add_argument("--roster", type=Path,
-                      help="the class list your LMS exports (Canvas gradebook CSV, Moodle "
-                           "grading worksheet or gradebook export, or a CSV with student_id, "
-                           "name, email): every enrolled student gets a row, files that match "
-                           "no one are listed, not graded")
-    term.add_argument("--course", type=Path, metavar="COURSE_TOML",
-                      help="course settings with [deadlines] and [late] (default: the kit's "
-                           "course.toml)")
-    term.add_argument("--times", type=Path,
-                      help="CSV student_id,submitted_at: submission times (instead of those "
-                           "the download carries)")
-    term.add_argument("--extensions", type=Path,
-                      help="CSV student_id,lab,due or student_id,lab,days (default: "
-                           "course.toml's [late] extensions)")
-    term.add_argument("--overrides", type=Path,
-                      help="CSV student_id,exercise,score,note,by: your scores and notes "
-                           "(default: OUT/overrides.csv when it exists)")
-    term.add_argument("--only", action="append", metavar="STUDENT",
-                      help="grade only this student again (repeat, or give a,b,c); the others "
-                           "keep their saved results")
-    term.add_argument("--no-similarity", action="store_true",
-                      help="do not compare the answers pairwise after grading")
-    term.add_argument("--similar-to", type=Path, metavar="FOLDER",
-                      help="also compare with these notebooks or .py files (earlier terms, "
-                           "public solutions)")
-    term.add_argument("--similarity-threshold", type=float, metavar="SHARE",
-                      help="list pairs from this similarity on (0-1; rarity-weighted shared "
-                           "code, default 0.25)")
-    grade.add_argument("--unsandboxed", action="store_true",
-                       help="grade even where neither bubblewrap nor a user of its own per "
-                            "kernel can isolate the students' notebooks (they could then read "
-                            "the hidden tests and other students' files); without it such a "
-                            "run refuses to start")
-    grade.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_arguments(grade, "grade", {"term": term})
     grade.set_defaults(func=_grade)
 
     merge = commands.add_parser(
@@ -402,10 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("lab", help="lab id, e.g. lab1")
     merge.add_argument("shards", nargs="+", help="the OUT folder of each shard")
     merge.add_argument("--out", required=True, help="a new folder for the whole class")
-    merge.add_argument("--db", help="gradebook SQLAlchemy URL (default: SQLite in the course folder; "
-                       "postgresql://... needs the postgres extra)")
-    merge.add_argument("--course-dir", type=Path,
-                       help="nbgrader course folder (default: OUT/nbgrader)")
+    add_arguments(merge, "merge")
     merge.add_argument("--allow-missing", action="store_true",
                        help="merge even when a shard or a student's result is missing")
     merge.set_defaults(func=_merge)
@@ -519,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ValueError as error:
-        from autograder.grader.reports import clean_text
+        from autograder.text import clean_text
 
         print(f"error: {clean_text(error)}", file=sys.stderr)
         return 2

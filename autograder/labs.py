@@ -164,17 +164,30 @@ def public_settings(**override: str):
         _public_override.reset(token)
 
 
+def read_course_file(path: Path | None = None) -> dict:
+    """A course.toml parsed: the kit's (None), or the one an instructor gives
+    (`grade --course`). The one place a course file is read.
+
+    Raises:
+        LabDefinitionError (a ValueError): the file is missing or not TOML,
+            saying which and how to fix it.
+    """
+    path = Path(path) if path else KIT_ROOT / "course.toml"
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise LabDefinitionError(
+            f"The course settings {path} do not exist: give the course.toml with the course's "
+            f"settings (public repository, deadlines and late policy).") from None
+    except tomllib.TOMLDecodeError as error:
+        raise LabDefinitionError(f"{path} is not valid TOML: {error}. Fix that line.") from None
+
+
 def course_settings() -> dict:
     """The parsed course.toml of the kit (with the public_settings() override)."""
     path = KIT_ROOT / "course.toml"
-    try:
-        with open(path, "rb") as handle:
-            settings = tomllib.load(handle)
-    except FileNotFoundError:
-        raise LabDefinitionError(f"{path} is missing: the kit's course settings (course id, "
-                                 "title, public repository) live there.") from None
-    except tomllib.TOMLDecodeError as error:
-        raise LabDefinitionError(f"{path} is not valid TOML: {error}. Fix that line.") from None
+    settings = read_course_file(path)
     public = settings.setdefault("public", {})
     public.update(_public_override.get() or {})
     missing = [key for key in ("repository", "ref") if not public.get(key)]

@@ -88,7 +88,7 @@ def test_the_bundle_is_laid_out_as_gradescope_takes_it(bundle):
     assert settings["python"] == f"{sys.version_info.major}.{sys.version_info.minor}"
     assert "kit/requirements.lock" in names and "kit/tools.lock" in names
     assert "kit/solutions/lab1/lab1_attention.py" in names  # the hidden tests' source
-    assert "kit/autograder/grader/grade.py" in names and "kit/student/pyproject.toml" in names
+    assert "kit/autograder/pipeline.py" in names and "kit/student/pyproject.toml" in names
     assert not [n for n in names if n.startswith(("kit/tests/", "kit/data/", "kit/.venv"))
                 or "__pycache__" in n or ".egg-info" in n]
 

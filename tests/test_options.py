@@ -65,3 +65,27 @@ def test_the_command_line_refuses_a_wrong_option_before_grading(tmp_path, capsys
                  "--jobs", "0"])
     assert code == 2 and "--jobs 0" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_each_option_is_declared_once_and_the_flags_are_built_from_it():
+    from dataclasses import fields
+
+    from autograder.cli import build_parser, grading_options
+    from autograder.grader.options import GradingOptions
+
+    parser = build_parser()
+    defaults = grading_options(parser.parse_args(["grade", "lab1", "subs", "--out", "o"]))
+    # Every option has its flag, and the flags' defaults are the options' own.
+    assert defaults == GradingOptions()
+    grade_help = parser.parse_args(["grade", "lab1", "s", "--out", "o"])
+    for item in fields(GradingOptions):
+        assert item.metadata["flag"].startswith("--") and item.metadata["help"]
+        assert hasattr(grade_help, item.name), item.name
+    given = grading_options(parser.parse_args(
+        ["grade", "lab1", "s", "--out", "o", "--quiet", "--no-similarity", "--only", "a,b",
+         "--only", "c", "--course", "c.toml", "--jobs", "3", "--seed", "x"]))
+    assert (given.progress, given.similarity, given.only, given.course_file, given.jobs,
+            given.seed) == (False, False, ("a", "b", "c"), Path("c.toml"), 3, "x")
+    merged = grading_options(parser.parse_args(["merge", "lab1", "a", "b", "--out", "o",
+                                                "--db", "sqlite:///x.db"]))
+    assert merged.db_url == "sqlite:///x.db"

@@ -31,7 +31,7 @@ def test_environment_yml_takes_every_pin_from_pyproject(root):
     lines = [line.strip() for line in (root / "environment.yml").read_text().splitlines()
              if line.strip() and not line.strip().startswith("#")]
     pip = lines[lines.index("- pip:") + 1:]
-    assert pip == ["- -e ./student", '- -e ".[dev,postgres]"'], pip
+    assert pip == ["- -e ./student", '- -e ".[dev,postgres]"', "- -c constraints.txt"], pip
     assert '-e ".[dev,postgres]"' in (root / "Makefile").read_text()
 
 
@@ -52,6 +52,28 @@ def test_makefile_lints_before_the_suite_and_installs_the_postgres_extra(root):
     test_rule = next(line for line in makefile.splitlines() if line.startswith("test:"))
     assert "lint" in test_rule.split(":", 1)[1].split(), test_rule
     assert '-e ".[dev,postgres]"' in makefile
+
+
+def test_constraints_pin_the_installed_environment(root):
+    # constraints.txt pins every package make env installs (make constraints
+    # refreshes it): each pin names one exact version, the one installed here,
+    # and it satisfies pyproject.toml's ranges (checked by the test below).
+    from importlib.metadata import PackageNotFoundError, version
+
+    pins = [line.strip() for line in (root / "constraints.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    assert len(pins) > 50 and all("==" in pin for pin in pins), pins[:5]
+    wrong = []
+    for pin in pins:
+        name, wanted = pin.split("==", 1)
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            installed = None
+        if installed != wanted:
+            wrong.append(f"{pin} (installed: {installed})")
+    assert not wrong, f"make env installs the pins; or refresh them (make constraints): {wrong}"
+    assert "-c constraints.txt" in (root / "Makefile").read_text()
 
 
 def test_the_installed_packages_satisfy_pyproject(root):
@@ -219,3 +241,28 @@ def test_readme_is_short_and_its_links_lead_somewhere(root):
                 continue
             assert (text_path.parent / target).exists(), (
                 f"{text_path.relative_to(root)} links to {target}, which does not exist")
+
+
+#: Which package of the kit may import which (issue 33): the grader grades, the
+#: term makes the rows of record above it, the entry point calls both. A module
+#: of a lower layer never imports a higher one, not even inside a function.
+LAYERS = {
+    "autograder/grader": ("autograder.term", "autograder.pipeline", "autograder.cli"),
+    "autograder/testkernel": ("autograder.grader", "autograder.term", "autograder.pipeline"),
+    "autograder/term": ("autograder.pipeline", "autograder.cli"),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(LAYERS))
+def test_no_package_imports_back_into_the_one_that_calls_it(root, folder):
+    import ast
+
+    found = []
+    for path in sorted((root / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                if name.startswith(LAYERS[folder]):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} imports {name}")
+    assert not found, "\n".join(found)

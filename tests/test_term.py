@@ -450,7 +450,7 @@ def test_a_gradescope_export_carries_its_own_submission_times(tmp_path):
 
 
 def test_a_remembered_term_file_that_is_gone_is_a_clear_error(tmp_path):
-    from autograder.grader.grade import remembered_term
+    from autograder.pipeline import remembered_term
     from autograder.grader.options import GradingOptions
 
     roster = tmp_path / "roster.csv"

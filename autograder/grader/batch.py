@@ -22,10 +22,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.grader import course, intake, reports
+from autograder.grader import course, intake
 from autograder.grader.submissions import Submission, collect
 from autograder.grader.options import GradingOptions, seed_check
-from autograder.grader.reports import clean_text
+from autograder.text import clean_text
 from autograder.grader.results import ExerciseResult, SubmissionResult
 from autograder.grader.source import skipped_when_grading
 from autograder.grader.worker import WorkerSetup, lab_points, start_worker, work
@@ -135,63 +135,14 @@ class ClassGradebook:
                 grade.needs_manual_grade = False
             gradebook.db.commit()
 
-    def write_reports(self, results: list[SubmissionResult],
-                      hints: dict[str, str] | None = None, term=None, collected=None,
-                      options: GradingOptions | None = None
-                      ) -> tuple[list[SubmissionResult], dict]:
-        """The rows of record and the files written: grades.csv, exercises.csv,
-        feedback, report.html and class.json in OUT.
+    def points_of(self, results: list[SubmissionResult]) -> dict[str, float]:
+        """Exercise -> points: the gradebook's, or as the results say (when the
+        gradebook was not opened)."""
+        return self.points or _points_of(results)
 
-        ``hints``: the lab's unless given. ``term``: the instructor's rules
-        (autograder.term.apply.Term; none without it); ``collected``: what the
-        download held (submission times, files that match no one);
-        ``options``: whether and how to compare the answers.
-        """
-        from autograder.term.apply import Term, report_term
-        from autograder.term.model import write_class
-
-        if hints is None:
-            hints = self.lab.hints()
-        term = term or Term(self.lab.id)
-        submissions = {s.student_id: s for s in collected.submissions} if collected else {}
-        points = self.points or _points_of(results)
-        rows, notes = term.apply(results, submissions, points,
-                                 whole_class=not (options and options.shard),
-                                 held=collected.held if collected else None)
-        for note in notes:
-            print(f"Term: {clean_text(note)}", file=sys.stderr)
-        summary = report_term(term, rows, collected, notes)
-        summary["isolation"] = self.isolation
-        similar = None
-        if options and options.similarity:
-            try:
-                similar = self._similar(rows, options)
-            except Exception as error:  # noqa: BLE001 - it flags; it never stops the reports
-                summary["notes"].append(f"the similarity check did not run: "
-                                        f"{type(error).__name__}: {error}")
-        paths = reports.write_reports(rows, self.out_dir, self.lab.title, hints, summary,
-                                      similar)
-        paths.update(reports.write_unmatched(summary["unmatched"], self.out_dir))
-        write_class(self.out_dir, self.lab.id, self.lab.title,
-                    term.class_rows(rows, submissions, reports.feedback_names(rows)),
-                    isolation=self.isolation, **term.class_facts(rows))
-        return rows, paths
-
-    def _similar(self, rows: list[SubmissionResult], options: GradingOptions):
-        """Pairs of similar answers among the graded notebooks (None: fewer than two)."""
-        from autograder.term import similarity
-
-        notebooks = {}
-        for row in rows:
-            path = self.root / "submitted" / row.student_id / self.lab.id / \
-                f"{self.lab.notebook}.ipynb"
-            if row.source_name and path.is_file():
-                notebooks[row.student_id] = path
-        if len(notebooks) < 2 and not options.similar_to:
-            return None
-        extra = ({"threshold": options.similarity_threshold}
-                 if options.similarity_threshold is not None else {})
-        return similarity.find_similar(self.lab, notebooks, options.similar_to, **extra)
+    def notebook_path(self, student_id: str) -> Path:
+        """Where the class's course folder keeps ``student_id``'s graded notebook."""
+        return self.root / "submitted" / student_id / self.lab.id / f"{self.lab.notebook}.ipynb"
 
     def _result_path(self, student_id: str) -> Path:
         return self.out_dir / "results" / f"{student_id}.json"
@@ -210,7 +161,7 @@ class Grader:
     def __init__(self, lab_id: str, out_dir: Path, options: GradingOptions):
         self.lab = get_lab(lab_id)
         self.options = options
-        # The instructor's seed, or a fresh secret one (autograder.grader.grade).
+        # The instructor's seed, or a fresh secret one (autograder.pipeline).
         self.seed = options.seed or secrets.token_hex(16)
         self.gradebook = ClassGradebook(
             self.lab, out_dir, options,

@@ -1,7 +1,7 @@
 """How a class is graded: every option of `grade` and `merge`, checked once.
 
 The command line (autograder.cli) builds one `GradingOptions` from its
-arguments and hands it on: to `grade` (autograder.grader.grade), the batch
+arguments and hands it on: to `grade` (autograder.pipeline), the batch
 (autograder.grader.batch.Grader), its worker processes
 (autograder.grader.worker) and, through nbgrader's configuration, the
 Execute step (autograder.grader.execute). Each default is written here
@@ -19,7 +19,7 @@ import hashlib
 import os
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S
@@ -30,6 +30,22 @@ KERNELS = ("fork", "fresh")
 
 #: PBKDF2 rounds of seed_check: a guessed seed costs this many hashes.
 SEED_CHECK_ROUNDS = 200_000
+
+
+def option(default, flag: str, help: str, *, group: str = "run", merge: bool = False,
+           invert: bool = False, **argparse_options):
+    """A field of GradingOptions with its command-line flag, declared once.
+
+    ``help`` is the flag's help; ``group`` "term" puts it under grade's "the
+    term" heading; ``merge``: `merge` takes it too; ``invert``: a flag that
+    turns the (true) default off (``--quiet`` for ``progress``). Other
+    keywords go to argparse (``type``, ``choices``, ``metavar``, ``action``).
+    autograder.cli builds grade's and merge's flags from these, and the
+    options from the flags (``add_arguments``, ``from_arguments``).
+    """
+    return field(default=default, metadata={
+        "flag": flag, "help": help, "group": group, "merge": merge, "invert": invert,
+        "argparse": argparse_options})
 
 
 @dataclass(frozen=True)
@@ -44,7 +60,7 @@ class GradingOptions:
             autograder.limits' SETUP_CELL_TIMEOUT_S).
         notebook_timeout: seconds the whole notebook may run.
         seed: the hidden tests' inputs' seed (None: a fresh secret one each
-            run, written nowhere: autograder.grader.grade).
+            run, written nowhere: autograder.pipeline).
         regrade: grade everyone again, even those an earlier run into the
             same OUT finished.
         run_demos: also run the provided cells that only demonstrate
@@ -73,27 +89,68 @@ class GradingOptions:
             instructor's explicit word: autograder.grader.sandbox.choose_isolation).
     """
 
-    jobs: int | None = None
-    cell_timeout: int = CELL_TIMEOUT_S
-    notebook_timeout: int = NOTEBOOK_TIMEOUT_S
-    seed: str | None = None
-    regrade: bool = False
-    run_demos: bool = False
-    kernels: str = "fork"
-    db_url: str | None = None
-    course_dir: Path | None = None
-    shard: tuple[int, int] | None = None
-    progress: bool = True
-    only: tuple[str, ...] = ()
-    course_file: Path | None = None
-    roster: Path | None = None
-    times: Path | None = None
-    extensions: Path | None = None
-    overrides: Path | None = None
-    similarity: bool = True
-    similar_to: Path | None = None
-    similarity_threshold: float | None = None
-    unsandboxed: bool = False
+    jobs: int | None = option(
+        None, "--jobs", "submissions graded at once (default: the number of cores)", type=int)
+    cell_timeout: int = option(
+        CELL_TIMEOUT_S, "--cell-timeout", f"seconds one cell may run (default {CELL_TIMEOUT_S})",
+        type=int)
+    notebook_timeout: int = option(
+        NOTEBOOK_TIMEOUT_S, "--notebook-timeout",
+        f"seconds the whole notebook may run (default {NOTEBOOK_TIMEOUT_S})", type=int)
+    seed: str | None = option(None, "--seed",
+                              "seed of the hidden tests' inputs (default: random)")
+    regrade: bool = option(
+        False, "--regrade", "grade everyone again, even those an earlier run in OUT finished")
+    run_demos: bool = option(
+        False, "--run-demos", "also run the provided cells that only demonstrate (marked "
+        "grading=\"skip\" in the lab's source; they grade nothing and are skipped by default)")
+    kernels: str = option(
+        "fork", "--kernels", "fork each student kernel, libraries already imported, into its "
+        "sandbox (default), or start a fresh Python for each", choices=KERNELS)
+    db_url: str | None = option(
+        None, "--db", "gradebook SQLAlchemy URL (default: SQLite in the course folder; "
+        "postgresql://... needs the postgres extra)", merge=True, metavar="URL")
+    course_dir: Path | None = option(
+        None, "--course-dir", "nbgrader course folder (default: OUT/nbgrader)", merge=True,
+        type=Path)
+    shard: tuple[int, int] | None = option(
+        None, "--shard", "grade only part K of N of the class (sorted by student id; needs "
+        "--seed); join the parts with `merge`", metavar="K/N")
+    progress: bool = option(True, "--quiet", "no progress bar", invert=True)
+    only: tuple[str, ...] = option(
+        (), "--only", "grade only this student again (repeat, or give a,b,c); the others keep "
+        "their saved results", group="term", action="append", metavar="STUDENT")
+    course_file: Path | None = option(
+        None, "--course", "course settings with [deadlines] and [late] (default: the kit's "
+        "course.toml)", group="term", type=Path, metavar="COURSE_TOML")
+    roster: Path | None = option(
+        None, "--roster", "the class list your LMS exports (Canvas gradebook CSV, Moodle "
+        "grading worksheet or gradebook export, or a CSV with student_id, name, email): every "
+        "enrolled student gets a row, files that match no one are listed, not graded",
+        group="term", type=Path)
+    times: Path | None = option(
+        None, "--times", "submission times: a CSV student_id,submitted_at, or the JSON of "
+        "Canvas's submissions API (instead of what the download carries)", group="term",
+        type=Path)
+    extensions: Path | None = option(
+        None, "--extensions", "CSV student_id,lab,due or student_id,lab,days (default: "
+        "course.toml's [late] extensions)", group="term", type=Path)
+    overrides: Path | None = option(
+        None, "--overrides", "CSV student_id,exercise,score,note,by: your scores and notes "
+        "(default: OUT/overrides.csv when it exists)", group="term", type=Path)
+    similarity: bool = option(True, "--no-similarity",
+                              "do not compare the answers pairwise after grading",
+                              group="term", invert=True)
+    similar_to: Path | None = option(
+        None, "--similar-to", "also compare with these notebooks or .py files (earlier terms, "
+        "public solutions)", group="term", type=Path, metavar="FOLDER")
+    similarity_threshold: float | None = option(
+        None, "--similarity-threshold", "list pairs from this similarity on (0-1; "
+        "rarity-weighted shared code, default 0.25)", group="term", type=float, metavar="SHARE")
+    unsandboxed: bool = option(
+        False, "--unsandboxed", "grade even where neither bubblewrap nor a user of its own per "
+        "kernel can isolate the students' notebooks (they could then read the hidden tests and "
+        "other students' files); without it such a run refuses to start")
 
     def __post_init__(self):
         if self.jobs is not None and (not _is_int(self.jobs) or self.jobs < 1):
@@ -179,3 +236,53 @@ def seed_check(seed: str, lab_id: str) -> str:
     return hashlib.pbkdf2_hmac("sha256", seed.encode("utf-8", "surrogatepass"),
                                f"labkit seed check {lab_id}".encode(),
                                SEED_CHECK_ROUNDS).hex()
+
+
+#: The instructor's files of a term, by option: `grade` reads them, a run into
+#: OUT remembers them (autograder.pipeline.remembered_term), `slurm` and
+#: `kubernetes` pass them on to every shard and the merge.
+TERM_FILES = ("roster", "course_file", "times", "extensions", "overrides")
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of option ``name`` ("course_file" -> "--course")."""
+    return {item.name: item for item in fields(GradingOptions)}[name].metadata["flag"]
+
+
+def add_arguments(parser, command: str, groups: dict | None = None) -> None:
+    """Add the flags of `command` ("grade" or "merge") to ``parser``, each from
+    its declaration (`option`); ``groups`` maps a group name to an argparse
+    argument group."""
+    for item in fields(GradingOptions):
+        meta = item.metadata
+        if command == "merge" and not meta["merge"]:
+            continue
+        target = (groups or {}).get(meta["group"], parser)
+        extra = dict(meta["argparse"])
+        if item.type == "bool" or isinstance(item.default, bool):
+            extra.setdefault("action", "store_true")
+        elif "action" not in extra:
+            extra.setdefault("default", item.default)
+        target.add_argument(meta["flag"], dest=item.name, help=meta["help"], **extra)
+
+
+def from_arguments(args, **given) -> GradingOptions:
+    """The options of the flags ``add_arguments`` added, checked
+    (GradingOptions says what is wrong); ``given`` wins (a seed read from a file)."""
+    values = {}
+    for item in fields(GradingOptions):
+        if not hasattr(args, item.name):
+            continue
+        value = getattr(args, item.name)
+        if item.metadata["invert"]:
+            value = not value
+        elif item.name == "only":
+            value = tuple(value or ())
+        values[item.name] = value
+    values.update(given)
+    return GradingOptions(**values)
+
+
+#: The same, by flag name without its dashes ("course"): how `slurm` and
+#: `kubernetes` name them.
+TERM_FLAGS = tuple(flag_of(name).removeprefix("--") for name in TERM_FILES)

@@ -54,6 +54,8 @@ import jinja2
 from markupsafe import Markup
 
 from autograder.grader.results import GRADED, NO_SUBMISSION, SubmissionResult
+from autograder.text import (clean_text, csv_text, format_score, late_by, late_hours,
+                            safe_filename, unique_name)
 
 __all__ = [
     "clean_text",
@@ -79,78 +81,6 @@ STATUS_WIDTH = 60
 # Small helpers
 # --------------------------------------------------------------------------
 
-# ECMA-48 sequences, 7-bit (ESC ...) and 8-bit (C1) forms: CSI with its
-# parameters; OSC, DCS, SOS, PM and APC up to their terminator (BEL or ST),
-# or to the end of the text when unterminated (as a terminal would swallow
-# it); any other two-or-three-character escape.
-_CONTROL_SEQUENCE = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -/]*[0-~]?"
-)
-# What is left of C0 and C1 (newline and tab kept where ``keep_lines``), and
-# the bidirectional overrides that make a file name read as another.
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def clean_text(value, keep_lines: bool = True) -> str:
-    r"""``value`` as text that is safe to print or write: no control sequence.
-
-    Terminal control sequences and other control characters are removed
-    (newline and tab stay when ``keep_lines``, else they become spaces); a
-    surrogate (a file name byte that is not UTF-8) becomes U+FFFD, so that
-    any text can be written as UTF-8.
-
-    >>> clean_text("a\x1b[8mb\x1b]0;title\x07c\r\n")
-    'abc\n'
-    """
-    text = "" if value is None else str(value)
-    text = _CONTROL_CHARACTER.sub("", _CONTROL_SEQUENCE.sub("", text))
-    text = _SURROGATE.sub("\ufffd", text)
-    return text if keep_lines else re.sub(r"[\n\t]", " ", text)
-
-
-def format_score(value) -> str:
-    """A score as ``7`` or ``7.5`` (two decimals at most); "" when missing."""
-    if value is None:
-        return ""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return ""
-    if not math.isfinite(number):
-        return ""
-    text = f"{number:.2f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
-def late_hours(seconds: float) -> str:
-    """Hours late with two decimals ("" when on time)."""
-    return f"{seconds / 3600:.2f}" if seconds and seconds > 0 else ""
-
-
-def late_by(seconds: float) -> str:
-    """How late, in words ("1 day 2 h"; "" when on time)."""
-    from autograder.term.late import describe
-
-    return describe(seconds) if seconds and seconds > 0 else ""
-
-
-def _csv_text(value) -> str:
-    """Text for a CSV cell that a spreadsheet will not run as a formula."""
-    text = clean_text(value)
-    if text and text[0] in "=+-@\t\r":
-        return "'" + text
-    return text
-
-
-def _safe_filename(student_id: str) -> str:
-    """A file name for ``student_id`` that stays inside the feedback folder."""
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", student_id or "").lstrip(".")
-    return name or "student"
-
-
 def _sorted(results: list[SubmissionResult]) -> list[SubmissionResult]:
     return sorted(results, key=lambda r: (r.student_id, r.source_name))
 
@@ -174,11 +104,11 @@ def write_grades_csv(results: list[SubmissionResult], path: Path) -> Path:
         writer.writerow(GRADES_COLUMNS)
         for r in _sorted(results):
             raw = r.raw_score if r.raw_score is not None else r.score
-            writer.writerow([_csv_text(r.student_id), _csv_text(r.name), _csv_text(r.lab),
+            writer.writerow([csv_text(r.student_id), csv_text(r.name), csv_text(r.lab),
                              format_score(r.score), format_score(r.max_score), format_score(raw),
                              late_hours(r.late_seconds), format_score(r.penalty),
-                             _csv_text(r.status), _csv_text(r.source_name),
-                             _csv_text(r.submitted_at), _csv_text(" | ".join(r.notes))])
+                             csv_text(r.status), csv_text(r.source_name),
+                             csv_text(r.submitted_at), csv_text(" | ".join(r.notes))])
     return path
 
 
@@ -190,9 +120,9 @@ def write_exercises_csv(results: list[SubmissionResult], path: Path) -> Path:
         writer.writerow(EXERCISES_COLUMNS)
         for r in _sorted(results):
             for x in r.exercises:
-                writer.writerow([_csv_text(r.student_id), _csv_text(r.lab), _csv_text(x.exercise),
+                writer.writerow([csv_text(r.student_id), csv_text(r.lab), csv_text(x.exercise),
                                  format_score(x.score), format_score(x.max_score),
-                                 _csv_text(x.message)])
+                                 csv_text(x.message)])
     return path
 
 
@@ -460,8 +390,8 @@ def write_unmatched(unmatched: list[dict], out_dir: Path) -> dict[str, Path]:
         writer.writerow(UNMATCHED_COLUMNS)
         for found in unmatched:
             for name in found["files"]:
-                writer.writerow([_csv_text(name), _csv_text(found["who"]),
-                                 _csv_text(found["reason"])])
+                writer.writerow([csv_text(name), csv_text(found["who"]),
+                                 csv_text(found["reason"])])
     return {"unmatched.csv": path}
 
 
@@ -472,18 +402,9 @@ def feedback_names(results: list[SubmissionResult]) -> dict[str, str]:
     names = {}
     for result in _sorted(results):
         if result.status != NO_SUBMISSION:
-            name = _unique_name(_safe_filename(result.student_id), used)
+            name = unique_name(safe_filename(result.student_id), used)
             names[result.student_id] = f"feedback/{name}.html"
     return names
-
-
-def _unique_name(name: str, used: set[str]) -> str:
-    candidate, number = name, 2
-    while candidate.lower() in used:  # case-insensitive file systems
-        candidate = f"{name}-{number}"
-        number += 1
-    used.add(candidate.lower())
-    return candidate
 
 
 def write_gradebook_table(results: list[SubmissionResult]) -> str:

@@ -1,7 +1,7 @@
 """A class graded in parts on several machines, and the parts merged.
 
 ``grade --shard K/N --seed S`` grades every N-th student from the K-th on
-(autograder.grader.batch.Grader) into its own OUT; `merge` joins those OUT
+(autograder.grader.batch.Grader) into its own OUT; `merge` (autograder.pipeline) joins those OUT
 folders into the one an unsharded run would have written. Every shard
 must grade with the same seed (the same hidden inputs): OUT keeps only a
 slow hash of it, `seed_check`, which `merge` compares. `parse_shard` and
@@ -19,7 +19,7 @@ from autograder.grader.options import GradingOptions, parse_shard, seed_check
 from autograder.grader.results import SubmissionResult
 from autograder.labs import get_lab
 
-__all__ = ["merge", "parse_shard", "read_shard", "seed_check"]
+__all__ = ["merge_shards", "parse_shard", "read_shard", "seed_check"]
 
 
 def read_shard(folder: Path, lab_id: str) -> tuple[dict, dict[str, dict]]:
@@ -44,15 +44,16 @@ def read_shard(folder: Path, lab_id: str) -> tuple[dict, dict[str, dict]]:
     return run, saved
 
 
-def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path,
-          options: GradingOptions | None = None, allow_missing: bool = False,
-          ) -> tuple[list[SubmissionResult], dict]:
-    """Merge the OUT folders of `grade --shard K/N` runs into one class's OUT.
+def merge_shards(lab_id: str, shard_dirs: list[Path], out_dir: Path,
+                 options: GradingOptions | None = None, allow_missing: bool = False,
+                 ) -> tuple[ClassGradebook, list[SubmissionResult]]:
+    """Merge the OUT folders of `grade --shard K/N` runs into one class's
+    gradebook, and return it with every student's results.
 
-    The merged folder is what one unsharded run would have written: one
-    gradebook with every student (SQLite, or ``options.db_url``), the
-    autograded notebooks, results/, grades.csv, exercises.csv, feedback and
-    report. Refuses shards of another lab, graded with different seeds, that
+    The merged folder is what one unsharded run would have written before
+    its reports (autograder.pipeline.merge writes them): one gradebook with
+    every student (SQLite, or ``options.db_url``), the autograded notebooks
+    and results/. Refuses shards of another lab, graded with different seeds, that
     overlap with different answers, or (unless ``allow_missing``) a class
     with a shard or a student missing.
     """
@@ -82,7 +83,7 @@ def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path,
         gradebook.save(entry["sha256"], result, entry.get("grades", {}),
                        entry.get("timings", {}))
         results.append(result)
-    return gradebook.write_reports(results)
+    return gradebook, results
 
 
 def merged_isolation(runs: list[dict]) -> dict | None:

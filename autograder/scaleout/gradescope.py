@@ -479,7 +479,7 @@ def _grade(root: Path, lab_id: str, visibility: Visibility) -> tuple[dict, dict]
     Raises:
         SandboxUnavailable: no isolation layer can run here (`grade` refuses).
     """
-    from autograder.grader.grade import grade
+    from autograder.pipeline import grade
     from autograder.grader.options import GradingOptions
     from autograder.labs import get_lab
 
@@ -510,7 +510,7 @@ def results_json(lab, row, hints: dict[str, str], visibility: Visibility) -> dic
 
     `run` adds ``extra_data["isolation"]``, the isolation of the student's kernel.
     """
-    from autograder.grader.reports import clean_text, format_score
+    from autograder.text import clean_text, format_score
     from autograder.grader.results import GRADED
 
     if row is None:

@@ -38,8 +38,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: The term's options of `grade` a Slurm run passes on (autograder.cli).
-TERM_OPTIONS = ("roster", "course", "times", "extensions", "overrides")
+from autograder.grader.options import TERM_FLAGS
+
+#: The term's options of `grade` a Slurm run passes on, by flag name (declared
+#: once, with the options: autograder.grader.options).
+TERM_OPTIONS = TERM_FLAGS
 
 
 @dataclass

@@ -25,7 +25,6 @@ import copy
 import dataclasses
 import datetime
 import difflib
-import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -89,18 +88,10 @@ class Term:
                 and how to fix it (an extension of a lab the kit does not
                 have included).
         """
-        from autograder.labs import KIT_ROOT, LABS
+        from autograder.labs import KIT_ROOT, LABS, read_course_file
 
         course_file = Path(course_file) if course_file else KIT_ROOT / "course.toml"
-        try:
-            with open(course_file, "rb") as handle:
-                settings = tomllib.load(handle)
-        except FileNotFoundError:
-            raise ValueError(f"The course settings {course_file} do not exist; give the "
-                             f"course.toml with the deadlines and late policy.") from None
-        except tomllib.TOMLDecodeError as error:
-            raise ValueError(f"{course_file} is not valid TOML: {error}. Fix that line.") \
-                from None
+        settings = read_course_file(course_file)
         policy = late.LatePolicy.from_settings(settings.get("deadlines", {}),
                                                settings.get("late", {}), course_file.parent)
         term = cls(lab_id, policy=policy)

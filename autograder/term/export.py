@@ -170,7 +170,7 @@ Who takes the late penalty (``late``)
     student holding their ``feedback.html``.
 
 In every file, scores are written like reports.format_score (``7``,
-``7.5``), every text cell the kit writes passes through reports._csv_text (no
+``7.5``), every text cell the kit writes passes through reports.csv_text (no
 spreadsheet formula, no control character), a student with status "no
 submission" gets 0 and no feedback file, and a feedback page that is missing
 (or names a path outside OUT) is listed in ``skipped`` instead.
@@ -187,8 +187,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grader.reports import (_csv_text, _safe_filename, _unique_name, clean_text,
-                                       format_score)
+from autograder.text import clean_text, csv_text, format_score, safe_filename, unique_name
 from autograder.term.model import ClassRow, read_class
 
 __all__ = ["Exported", "export", "feedback_text", "feedback_html", "canvas_assignment",
@@ -588,7 +587,7 @@ def _canvas_student_cell(row: ClassRow, user_id: str, exported: Exported) -> str
     """The Student cell of a row: the name, unless Canvas would read that row as
     its points row (or the name is empty); then "Student <user id>", which
     Canvas never reads, finding the student by the ID column."""
-    name = _csv_text(row.student.name)
+    name = csv_text(row.student.name)
     if name.strip() and not CANVAS_POINTS_CELL.search(name):
         return name
     cell = f"Student {user_id}"
@@ -661,9 +660,9 @@ def _canvas(out_dir: Path, rows: list[ClassRow], assignment: str, dest: Path,
     for row in rows:
         ids = row.student.lms_ids
         user_id = str(ids["id"]).strip()
-        table.append([_canvas_student_cell(row, user_id, exported), _csv_text(user_id),
-                      _csv_text(ids.get("sis_user_id", "")), _csv_text(ids.get("sis_login_id", "")),
-                      _csv_text(row.student.section), _score(row, _value(row, exported.late))])
+        table.append([_canvas_student_cell(row, user_id, exported), csv_text(user_id),
+                      csv_text(ids.get("sis_user_id", "")), csv_text(ids.get("sis_login_id", "")),
+                      csv_text(row.student.section), _score(row, _value(row, exported.late))])
         page = _feedback_page(out_dir, row, exported)
         if page is None:
             continue
@@ -676,7 +675,7 @@ def _canvas(out_dir: Path, rows: list[ClassRow], assignment: str, dest: Path,
                                      "Canvas's Download Submissions): upload its page by hand"))
             continue
         members.append((f"{_canvas_name(row)}_{user_id}_{file_id}_feedback.html", page))
-    header = CANVAS_COLUMNS + [_csv_text(assignment)]
+    header = CANVAS_COLUMNS + [csv_text(assignment)]
     exported.files["grades.csv"] = _write_csv(dest / "grades.csv", header, table)
     exported.files["feedback.zip"] = _zip(dest / "feedback.zip", members)
     exported.grades, exported.feedback = len(rows), len(members)
@@ -720,7 +719,7 @@ def _moodle_pages(out_dir: Path, rows: list[ClassRow], exported: Exported) -> No
                                      "no Moodle participant id (roster or Moodle download): "
                                      "upload its page by hand"))
             continue
-        folder = _unique_name(f"{name}_{participant}_assignsubmission_file_", used)
+        folder = unique_name(f"{name}_{participant}_assignsubmission_file_", used)
         members.append((f"{folder}/{FEEDBACK_NAME}", page))
     exported.files["feedback.zip"] = _zip(exported.dest / "feedback.zip", members)
     exported.feedback = len(members)
@@ -734,7 +733,7 @@ def _moodle_gradebook(out_dir: Path, rows: list[ClassRow], assignment: str, dest
                     f"Moodle roster that has it (--roster), or export with --moodle-key "
                     f"{'id_number' if moodle_key == 'email' else 'email'}.")
     mangled = [r for r in rows
-               if _csv_text(_moodle_key(r, moodle_key)) != _moodle_key(r, moodle_key)]
+               if csv_text(_moodle_key(r, moodle_key)) != _moodle_key(r, moodle_key)]
     if mangled:
         raise ValueError(
             f"The {column.lower()} of {', '.join(_who(r) for r in mangled)} starts with a "
@@ -742,10 +741,10 @@ def _moodle_gradebook(out_dir: Path, rows: list[ClassRow], assignment: str, dest
             f"written safely it would no longer match in Moodle. Export with --moodle-key "
             f"{'id_number' if moodle_key == 'email' else 'email'}, or correct it in the roster.")
     _refuse_duplicates(rows, lambda r: _moodle_key(r, moodle_key).lower(), column.lower())
-    table = [[_csv_text(row.student.name), _csv_text(_moodle_key(row, moodle_key)),
+    table = [[csv_text(row.student.name), csv_text(_moodle_key(row, moodle_key)),
               _score(row, _value(row, exported.late)),
-              _csv_text(feedback_text(row, exported.late))] for row in rows]
-    header = ["Full name", column, _csv_text(assignment), _csv_text(f"{assignment} (Feedback)")]
+              csv_text(feedback_text(row, exported.late))] for row in rows]
+    header = ["Full name", column, csv_text(assignment), csv_text(f"{assignment} (Feedback)")]
     exported.files["grades.csv"] = _write_csv(dest / "grades.csv", header, table)
     exported.grades = len(rows)
     _moodle_pages(out_dir, rows, exported)
@@ -837,7 +836,7 @@ def _moodle_worksheet(out_dir: Path, rows: list[ClassRow], info: dict, dest: Pat
         filled[participants[id(row)]] = row
         record[at[WORKSHEET_GRADE]] = _score(row, _value(row, exported.late))
         if feedback_at is not None:
-            record[feedback_at] = _csv_text(feedback_html(row, exported.late))
+            record[feedback_at] = csv_text(feedback_html(row, exported.late))
     absent = [row for row in rows if participants[id(row)] not in filled]
     if absent:
         raise ValueError(
@@ -910,16 +909,16 @@ def _plain(out_dir: Path, rows: list[ClassRow], dest: Path, exported: Exported) 
     table, used = [], set()
     for row in rows:
         s = row.student
-        table.append([_csv_text(s.student_id), _csv_text(s.name), _csv_text(s.email),
-                      _csv_text(s.section), _csv_text(row.lab),
+        table.append([csv_text(s.student_id), csv_text(s.name), csv_text(s.email),
+                      csv_text(s.section), csv_text(row.lab),
                       _score(row, _value(row, exported.late)),
                       _score(row, row.raw_score), format_score(row.max_score), _late_hours(row),
-                      format_score(row.penalty), _csv_text(row.status),
-                      _csv_text(row.submitted_at)])
+                      format_score(row.penalty), csv_text(row.status),
+                      csv_text(row.submitted_at)])
         page = _feedback_page(out_dir, row, exported)
         if page is None:
             continue
-        relative = f"feedback/{_unique_name(_safe_filename(s.student_id), used)}.zip"
+        relative = f"feedback/{unique_name(safe_filename(s.student_id), used)}.zip"
         exported.files[relative] = _zip(dest / relative, [(FEEDBACK_NAME, page)])
         exported.feedback += 1
     exported.files["grades.csv"] = _write_csv(dest / "grades.csv", CSV_COLUMNS, table)

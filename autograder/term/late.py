@@ -58,6 +58,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder.term.csvfile import read_rows
+from autograder.text import duration
 
 PERIODS = {"day": 86400, "hour": 3600}
 
@@ -191,15 +192,15 @@ def lateness(policy: LatePolicy, lab: str, submitted: datetime.datetime | None,
         return Lateness(due, submitted)
     if last is not None and submitted > last:
         return Lateness(due, submitted, seconds, 100.0,
-                        f"{describe(seconds)} late, after the last date for credit "
+                        f"{duration(seconds)} late, after the last date for credit "
                         f"({last.isoformat(' ', 'minutes')}): no credit")
     if seconds <= policy.grace_minutes * 60:
         return Lateness(due, submitted, seconds, 0.0,
-                        f"{describe(seconds)} late, within the grace period")
+                        f"{duration(seconds)} late, within the grace period")
     periods = math.ceil(seconds / PERIODS[policy.per])
     percent = min(policy.max_penalty_percent, periods * policy.penalty_percent)
     return Lateness(due, submitted, seconds, percent,
-                    f"{describe(seconds)} late: {periods} {policy.per}{'s' * (periods > 1)} "
+                    f"{duration(seconds)} late: {periods} {policy.per}{'s' * (periods > 1)} "
                     f"at {policy.penalty_percent:g}%, -{percent:g}%")
 
 
@@ -208,16 +209,6 @@ def penalty_points(raw: float, max_score: float, percent: float) -> float:
     return min(raw, max_score * percent / 100.0) if raw > 0 else 0.0
 
 
-def describe(seconds: float) -> str:
-    """``seconds`` as "2 days 3 h", "5 h 10 min", "12 min"."""
-    minutes = int(seconds // 60)
-    days, minutes = divmod(minutes, 1440)
-    hours, minutes = divmod(minutes, 60)
-    if days:
-        return f"{days} day{'s' * (days > 1)} {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min" if minutes else f"{int(seconds)} s"
 
 
 # -- times ----------------------------------------------------------------------

@@ -10,33 +10,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+# Whose a file is: read by the grader's intake, named here with the records it joins.
+from autograder.grader.submissions.identity import Identity
+
 #: The LMSs whose files the kit reads and writes; "csv" is a plain file.
 LMS_KINDS = ("canvas", "moodle", "csv")
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What a submission's path (and the LMS's metadata) says about whose it is.
-
-    Attributes:
-        source: where it was read from: "canvas" (a Canvas bulk-download
-            name), "moodle" (a Moodle participant folder), "gradescope" (a
-            Gradescope export's submission folder), "folder" (a folder per
-            student) or "file" (a file per student).
-        name: the name the LMS wrote ("doejane" for Canvas, "Jane Doe" for
-            Moodle), or the folder or file stem for "folder" and "file".
-        user_id: Canvas's user id, Moodle's participant id, Gradescope's
-            submitter sid ("" when there is none).
-        email: Gradescope's submitter email ("" otherwise).
-        submission_id: Canvas's submission id, Gradescope's ``submission_<n>``,
-            Moodle's participant folder name ("" otherwise).
-    """
-
-    source: str
-    name: str = ""
-    user_id: str = ""
-    email: str = ""
-    submission_id: str = ""
 
 
 @dataclass

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from autograder.grader.reports import clean_text
+from autograder.text import clean_text
 from autograder.grader.submissions.lms import sanitize_id, unique_ids
 from autograder.term.model import Identity, Student
 

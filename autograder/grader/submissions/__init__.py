@@ -37,7 +37,7 @@ from autograder.grader.submissions.lms import (
     parse_gradescope_metadata,
     sanitize_id,
 )
-from autograder.term.model import Identity
+from autograder.grader.submissions.identity import Identity
 
 __all__ = [
     "MAX_ARCHIVE_BYTES",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from autograder.grader.submissions.archives import TooLarge, read_origin, too_large_problem
 from autograder.grader.submissions.lms import LAB_NOTEBOOK, OTHER_LAB, Candidate, Group
-from autograder.term.model import Identity
+from autograder.grader.submissions.identity import Identity
 
 _MAX_LISTED = 5
 

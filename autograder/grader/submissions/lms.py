@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from autograder.grader.submissions.archives import Entry
-from autograder.term.model import Identity
+from autograder.grader.submissions.identity import Identity
 
 _NOISE_PARTS = {"__macosx", "__pycache__"}
 _NOISE_FILES = {"submission_metadata.yml", "thumbs.db", "desktop.ini"}

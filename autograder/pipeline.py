@@ -1,5 +1,10 @@
 """Grade a lab: submissions in, gradebook, CSVs, feedback and report out.
 
+The front door of the kit's two layers: autograder.grader grades (results in
+the class's gradebook and OUT/results/), then autograder.term makes the rows
+of record and writes the reports (autograder.term.record). Neither imports the
+other's entry: this module calls them in order.
+
 The steps, for `python -m autograder grade LAB SUBMISSIONS --out OUT`:
 
 1. Lay out an nbgrader course folder (OUT/nbgrader unless --course-dir) and
@@ -14,14 +19,17 @@ The steps, for `python -m autograder grade LAB SUBMISSIONS --out OUT`:
    the source.
 4. Read the scores back from nbgrader's gradebook and the messages from the
    grader's own record, record them in the class's gradebook and results/
-   (autograder.grader.batch), and write OUT/grades.csv, OUT/exercises.csv,
-   OUT/feedback/<student>.html and OUT/report.html.
+   (autograder.grader.batch).
+5. Apply the term (roster, deadlines, extensions, overrides, groups), compare
+   the answers, and write OUT/grades.csv, OUT/exercises.csv,
+   OUT/feedback/<student>.html and OUT/report.html (autograder.term.record).
 
 Every option of a run (jobs, time limits, seed, shard, kernels, where the
 gradebook goes...) is one `GradingOptions` (autograder.grader.options),
 built once by the command line; shards are joined by `merge`
-(autograder.grader.shards). This module is the front door: `grade` and
-`merge`, nothing of its own but the order of the steps.
+(autograder.grader.shards, then the record). This module is the front door:
+`grade` and `merge`, nothing of its own but the order of the steps and the
+term's files a run remembers.
 
 A student whose notebook cannot be graded still gets a row, with the reason
 in `status`: every step of one submission (reading, normalizing, checking
@@ -43,9 +51,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder.grader.batch import Grader
-from autograder.grader.options import GradingOptions
+from autograder.grader.options import TERM_FILES, GradingOptions, flag_of
 from autograder.grader.results import SubmissionResult
-from autograder.grader.shards import merge
+from autograder.grader.shards import merge_shards
+from autograder.grader.source import source_points
+from autograder.term.apply import Term
+from autograder.term.record import write_record
 
 __all__ = ["GradingOptions", "grade", "merge"]
 
@@ -61,9 +72,6 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
     ``hints``: the feedback's hint for each exercise (default: the lab's
     hints.toml).
     """
-    from autograder.grader.source import source_points
-    from autograder.term.apply import Term
-
     options = options or GradingOptions()
     submissions = Path(submissions)
     if not submissions.exists():
@@ -82,11 +90,17 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
     # Every line of them is matched to the class before anyone is graded.
     term.check(grader.find(submissions, term.roster))
     results = grader.grade_all(submissions, term.roster)
-    return grader.gradebook.write_reports(results, hints, term, grader.collected, options)
+    return write_record(grader.gradebook, results, hints, term, grader.collected, options)
 
 
-#: The term's files a run into OUT used, which later runs into it use again.
-TERM_FILES = ("roster", "course_file", "times", "extensions", "overrides")
+def merge(lab_id: str, shard_dirs: list[Path], out_dir: Path,
+          options: GradingOptions | None = None, allow_missing: bool = False,
+          ) -> tuple[list[SubmissionResult], dict]:
+    """Merge the OUT folders of `grade --shard K/N` runs into one class's OUT:
+    what one unsharded run would have written (autograder.grader.shards
+    says what is refused), its reports included."""
+    gradebook, results = merge_shards(lab_id, shard_dirs, out_dir, options, allow_missing)
+    return write_record(gradebook, results)
 
 
 def remembered_term(out_dir: Path, options: GradingOptions) -> GradingOptions:
@@ -112,7 +126,7 @@ def remembered_term(out_dir: Path, options: GradingOptions) -> GradingOptions:
         path = remembered.get(name) if isinstance(remembered, dict) else None
         if getattr(options, name) is None and isinstance(path, str):
             if not Path(path).exists():
-                flag = "--course" if name == "course_file" else f"--{name}"
+                flag = flag_of(name)
                 raise ValueError(
                     f"The last grading into {out_dir} used {path} ({flag}), which is gone. "
                     f"Give {flag} again with its new place, or delete {record} to grade "
