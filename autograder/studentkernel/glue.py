@@ -110,10 +110,10 @@ def _callback(handle, args, kwargs):
     with open(stem + ".call.tmp", "w", encoding="utf-8") as handle_:
         json.dump(call, handle_)
     os.replace(stem + ".call.tmp", stem + ".call.json")
-    pause = 0.0002
+    pause = 0.0001
     while not os.path.exists(stem + ".reply.json"):
         time.sleep(pause)
-        pause = min(pause * 2, 0.005)
+        pause = min(pause * 2, 0.001)
     with open(stem + ".reply.json", encoding="utf-8") as handle_:
         reply = json.load(handle_)
     arrays_in = {}
@@ -243,7 +243,7 @@ def _describe(target):
     return description
 
 
-_STAND_INS = {}
+_STAND_INS: dict = {}   # {(name, blob): the stand-in}
 
 
 def _code(blob):
