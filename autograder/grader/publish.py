@@ -9,8 +9,15 @@
     student/       the labkit package (pip installs it from here)
 
 and nothing else: the labs read no data files (labkit generates lab 5's dates
-and ships its trained model). Every file is then scanned for what only the
-instructor holds (autograder.grader.leaks): a leak stops the publication.
+and ships its trained model). Every file is then decoded (any text encoding,
+archives, notebooks' cells, outputs and attachments; autograder.grader.
+leaks_decode) and scanned for what only the instructor holds (solutions,
+hidden tests, references, stand-ins, compared as Python tokens: restyling
+hides nothing; autograder.grader.leaks): a leak stops the publication. So
+does a file the scanner cannot read (a JPEG, an unknown archive, an encrypted
+zip), unless course.toml's ``[public] allow_binary`` lists it: globs relative
+to the student repository, e.g. ``allow_binary = ["student/labkit/data/*.bin"]``
+(the labs' HDF5 weights and PNG images are read, and need no listing).
 
 The labs' first cell installs labkit from course.toml's ``[public]``
 repository at its ``ref``; publishing refuses the placeholder repository the
@@ -26,7 +33,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grader.leaks import Scanner
+from autograder.grader.leaks import Leak, Scanner
 from autograder.grader.release import release, update_readme
 from autograder.labs import (KIT_ROOT, available_labs, colab_url, course_settings,
                              public_repository_problem, public_settings)
@@ -107,6 +114,51 @@ def _commit_and_tag(dest: Path, ref: str, title: str) -> str:
     return _git(dest, "rev-parse", "HEAD")
 
 
+def allowed_binary(settings: dict) -> list[str]:
+    """course.toml's ``[public] allow_binary``: globs of files publish may ship
+    though the leak scanner cannot read them."""
+    allow = settings.get("public", {}).get("allow_binary", [])
+    if not isinstance(allow, list) or not all(isinstance(item, str) and item.strip()
+                                              for item in allow):
+        raise PublishError(f"course.toml: [public] allow_binary must be a list of paths or "
+                           f"globs relative to the student repository (for example "
+                           f'allow_binary = ["student/labkit/data/*.bin"]), got {allow!r}.')
+    return allow
+
+
+def _refusal(leaks: list[Leak]) -> str:
+    """Why the publication stopped, what was expected, and what to do."""
+    secret = [leak for leak in leaks if leak.kind != "unreadable"]
+    unreadable = [leak for leak in leaks if leak.kind == "unreadable"]
+    parts = []
+    if secret:
+        shown = "\n  ".join(str(leak) for leak in secret[:10])
+        more = f"\n  ... and {len(secret) - 10} more" if len(secret) > 10 else ""
+        parts.append(
+            f"instructor-only code found in the student repository ({len(secret)} finding(s), "
+            f"each: file [where in it]: what it matches, its first line):\n  {shown}{more}\n"
+            "Expected: the labs as `make labs` releases them and labkit, with nothing of the "
+            "solutions, hidden tests, references, stand-ins, samples or verdicts, however "
+            "formatted, encoded or packed. Fix: keep solutions between ### BEGIN SOLUTION / "
+            "### END SOLUTION and hidden tests between ### BEGIN HIDDEN TESTS / ### END "
+            "HIDDEN TESTS in the lab's source and run `make labs`; clear the notebooks' "
+            "outputs and attachments; remove the file (or the copied code) from student/ "
+            "and nothing of autograder in student/.")
+    if unreadable:
+        shown = "\n  ".join(str(leak) for leak in unreadable[:10])
+        more = f"\n  ... and {len(unreadable) - 10} more" if len(unreadable) > 10 else ""
+        example = unreadable[0].path
+        parts.append(
+            f"file(s) the leak scanner cannot read, so cannot check ({len(unreadable)}):"
+            f"\n  {shown}{more}\n"
+            "Expected: text (any encoding), notebooks, archives it can open (gzip, bz2, xz, "
+            "zip, tar), PNG images, HDF5 weights or NumPy arrays. Fix: remove the file from "
+            "student/, or publish it in one of those formats; if it must ship as it is and "
+            "you have checked it yourself, list it in course.toml's [public] section: "
+            f'allow_binary = ["{example}"] (globs relative to the student repository).')
+    return "The student repository was not published (labs/ removed).\n" + "\n".join(parts)
+
+
 def publish(dest: Path, repository: str | None = None, ref: str | None = None,
             replace: bool = False, git: bool = False) -> Publication:
     """Write the student repository to ``dest`` (see the module's docstring)."""
@@ -120,6 +172,7 @@ def publish(dest: Path, repository: str | None = None, ref: str | None = None,
         if problem:
             raise PublishError(problem)
         settings = course_settings()
+        allow = allowed_binary(settings)
         labs = available_labs()
         if not labs:
             raise PublishError(f"no lab has a source under {KIT_ROOT / 'solutions'}: nothing "
@@ -142,15 +195,10 @@ def publish(dest: Path, repository: str | None = None, ref: str | None = None,
         shutil.copyfile(dest / "student" / "README.md", dest / "README.md")
         shutil.copyfile(student / "LICENSE", dest / "LICENSE")
 
-    leaks = Scanner(labs).tree_leaks(dest)
+    leaks = Scanner(labs).tree_leaks(dest, allow=allow)
     if leaks:
         shutil.rmtree(dest / "labs", ignore_errors=True)
-        shown = "\n  ".join(str(leak) for leak in leaks[:10])
-        raise PublishError(f"instructor-only text found in the student repository, which was "
-                           f"not published ({len(leaks)} finding(s); labs/ removed):\n  {shown}\n"
-                           "Keep solutions between ### BEGIN SOLUTION / ### END SOLUTION and "
-                           "hidden tests between ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS "
-                           "in the lab's source, and nothing of autograder in student/.")
+        raise PublishError(_refusal(leaks))
     publication.files = sorted(str(path.relative_to(dest)) for path in dest.rglob("*")
                                if path.is_file() and ".git" not in path.relative_to(dest).parts)
     if git:
