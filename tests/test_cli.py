@@ -207,7 +207,7 @@ def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
         forked = {json.loads(path.read_text())["timings"]["student_kernel_forked"]
                   for path in (out / "results").glob("*.json")}
         found[kernels] = (grades, forked)
-    assert found["fresh"][0] == found["fork"][0] == {"alice": "10", "bob": "8"}
+    assert found["fresh"][0] == found["fork"][0] == {"alice": "10", "bob": "9.5"}
     assert found["fresh"][1] == {0.0}
     assert found["fork"][1] == ({1.0} if bubblewrap_works() else {0.0})
 

@@ -45,6 +45,8 @@ PROPERTY_WORDS = {
     "cache": ("cache",),
     "sampling": ("sampling", "temperature"),
     "broadcast": ("broadcast",),
+    "overflow": ("overflow",),
+    "masked_rows": ("all masked", "fully masked"),
 }
 
 #: (lab, exercise) -> other exercises its visible check may call, and why.

@@ -33,7 +33,8 @@
 # **How to work.** Run the cells from top to bottom. Replace each
 # `raise NotImplementedError()` with your code, then run the check cell below it.
 # A check prints `✓` when it passes. Hidden tests on other inputs grade your
-# notebook, so a passing check is necessary, not sufficient. Read-only cells
+# notebook, so a passing check is necessary, not sufficient. Each exercise's text
+# says what is graded and for how many points: 10 points in all. Read-only cells
 # (setup, checks, demos) are locked.
 
 # %% nbgrader="locked" grade_id="colab_setup"
@@ -74,6 +75,9 @@ print(f"Keras {keras.__version__}, backend {keras.config.backend()}, {precision}
 # Write `dot_scores` for a query of shape `(..., d)` and keys of shape
 # `(..., n, d)`; the leading `...` are batch dimensions, the same in both. NumPy or
 # `keras.ops` both work; a loop over the keys is fine too.
+#
+# **What is graded** (1 point): the scores of one query and of batches of queries
+# (one or two batch dimensions), the lecture's 0.62 among them.
 
 # %% nbgrader="solution" grade_id="dot_scores"
 def dot_scores(query, keys):
@@ -112,7 +116,8 @@ batch_scores = checks.check_close(
 )
 
 # %% nbgrader="tests" grade_id="test_dot_scores" points=1
-# Hidden tests of `dot_scores` run when your notebook is graded.
+# Hidden tests of `dot_scores`: the scores of one query and of batches of queries
+# (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_dot_scores():
     import numpy as np
@@ -154,6 +159,17 @@ print("score:", dot_scores(decoder_state, encoder_states))  # 0.8*0.7 + 0.2*0.3 
 #
 # An entry of `-inf` (a masked key) must get weight exactly 0. Keep the reduced
 # axis (`keepdims=True`) so the maximum and the sum broadcast back along `axis`.
+#
+# **What is graded** (2 points), each part on its own:
+#
+# - *the weights* (1 point): non-negative, summing to 1 along `axis` and equal to
+#   the softmax, for vectors and for arrays of 2 and 3 dimensions, along the last
+#   axis when `axis` is left out and along the `axis` you are given;
+# - *no overflow* (0.5 points): slices near 1000, -1000 and 5000 get the same
+#   weights as slices near 0, with no `inf` or NaN, along the last axis or another;
+# - *`-inf` entries* (0.5 points): a masked entry (`-inf`) gets weight 0 and the
+#   other entries of its slice share all the weight (every slice keeps at least
+#   one finite entry).
 
 # %% nbgrader="solution" grade_id="softmax"
 def softmax(x, axis=-1):
@@ -199,8 +215,9 @@ column_weights = checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [1.0, 2.0
                                    np.full((2, 3), 0.5), "softmax(x (2, 3), axis=0)",
                                    hint="use the `axis` argument (with keepdims=True) in np.max and np.sum.")
 
-# %% nbgrader="tests" grade_id="test_softmax" points=2
-# Hidden tests of `softmax` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_softmax" points=1
+# Hidden tests of `softmax`: the weights along the last axis and along `axis`
+# (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_softmax():
     import numpy as np
@@ -222,7 +239,6 @@ def _hidden_test_softmax():
                     f"(sums range from {sums.min():.3g} to {sums.max():.3g}); "
                     "normalise along `axis`, with keepdims=True.")
         assert_close(weights, expected, what)
-        return weights
 
     # Default axis (the last one) on a non-square matrix, and a vector.
     x = (3 * r.normal(size=(4, 7))).astype("float32")
@@ -236,27 +252,71 @@ def _hidden_test_softmax():
         check(y, axis, f"softmax(x {shape}, axis={axis})",
               lambda y=y, axis=axis: softmax(y, axis=axis))
 
-    # Huge inputs: no overflow at +1000 and no 0/0 at -1000, row by row.
-    big = np.stack([1000 + r.normal(size=5), -1000 + r.normal(size=5),
-                    10 * r.normal(size=5), 5000 + r.normal(size=5)]).astype("float32")
-    check(big, -1, "softmax(x (4, 5)) with rows near 1000, -1000, 0 and 5000",
-          lambda: softmax(big))
-    check(big.T.copy(), 0, "softmax(x (5, 4), axis=0) with columns near 1000, -1000, 0 and 5000",
-          lambda: softmax(big.T.copy(), axis=0))
-
-    # -inf entries get weight 0 (every row keeps at least one finite entry).
-    masked = (2 * r.normal(size=(3, 6))).astype("float32")
-    hidden = r.random(size=(3, 6)) < 0.4
-    hidden[:, r.integers(6)] = False
-    masked[hidden] = -np.inf
-    what = f"softmax(x (3, 6)) with {int(hidden.sum())} entries equal to -inf"
-    weights = check(masked, -1, what, lambda: softmax(masked))
-    assert_true(np.all(np.abs(weights[hidden]) <= 1e-7),
-                f"{what}: the -inf entries must get weight 0.")
-
 
 _hidden_test_softmax()
 del _hidden_test_softmax
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_softmax__overflow" points=0.5
+# Hidden tests of `softmax`: no overflow, slices near 1000, -1000 and 5000 (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_softmax__overflow():
+    import numpy as np
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.references import lab1 as reference
+
+    r = rng("softmax/overflow")
+    # Huge inputs: no overflow at +1000 and no 0/0 at -1000, slice by slice.
+    big = np.stack([1000 + r.normal(size=5), -1000 + r.normal(size=5),
+                    10 * r.normal(size=5), 5000 + r.normal(size=5)]).astype("float32")
+    for x, axis, what in [
+            (big, -1, "softmax(x (4, 5)) with rows near 1000, -1000, 0 and 5000"),
+            (big.T.copy(), 0,
+             "softmax(x (5, 4), axis=0) with columns near 1000, -1000, 0 and 5000")]:
+        found = assert_shape(softmax(x) if axis == -1 else softmax(x, axis=axis), x.shape,
+                             what)
+        assert_true(bool(np.all(np.isfinite(found))),
+                    f"{what}: inf or NaN in the weights; np.exp(1000) overflows, so "
+                    "subtract the maximum of each slice (keepdims=True) before np.exp.")
+        assert_close(found, reference.softmax(x, axis=axis), what)
+
+
+_hidden_test_softmax__overflow()
+del _hidden_test_softmax__overflow
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_softmax__masks" points=0.5
+# Hidden tests of `softmax`: a masked entry (-inf) gets weight 0 (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_softmax__masks():
+    import numpy as np
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.references import lab1 as reference
+
+    r = rng("softmax/masks")
+    # -inf entries get weight 0 (every slice keeps at least one finite entry).
+    for shape, axis in [((3, 6), -1), ((6, 3), 0)]:
+        masked = (2 * r.normal(size=shape)).astype("float32")
+        hidden = r.random(size=shape) < 0.4
+        if axis == -1:
+            hidden[:, r.integers(shape[1])] = False
+        else:
+            hidden[r.integers(shape[0]), :] = False
+        masked[hidden] = -np.inf
+        what = (f"softmax(x {shape}{'' if axis == -1 else ', axis=0'}) with "
+                f"{int(hidden.sum())} entries equal to -inf")
+        found = assert_shape(softmax(masked) if axis == -1 else softmax(masked, axis=axis),
+                             shape, what)
+        assert_true(bool(np.all(np.isfinite(found))),
+                    f"{what}: inf or NaN in the weights; exp(-inf) is 0, so a -inf entry "
+                    "needs no special case once the maximum of its slice is subtracted.")
+        assert_true(bool(np.all(np.abs(found[hidden]) <= 1e-7)),
+                    f"{what}: the -inf entries must get weight 0.")
+        assert_close(found, reference.softmax(masked, axis=axis), what)
+
+
+_hidden_test_softmax__masks()
+del _hidden_test_softmax__masks
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -291,6 +351,12 @@ plt.show()
 # Write `attention_pool` for a query `(..., d)`, keys `(..., n, d)` and values
 # `(..., n, d_v)`, returning `(context, weights)` in that order. Use unscaled dot
 # scores here; you may call your `dot_scores` and `softmax`.
+#
+# **What is graded** (2 points): the tuple `(context, weights)` for one query and for
+# batches of queries (one or two batch dimensions): the weights, the softmax of the
+# plain dot scores, summing to 1 over the n keys, and the context, their weighted
+# sum of the values. (While it is graded, your `dot_scores` and `softmax` are
+# replaced by correct ones, so a mistake there costs points in their sections only.)
 
 # %% nbgrader="solution" grade_id="attention_pool"
 def attention_pool(query, keys, values):
@@ -343,7 +409,8 @@ checks.check_shape(context, (4, 2), "attention_pool: context of a batch of 4",
 weights = checks.check_shape(weights, (4, 5), "attention_pool: weights of a batch of 4")
 
 # %% nbgrader="tests" grade_id="test_attention_pool" points=2
-# Hidden tests of `attention_pool` run when your notebook is graded.
+# Hidden tests of `attention_pool`: the context and the weights of one query and of
+# batches of queries (2 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_attention_pool():
     import numpy as np
@@ -433,6 +500,10 @@ plt.show()
 # $$s_i = q^\top W k_i.$$
 #
 # Write `bilinear_scores`. With `W` the identity it is the dot product again.
+#
+# **What is graded** (1 point): the scores of one query and of batches of queries,
+# for a `W` of shape `(d_q, d_k)` with `d_q != d_k` and for a square `W` that is not
+# symmetric (so `W` and its transpose give different scores).
 
 # %% nbgrader="solution" grade_id="bilinear_scores"
 def bilinear_scores(query, keys, W):
@@ -467,7 +538,8 @@ batch_scores = checks.check_shape(
     (4, 5), "bilinear_scores on a batch of 4")
 
 # %% nbgrader="tests" grade_id="test_bilinear_scores" points=1
-# Hidden tests of `bilinear_scores` run when your notebook is graded.
+# Hidden tests of `bilinear_scores`: the scores for rectangular and square `W`, one
+# query and batches of queries (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_bilinear_scores():
     import numpy as np
@@ -509,6 +581,10 @@ print(bilinear_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2]]), W))  # 2*0.5
 #
 # Write `additive_scores`: the query comes first in the stack, and the same query
 # pairs with each of the n keys.
+#
+# **What is graded** (2 points): the scores of one query and of batches of queries,
+# for queries and keys of different sizes (`d_q != d_k`) and of the same size, and
+# for several numbers of hidden units `h`.
 
 # %% nbgrader="solution" grade_id="additive_scores"
 def additive_scores(query, keys, W1, w2):
@@ -557,7 +633,8 @@ batch_scores = checks.check_shape(
     hint="repeat the query once per key (np.broadcast_to) before stacking.")
 
 # %% nbgrader="tests" grade_id="test_additive_scores" points=2
-# Hidden tests of `additive_scores` run when your notebook is graded.
+# Hidden tests of `additive_scores`: the scores for `d_q != d_k` and `d_q == d_k`, one
+# query and batches of queries (2 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_additive_scores():
     import numpy as np
@@ -670,6 +747,19 @@ plt.show()
 # to `-inf`. A row whose keys are all masked must still give finite numbers (no
 # NaN), which `-inf` would not. Write it with `keras.ops`
 # (`ops.matmul`, `ops.swapaxes`, `ops.where`, `ops.softmax`) so it runs on any backend.
+#
+# **What is graded** (2 points), each part on its own:
+#
+# - *without a mask* (1 point): the output and the weights for 2-D, 3-D and 4-D
+#   inputs `(..., T, d_k)`, with `mask` left out or `None`; scores divided by
+#   $\sqrt{d_k}$, the softmax over the keys;
+# - *with a mask* (0.5 points): a look-ahead mask `(T_q, T_k)` shared by a batch,
+#   a padding mask `(B, 1, 1, T_k)` and a random mask, each broadcast against the
+#   scores; every query has at least one visible key, its masked keys get weight 0
+#   and its output and weights are compared;
+# - *a query whose keys are all masked* (0.5 points): its output and weights are
+#   finite numbers (no NaN); their values are not graded. With `-inf` masking they
+#   are NaN, which costs these 0.5 points only.
 
 # %% nbgrader="solution" grade_id="scaled_dot_product_attention"
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -685,8 +775,8 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     Returns:
         A tuple `(output, weights)`: output `(..., T_q, d_v)`, weights
         `(..., T_q, T_k)`: each row with at least one visible key sums to 1
-        and its masked keys get 0; a row whose keys are all masked is not
-        graded but must hold finite numbers.
+        and its masked keys get 0; a row whose keys are all masked must hold
+        finite numbers (no NaN), whatever their values.
     """
     ### BEGIN SOLUTION
     query = ops.convert_to_tensor(query)
@@ -742,9 +832,21 @@ output = checks.check_shape(scaled_dot_product_attention(np.ones((2, 4, 3, 8), "
                                                          np.ones((2, 4, 5, 6), "float32"))[0],
                             (2, 4, 3, 6), "scaled_dot_product_attention: output for (B, heads, T_q, d_k) inputs",
                             hint="transpose only the last two axes of the keys: ops.swapaxes(key, -1, -2).")
+# A padding mask (B, 1, 1, T_k) on those inputs: all scores are equal, so each query
+# shares its weight equally among the keys its sentence keeps (3, then 2).
+padding = np.array([[[[True, True, True, False, False]]], [[[True, True, False, False, False]]]])
+weights = checks.check_close(
+    scaled_dot_product_attention(np.ones((2, 4, 3, 8), "float32"), np.ones((2, 4, 5, 8), "float32"),
+                                 np.ones((2, 4, 5, 6), "float32"), mask=padding)[1],
+    np.broadcast_to(np.array([[[[1 / 3, 1 / 3, 1 / 3, 0, 0]]], [[[0.5, 0.5, 0, 0, 0]]]]),
+                    (2, 4, 3, 5)),
+    "scaled_dot_product_attention: weights with a padding mask (2, 1, 1, 5)",
+    hint="the mask broadcasts against the scores (B, heads, T_q, T_k): use it as it is in "
+         "ops.where(mask, scores, ...).")
 
-# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention" points=2
-# Hidden tests of `scaled_dot_product_attention` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention" points=1
+# Hidden tests of `scaled_dot_product_attention`: the output and weights without a
+# mask (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_scaled_dot_product_attention():
     import numpy as np
@@ -754,17 +856,16 @@ def _hidden_test_scaled_dot_product_attention():
 
     r = rng("scaled_dot_product_attention")
 
-    def run(query_shape, key_shape, value_shape, mask=None, mask_text="none",
-            pass_mask=True):
+    def run(query_shape, key_shape, value_shape, pass_mask):
         query = r.normal(size=query_shape).astype("float32")
         key = r.normal(size=key_shape).astype("float32")
         value = r.normal(size=value_shape).astype("float32")
         expected_output, expected_weights = reference.scaled_dot_product_attention(
-            query, key, value, mask=mask)
+            query, key, value)
         what = (f"scaled_dot_product_attention(query {query_shape}, key {key_shape}, "
-                f"value {value_shape}, mask={mask_text})")
+                f"value {value_shape}{', mask=None' if pass_mask else ''})")
         if pass_mask:
-            result = scaled_dot_product_attention(query, key, value, mask=mask)
+            result = scaled_dot_product_attention(query, key, value, mask=None)
         else:
             result = scaled_dot_product_attention(query, key, value)
         assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
@@ -775,65 +876,136 @@ def _hidden_test_scaled_dot_product_attention():
                                f"{what}, weights (second item)")
         output = assert_shape(output, expected_output.shape,
                               f"{what}, output (first item)")
-        allowed = np.ones(weights.shape, dtype=bool) if mask is None else \
-            np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape)
-        live = allowed.any(axis=-1)  # rows with at least one key allowed
-        if not live.all():
-            assert_true(np.all(np.isfinite(weights)) and np.all(np.isfinite(output)),
-                        f"{what}: a query whose keys are all masked gives NaN or inf; "
-                        "it must stay finite (mask with a large negative number, "
-                        "large_negative(scores.dtype), rather than -inf).")
         weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
-        output = assert_finite(output, f"{what}, output").astype(np.float64)
-        if mask is not None:  # (fully masked rows are not graded, only finite)
-            assert_true(np.all(np.abs(weights[~allowed & live[..., None]]) <= 1e-6),
-                        f"{what}: masked keys (mask False) must get weight 0; "
-                        "mask True means 'may attend'.")
-        sums = weights.sum(axis=-1)[live]
+        sums = weights.sum(axis=-1)
         assert_true(np.allclose(sums, 1.0, atol=1e-4),
                     f"{what}: the weights of a query do not sum to 1 over the keys "
                     "(softmax over the last axis).")
-        if not np.allclose(weights[live], expected_weights[live], rtol=1e-4, atol=1e-5):
+        if not np.allclose(weights, expected_weights, rtol=1e-4, atol=1e-5):
             scores = np.einsum("...qd,...kd->...qk", query.astype(np.float64), key)
-            if mask is not None:
-                scores = np.where(allowed, scores, -np.inf)
             d_k = query_shape[-1]
             for guess, hint in [(scores, "the scores are not scaled; divide by sqrt(d_k)"),
                                 (scores / d_k, "the scores are divided by d_k; divide "
                                                "by sqrt(d_k)")]:
-                assert_true(not np.allclose(weights[live],
-                                            reference.softmax(guess, axis=-1)[live],
+                assert_true(not np.allclose(weights, reference.softmax(guess, axis=-1),
                                             rtol=1e-4, atol=1e-5),
                             f"{what}: {hint}.")
-        assert_close(weights[live], expected_weights[live], f"{what}, weights")
-        assert_close(output[live], expected_output[live], f"{what}, output")
+        assert_close(weights, expected_weights, f"{what}, weights")
+        assert_close(output, expected_output, f"{what}, output")
 
-    # No mask: argument left out, then passed as None; 2-D, 3-D and 4-D inputs.
+    # The mask argument left out, then passed as None; 2-D, 3-D and 4-D inputs.
     run((3, 8), (5, 8), (5, 4), pass_mask=False)
-    run((2, 3, 8), (2, 5, 8), (2, 5, 4), mask=None)
+    run((2, 3, 8), (2, 5, 8), (2, 5, 4), pass_mask=True)
     run((2, 2, 4, 16), (2, 2, 6, 16), (2, 2, 6, 3), pass_mask=False)
+
+
+_hidden_test_scaled_dot_product_attention()
+del _hidden_test_scaled_dot_product_attention
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention__masks" points=0.5
+# Hidden tests of `scaled_dot_product_attention`: look-ahead, padding and random
+# masks, every query with at least one visible key (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_scaled_dot_product_attention__masks():
+    import numpy as np
+    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
+                                    assert_finite, assert_true)
+    from autograder.references import lab1 as reference
+
+    r = rng("scaled_dot_product_attention/masks")
+
+    def masked(query_shape, key_shape, value_shape, mask, mask_text):
+        query = r.normal(size=query_shape).astype("float32")
+        key = r.normal(size=key_shape).astype("float32")
+        value = r.normal(size=value_shape).astype("float32")
+        expected_output, expected_weights = reference.scaled_dot_product_attention(
+            query, key, value, mask=mask)
+        what = (f"scaled_dot_product_attention(query {query_shape}, key {key_shape}, "
+                f"value {value_shape}, mask={mask_text})")
+        result = scaled_dot_product_attention(query, key, value, mask=mask)
+        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
+                    f"{what}: returned {type(result).__name__}, expected a tuple "
+                    "(output, weights).")
+        weights = assert_shape(result[1], expected_weights.shape,
+                               f"{what}, weights (second item)")
+        output = assert_shape(result[0], expected_output.shape,
+                              f"{what}, output (first item)")
+        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
+        allowed = np.broadcast_to(mask, weights.shape)
+        assert_true(np.all(np.abs(weights[~allowed]) <= 1e-6),
+                    f"{what}: masked keys (mask False) must get weight 0; "
+                    "mask True means 'may attend'.")
+        assert_true(np.allclose(weights.sum(axis=-1), 1.0, atol=1e-4),
+                    f"{what}: the weights of a query do not sum to 1 over its visible "
+                    "keys; mask the scores before the softmax, so that the others "
+                    "renormalise.")
+        assert_close(weights, expected_weights, f"{what}, weights")
+        assert_close(output, expected_output, f"{what}, output")
 
     # Look-ahead mask (T, T), broadcast over a batch of 2.
     causal = np.tril(np.ones((5, 5), dtype=bool))
-    run((2, 5, 8), (2, 5, 8), (2, 5, 3), mask=causal, mask_text="causal (5, 5)")
+    masked((2, 5, 8), (2, 5, 8), (2, 5, 3), causal, "causal (5, 5)")
 
     # Padding mask (B, 1, 1, T_k) on 4-D inputs.
     padding = np.ones((2, 1, 1, 6), dtype=bool)
     padding[0, ..., 4:] = False
     padding[1, ..., 2:] = False
-    run((2, 2, 4, 16), (2, 2, 6, 16), (2, 2, 6, 3), mask=padding,
-        mask_text="padding (2, 1, 1, 6)")
+    masked((2, 2, 4, 16), (2, 2, 6, 16), (2, 2, 6, 3), padding, "padding (2, 1, 1, 6)")
 
-    # Random mask (T_q, T_k) with one query whose keys are all masked: finite.
+    # Random mask (T_q, T_k); the first key is visible to every query.
+    random_mask = r.random(size=(4, 7)) < 0.5
+    random_mask[:, 0] = True
+    masked((2, 4, 8), (2, 7, 8), (2, 7, 5), random_mask, "random (4, 7)")
+
+
+_hidden_test_scaled_dot_product_attention__masks()
+del _hidden_test_scaled_dot_product_attention__masks
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention__masked_rows" points=0.5
+# Hidden tests of `scaled_dot_product_attention`: a query whose keys are all masked
+# gives finite numbers, no NaN (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_scaled_dot_product_attention__masked_rows():
+    import numpy as np
+    from autograder.testkernel.testing import rng, assert_shape, assert_true
+
+    r = rng("scaled_dot_product_attention/masked_rows")
+    # A random mask (T_q, T_k) with one query that sees no key, and a padding mask
+    # (B, 1, 1, T_k) that hides every key of the second sentence.
     random_mask = r.random(size=(4, 7)) < 0.6
     random_mask[:, 0] = True
     random_mask[2, :] = False
-    run((2, 4, 8), (2, 7, 8), (2, 7, 5), mask=random_mask,
-        mask_text="(4, 7) with a fully masked row")
+    padding = np.ones((2, 1, 1, 5), dtype=bool)
+    padding[1] = False
+    for shapes, mask, mask_text in [
+            (((2, 4, 8), (2, 7, 8), (2, 7, 5)), random_mask,
+             "(4, 7) whose row 2 is all False"),
+            (((2, 2, 3, 8), (2, 2, 5, 8), (2, 2, 5, 4)), padding,
+             "padding (2, 1, 1, 5), all False for the second sentence")]:
+        query, key, value = (r.normal(size=shape).astype("float32") for shape in shapes)
+        what = (f"scaled_dot_product_attention(query {shapes[0]}, key {shapes[1]}, "
+                f"value {shapes[2]}, mask={mask_text})")
+        result = scaled_dot_product_attention(query, key, value, mask=mask)
+        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
+                    f"{what}: returned {type(result).__name__}, expected a tuple "
+                    "(output, weights).")
+        weights_shape = shapes[0][:-1] + shapes[1][-2:-1]
+        weights = assert_shape(result[1], weights_shape, f"{what}, weights (second item)")
+        output = assert_shape(result[0], shapes[0][:-1] + shapes[2][-1:],
+                              f"{what}, output (first item)")
+        dead = ~np.broadcast_to(mask, weights_shape).any(axis=-1)  # queries with no key
+        finite = (np.all(np.isfinite(weights[dead].astype(np.float64)))
+                  and np.all(np.isfinite(output[dead].astype(np.float64))))
+        assert_true(bool(finite),
+                    f"{what}: a query whose keys are all masked gives NaN or inf; "
+                    "it must stay finite (mask with a large negative number, "
+                    "large_negative(scores.dtype), rather than -inf).")
 
 
-_hidden_test_scaled_dot_product_attention()
-del _hidden_test_scaled_dot_product_attention
+_hidden_test_scaled_dot_product_attention__masked_rows()
+del _hidden_test_scaled_dot_product_attention__masked_rows
 ### END HIDDEN TESTS
 
 # %% [markdown]

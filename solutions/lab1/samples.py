@@ -10,10 +10,17 @@ rebuilds data/sample_submissions/lab1/ after the lab changes.
 
 from tests.samples import Mistake
 
-#: The points of each exercise, as the lab's source gives them (one tests cell each).
+#: The points of each exercise, as the lab's source gives them.
 POINTS = {"dot_scores": 1, "softmax": 2, "attention_pool": 2, "bilinear_scores": 1,
           "additive_scores": 2, "scaled_dot_product_attention": 2}
-PARTS: dict[str, dict[str, float]] = {}
+#: The exercises graded in several tests cells, one per property.
+PARTS: dict[str, dict[str, float]] = {
+    "softmax": {"test_softmax": 1, "test_softmax__overflow": 0.5, "test_softmax__masks": 0.5},
+    "scaled_dot_product_attention": {
+        "test_scaled_dot_product_attention": 1,
+        "test_scaled_dot_product_attention__masks": 0.5,
+        "test_scaled_dot_product_attention__masked_rows": 0.5},
+}
 MAIN_SHARE = 0.5
 
 CORRECT = {
@@ -68,13 +75,13 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 
 VARIANTS: dict[str, tuple[str, str]] = {}
 
-# Each fails the one tests cell of its exercise.
+# Each fails the tests cells it names (none named: every tests cell of its exercise).
 MISTAKES = {
     "softmax_overflow": Mistake("softmax", '''
 def softmax(x, axis=-1):
     exponentials = np.exp(np.asarray(x))          # no max subtracted: overflows at 1000
     return exponentials / np.sum(exponentials, axis=axis, keepdims=True)
-'''),
+''', fails=("test_softmax__overflow",)),
     "softmax_axis0": Mistake("softmax", '''
 def softmax(x, axis=-1):
     x = np.asarray(x)
@@ -96,7 +103,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         scores = ops.where(mask, scores, -1e9)
     weights = ops.softmax(scores, axis=-1)
     return ops.matmul(weights, value), weights
-'''),
+''', fails=("test_scaled_dot_product_attention", "test_scaled_dot_product_attention__masks")),
     "dot_scores_typo": Mistake("dot_scores", '''
 def dot_scores(query, keys):
     return np.asarray(keys) @ np.asarray(queyr)   # typo: NameError when called

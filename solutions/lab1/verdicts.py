@@ -278,7 +278,7 @@ def dot_scores(query, keys):
 def softmax(x, axis=-1):
     e = np.exp(np.asarray(x))
     return e / np.sum(e, axis=axis, keepdims=True)
-'''),
+''', fails=("test_softmax__overflow",)),
     Mistake("softmax", "axis_ignored",
             "the `axis` argument is ignored: always the last axis",
             '''
@@ -302,7 +302,7 @@ def softmax(x, axis=-1):
     x = np.asarray(x)
     e = np.exp(x - np.max(x))
     return e / np.sum(e, axis=axis, keepdims=True)
-'''),
+''', fails=("test_softmax__overflow",)),
     Mistake("softmax", "global_sum",
             "divided by the sum of the whole array instead of the sum along `axis`",
             '''
@@ -535,7 +535,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         scores = ops.where(mask, -1e9, scores)
     weights = ops.softmax(scores, axis=-1)
     return ops.matmul(weights, value), weights
-'''),
+''', fails=("test_scaled_dot_product_attention__masks",)),
     Mistake("scaled_dot_product_attention", "mask_ignored",
             "the mask argument accepted but never used",
             '''
@@ -544,7 +544,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     scores = ops.matmul(query, ops.swapaxes(key, -1, -2)) / np.sqrt(d_k)
     weights = ops.softmax(scores, axis=-1)
     return ops.matmul(weights, value), weights
-'''),
+''', fails=("test_scaled_dot_product_attention__masks",)),
     Mistake("scaled_dot_product_attention", "softmax_over_queries",
             "the softmax taken over the queries (axis -2) instead of the keys",
             '''
@@ -556,6 +556,8 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     weights = ops.softmax(scores, axis=-2)
     return ops.matmul(weights, value), weights
 '''),
+    # -inf masking: right wherever a query sees a key, NaN where it sees none. The
+    # values keep their points; only the fully masked rows' share is lost.
     Mistake("scaled_dot_product_attention", "neg_inf_nan",
             "-inf masking without care: a query whose keys are all masked gets NaN",
             '''
@@ -566,7 +568,33 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         scores = ops.where(mask, scores, float("-inf"))
     weights = ops.softmax(scores, axis=-1)
     return ops.matmul(weights, value), weights
-'''),
+''', fails=("test_scaled_dot_product_attention__masked_rows",)),
+    Mistake("scaled_dot_product_attention", "log_mask_nan",
+            "an additive mask log(mask): 0 where allowed, -inf where masked, NaN on a query "
+            "that sees no key",
+            '''
+def scaled_dot_product_attention(query, key, value, mask=None):
+    query, key, value = (ops.convert_to_tensor(t) for t in (query, key, value))
+    scores = ops.einsum("...qd,...kd->...qk", query, key) / np.sqrt(query.shape[-1])
+    if mask is not None:
+        scores = scores + ops.log(ops.cast(mask, scores.dtype))   # log(0) = -inf
+    weights = ops.softmax(scores, axis=-1)
+    return ops.einsum("...qk,...kv->...qv", weights, value), weights
+''', fails=("test_scaled_dot_product_attention__masked_rows",)),
+    Mistake("scaled_dot_product_attention", "neg_inf_own_softmax",
+            "-inf masking and a hand-written softmax: max - max = -inf - -inf = NaN on a query "
+            "that sees no key",
+            '''
+def scaled_dot_product_attention(query, key, value, mask=None):
+    query, key, value = (ops.convert_to_tensor(t) for t in (query, key, value))
+    scores = ops.matmul(query, ops.swapaxes(key, -1, -2))
+    scores = scores / ops.sqrt(ops.cast(ops.shape(key)[-1], scores.dtype))
+    if mask is not None:
+        scores = ops.where(ops.cast(mask, "bool"), scores, -np.inf)
+    exps = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
+    weights = exps / ops.sum(exps, axis=-1, keepdims=True)
+    return ops.matmul(weights, value), weights
+''', fails=("test_scaled_dot_product_attention__masked_rows",)),
     Mistake("scaled_dot_product_attention", "mask_after_softmax",
             "the weights multiplied by the mask after the softmax, not renormalised",
             '''
@@ -577,7 +605,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     if mask is not None:
         weights = weights * ops.cast(mask, weights.dtype)
     return ops.matmul(weights, value), weights
-'''),
+''', fails=("test_scaled_dot_product_attention__masks",)),
     Mistake("scaled_dot_product_attention", "transpose_all_axes",
             "ops.transpose(key) reverses every axis, not only the last two",
             '''

@@ -36,7 +36,8 @@
 # **How to work.** Run the cells from top to bottom. Replace each
 # `raise NotImplementedError()` with your code, then run the check cell below it.
 # A check prints `✓` when it passes. Hidden tests on other inputs grade your
-# notebook, so a passing check is necessary, not sufficient. Read-only cells
+# notebook, so a passing check is necessary, not sufficient. Each exercise's text
+# says what is graded and for how many points: 16 points in all. Read-only cells
 # (setup, checks, demos) are locked.
 #
 # **Masks in this lab** are boolean, and `True` means "may attend" (the Keras
@@ -196,6 +197,9 @@ plt.show()
 # Write `causal_mask(length)` with `keras.ops`: compare row and column positions
 # (`ops.arange`, `ops.expand_dims`, `ops.greater_equal`), or keep the lower
 # triangle of a matrix of ones (`ops.tril`) and cast it to `"bool"`.
+#
+# **Graded** (1 point): the boolean mask `(T, T)`, True on and below the diagonal,
+# for lengths from 1 to 9.
 
 # %% nbgrader="solution" grade_id="causal_mask"
 def causal_mask(length):
@@ -229,7 +233,8 @@ checks.check_close(mask, [[1, 0, 0], [1, 1, 0], [1, 1, 1]], "causal_mask(3)",
 mask = checks.check_close(causal_mask(1), [[1]], "causal_mask(1)")
 
 # %% nbgrader="tests" grade_id="test_causal_mask" points=1
-# Hidden tests of `causal_mask` run when your notebook is graded.
+# Hidden tests of `causal_mask`: the boolean mask (T, T), True on and below the
+# diagonal, for lengths from 1 to 9 (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_causal_mask():
     import numpy as np
@@ -291,6 +296,10 @@ plt.show()
 # Lab 5 pads with id 0 (the default); the lecture's toy vocabulary uses
 # `<PAD> = 2`, where id 0 is `<SOS>`, a real token. Write `padding_mask` with
 # `keras.ops` and use `pad_id`.
+#
+# **Graded** (1 point): the boolean mask `(B, T)`, True for real tokens, for
+# int32 and int64 ids given as NumPy arrays or backend tensors, with the default
+# `pad_id=0` and with other `pad_id`s.
 
 # %% nbgrader="solution" grade_id="padding_mask"
 def padding_mask(token_ids, pad_id=0):
@@ -324,7 +333,8 @@ mask = checks.check_close(padding_mask(np.array([[0, 6, 3], [0, 5, 2]]), pad_id=
                           hint="compare with the pad_id argument, not with a fixed 0.")
 
 # %% nbgrader="tests" grade_id="test_padding_mask" points=1
-# Hidden tests of `padding_mask` run when your notebook is graded.
+# Hidden tests of `padding_mask`: the boolean mask (B, T) for int32 and int64 ids,
+# arrays or tensors, with pad_id 0 and others (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_padding_mask():
     import numpy as np
@@ -570,15 +580,16 @@ def _hidden_test_combine_masks__broadcast():
 
     r = rng("combine_masks/broadcast")
     query, key = r.random(size=(3, 4)) < 0.7, r.random(size=(3, 6)) < 0.7
-    for result, expected, what, missing in [
-            (combine_masks(key_mask=key), (3, 1, 6), "combine_masks(key_mask (3, 6))", "query"),
+    for result, expected, what, missing, plural in [
+            (combine_masks(key_mask=key), (3, 1, 6), "combine_masks(key_mask (3, 6))", "query",
+             "queries"),
             (combine_masks(query_mask=query), (3, 4, 1), "combine_masks(query_mask (3, 4))",
-             "key")]:
+             "key", "keys")]:
         shape = tuple(reference.to_numpy(result).shape)
         assert_true(shape == expected,
                     f"{what} has shape {shape}, expected {expected}: a missing {missing} mask "
                     f"leaves an axis of length 1, so that the mask fits any number of "
-                    f"{missing}s (the decoder's cross-attention has T_q != T_k).")
+                    f"{plural} (the decoder's cross-attention has T_q != T_k).")
 
 
 _hidden_test_combine_masks__broadcast()
@@ -617,8 +628,17 @@ plt.show()
 # row whose keys are *all* masked (a padded query) has no sensible answer, but it
 # must stay finite: no NaN. `-inf` gives NaN there, and a large negative number
 # gives a uniform row; either way, setting the masked weights to 0 afterwards
-# (`ops.where`) makes every masked weight exactly 0.
+# (`ops.where`) makes every masked weight exactly 0. Such a row is graded only
+# for being finite: a uniform row and a row of zeros both pass.
 # `mask` broadcasts against `scores`, e.g. `(T_q, T_k)` or `(B, 1, T_k)`.
+#
+# **Graded** (2 points): for scores of 2 to 4 dimensions, NumPy arrays or backend
+# tensors, and masks that broadcast (`(T_k,)`, `(T_q, T_k)`, `(B, 1, T_k)`,
+# `(B, 1, 1, T_k)`, or the shape of the scores): in every row with at least one
+# allowed key, masked weights exactly 0 and the allowed ones equal to the softmax
+# of their scores (the lecture's look-ahead example among them) (1.5 points); in a
+# row whose keys are all masked, finite numbers, whatever their values (0.5
+# points: a `-inf` mask that gives NaN there costs only these).
 
 # %% nbgrader="solution" grade_id="masked_softmax"
 def masked_softmax(scores, mask):
@@ -630,8 +650,10 @@ def masked_softmax(scores, mask):
             attend to a key.
 
     Returns:
-        Weights of the shape of `scores`: 0 where `mask` is False; each row
-        with at least one allowed key sums to 1; rows with none are finite.
+        Weights of the shape of `scores`. In each row with at least one
+        allowed key: exactly 0 where `mask` is False, summing to 1 over the
+        allowed keys. A row with no allowed key must hold finite numbers (no
+        NaN); their values are not graded (zeros or a uniform row both pass).
     """
     ### BEGIN SOLUTION
     scores = ops.convert_to_tensor(scores)
@@ -693,8 +715,9 @@ weights = checks.check_close(masked_softmax(np.ones((2, 3, 4), "float32"), padde
                              hint="broadcast the mask to the shape of the scores "
                                   "(ops.broadcast_to); the allowed keys share the weight.")
 
-# %% nbgrader="tests" grade_id="test_masked_softmax" points=2
-# Hidden tests of `masked_softmax` run when your notebook is graded.
+# %% nbgrader="tests" grade_id="test_masked_softmax" points=1.5
+# Hidden tests of `masked_softmax`: the weights of rows with an allowed key, with
+# broadcast masks (1.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_masked_softmax():
     import numpy as np
@@ -709,9 +732,10 @@ def _hidden_test_masked_softmax():
         else:
             result = masked_softmax(scores, mask)
         weights = assert_shape(reference.to_numpy(result), scores.shape, what)
-        weights = assert_finite(weights, what).astype(np.float64)
         allowed = np.broadcast_to(mask, scores.shape)
-        live = allowed.any(axis=-1)  # rows with at least one key (the others: finite only)
+        live = allowed.any(axis=-1)  # rows with at least one key (the others: their own cell)
+        assert_finite(weights[live], what + " (rows with an allowed key)")
+        weights = weights.astype(np.float64)
         hidden = ~allowed & live[..., None]
         assert_true(np.all(weights[hidden] == 0.0),
                     f"{what}: masked keys (mask False) must get weight exactly 0; "
@@ -746,7 +770,7 @@ def _hidden_test_masked_softmax():
         mask[..., 0] = True
         check(scores, mask, f"masked_softmax(scores {scores_shape}, mask {mask_shape})")
 
-    # Rows whose keys are all masked are not graded, but must be finite.
+    # Rows whose keys are all masked: the other rows graded here (finite: the next cell).
     scores = (3 * r.normal(size=(2, 4, 5))).astype("float32")
     mask = r.random(size=(2, 4, 5)) < 0.6
     mask[..., 1] = True
@@ -761,6 +785,35 @@ def _hidden_test_masked_softmax():
 
 _hidden_test_masked_softmax()
 del _hidden_test_masked_softmax
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_masked_softmax__masked_rows" points=0.5
+# Hidden tests of `masked_softmax`: a row whose keys are all masked gives finite numbers, whatever their values (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_masked_softmax__masked_rows():
+    import numpy as np
+    from autograder.testkernel.testing import rng, assert_true
+    from autograder.references import lab4 as reference
+
+    r = rng("masked_softmax/masked_rows")
+    for shape in [(2, 4, 5), (2, 2, 3, 4)]:
+        scores = (3 * r.normal(size=shape)).astype("float32")
+        mask = r.random(size=shape) < 0.6
+        mask[..., 0] = True
+        mask[0, ..., 1, :] = False  # one query of the first example sees no key
+        what = f"masked_softmax(scores {shape}, a mask with a fully masked row)"
+        weights = reference.to_numpy(masked_softmax(scores, mask))
+        assert_true(np.shape(weights) == shape, f"{what}: returned shape {np.shape(weights)}, "
+                                                f"expected {shape}.")
+        rows = ~mask.any(axis=-1)
+        assert_true(np.all(np.isfinite(np.asarray(weights, np.float64)[rows])),
+                    f"{what}: the fully masked row holds NaN or inf; use "
+                    "large_negative(scores.dtype) rather than -inf, or set the masked "
+                    "weights to 0 with ops.where.")
+
+
+_hidden_test_masked_softmax__masked_rows()
+del _hidden_test_masked_softmax__masked_rows
 ### END HIDDEN TESTS
 
 # %% [markdown]

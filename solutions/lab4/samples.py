@@ -27,6 +27,7 @@ POINTS = {"causal_mask": 1, "padding_mask": 1, "combine_masks": 2, "masked_softm
 #: The layers' points, property by property (tests cell -> points).
 PARTS = {
     "combine_masks": {"test_combine_masks": 1.5, "test_combine_masks__broadcast": 0.5},
+    "masked_softmax": {"test_masked_softmax": 1.5, "test_masked_softmax__masked_rows": 0.5},
     "FeedForward": {"test_FeedForward": 1.5, "test_FeedForward__training": 0.25,
                     "test_FeedForward__config": 0.25},
     "EncoderLayer": {"test_EncoderLayer": 2.75, "test_EncoderLayer__padding": 0.5,
@@ -209,12 +210,13 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
         mask = ops.logical_and(mask, causal_mask(length)[None])
     return mask
 '''),
-    # The softmax is taken first and the masked weights zeroed: rows no longer sum to 1.
+    # The softmax is taken first and the masked weights zeroed: rows no longer sum to 1
+    # (fully masked rows are 0, finite: that share is kept).
     "softmax_not_renormalised": Mistake("masked_softmax", '''
 def masked_softmax(scores, mask):
     weights = ops.softmax(ops.convert_to_tensor(scores), axis=-1)
     return weights * ops.cast(mask, weights.dtype)
-'''),
+''', ("test_masked_softmax",)),
     # A residual inside the feed-forward block: only the config cell is kept (0.25
     # of 2): the residual changes the outputs at inference, and while training the
     # outputs are no longer "0 or the inference value / (1 - rate)" (x is added
