@@ -47,6 +47,7 @@ PROPERTY_WORDS = {
     "broadcast": ("broadcast",),
     "overflow": ("overflow",),
     "masked_rows": ("all masked", "fully masked"),
+    "differentiable": ("differentiable",),
 }
 
 #: (lab, exercise) -> other exercises its visible check may call, and why.

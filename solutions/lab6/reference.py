@@ -71,6 +71,25 @@ def rotary(x, positions, base: float = ROTARY_BASE) -> np.ndarray:
     return out
 
 
+def rotary_atol(x, positions) -> float:
+    """The absolute tolerance for a float32 answer of ``rotary(x, positions)``.
+
+    The policy's ATOL, plus what float32 angles cost: ``m * theta`` in float32 is
+    off by up to a few units in the last place, about ``m * 2**-23`` radians at
+    position ``m`` (``theta <= 1``), and each output by that times its pair's
+    length. Four times that bound at the largest position and pair, so a correct
+    float32 answer uses a small part of it (about 2e-4 of error at position 2000
+    against about 3e-3 allowed for pairs of length 3), while any wrong position
+    or angle is off by much more than that.
+    """
+    from autograder.testkernel import policy
+
+    x = _float64(x)
+    largest = float(np.max(np.abs(_float64(positions)))) if np.size(positions) else 0.0
+    pair = float(np.max(np.hypot(x[..., 0::2], x[..., 1::2]))) if x.size else 0.0
+    return policy.ATOL + 4 * 2.0 ** -23 * largest * pair
+
+
 def _softmax(z, axis=-1) -> np.ndarray:
     z = _float64(z)
     finite = np.where(np.isfinite(z), z, -np.inf)
@@ -138,6 +157,102 @@ def next_token_loss(logits, token_ids, pad_id: int = 0) -> float:
 def perplexity(logits, token_ids, pad_id: int = 0) -> float:
     """exp(next_token_loss): the number of equally likely tokens the model hesitates between."""
     return float(np.exp(next_token_loss(logits, token_ids, pad_id)))
+
+
+def as_argument(function):
+    """A student's function as an argument of a grader fixture (``constructor``):
+    under the grader, a reference to it in the student's kernel (the proxy of a
+    name cannot be passed back there, an object the student's code returned can:
+    its ``__call__``); in place, the function itself."""
+    if type(function).__name__ == "RemoteObject":
+        return function.attribute("__call__")
+    return function
+
+
+#: Runs in the student's kernel: the gradient of the student's next_token_loss with
+#: respect to the logits, taken as Keras's model.fit takes it on the backend there
+#: (TensorFlow: traced in a tf.function, the ids a traced argument too; JAX: jit;
+#: PyTorch: autograd). Returns ("", gradient as float32 NumPy) or (what went wrong,
+#: None); ("", None) under a backend without gradients (numpy).
+LOSS_GRADIENT_SOURCE = """
+def loss_gradient(loss, logits, token_ids, pad_id):
+    import numpy as np
+    import keras
+    from keras import ops
+
+    logits = np.asarray(logits, dtype="float32")
+    token_ids = np.asarray(token_ids, dtype="int32")
+    backend = keras.config.backend()
+    # The function itself rather than its __call__ (how it reached this kernel), so that
+    # TensorFlow's autograph converts it as model.fit does.
+    loss = getattr(loss, "__self__", loss) if type(loss).__name__ == "method-wrapper" else loss
+
+    class NoGradient(Exception):
+        pass
+
+    def say(error):
+        text = str(error).strip()
+        first = text.splitlines()[0][:300] if text else ""
+        return f"{type(error).__name__}{': ' + first if first else ''}"
+
+    try:
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            try:  # autograph, as fit applies it (Python control flow on tensors)
+                graph_loss = tf.autograph.to_graph(loss)
+            except Exception:
+                graph_loss = loss
+
+            @tf.function(autograph=False)
+            def traced(x, ids):
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    value = graph_loss(x, ids, pad_id)
+                if not tf.is_tensor(value):
+                    raise NoGradient(f"it returned {type(value).__name__}, not a tensor")
+                gradient = tape.gradient(value, x)
+                if gradient is None:
+                    raise NoGradient("no gradient flows from what it returned back to the "
+                                     "logits")
+                return gradient
+
+            gradient = traced(tf.constant(logits), tf.constant(token_ids))
+        elif backend == "jax":
+            import jax
+
+            def scalar(x, ids):
+                return jax.numpy.reshape(loss(x, ids, pad_id), ())
+
+            gradient = jax.jit(jax.grad(scalar))(jax.numpy.asarray(logits),
+                                                 jax.numpy.asarray(token_ids))
+        elif backend == "torch":
+            import torch
+
+            x = ops.convert_to_tensor(logits)
+            x.requires_grad_(True)
+            value = loss(x, ops.convert_to_tensor(token_ids), pad_id)
+            if not torch.is_tensor(value):
+                raise NoGradient(f"it returned {type(value).__name__}, not a tensor")
+            if not value.requires_grad:
+                raise NoGradient("no gradient flows from what it returned back to the "
+                                 "logits")
+            (gradient,) = torch.autograd.grad(value.sum(), x, allow_unused=True)
+            if gradient is None:
+                raise NoGradient("no gradient flows from what it returned back to the "
+                                 "logits")
+        else:
+            return "", None
+    except NoGradient as problem:
+        return str(problem), None
+    except Exception as error:
+        return f"the gradient could not be taken through it ({say(error)})", None
+    gradient = np.asarray(ops.convert_to_numpy(gradient), dtype="float32")
+    if not np.any(gradient):
+        return "the gradient is 0 everywhere: nothing flows from what it returned back to " \
+               "the logits", None
+    return "", gradient
+"""
 
 
 def top_k_filter(logits, k: int) -> np.ndarray:

@@ -17,8 +17,9 @@ Honest readings (answers written from the notebook's text alone) are among the
 variants: no `get_config` at all in a Layer (Keras builds the config from the
 constructor's arguments), sublayers made in `build`, one call of the model after
 the last new token ("one call per new token"), `-1e9` instead of `-inf`, the
-attention worked head by head. Mistakes in a secondary property (the start,
-the cache, the config, sampling) name the tests cells they must fail (`fails`);
+attention worked head by head, the rotary angles in float32. Mistakes in a
+secondary property (the start, the cache, the config, sampling, a loss that is
+not differentiable) name the tests cells they must fail (`fails`);
 the others keep their points. Every mistake fails its exercise's visible check
 too.
 """
@@ -124,6 +125,22 @@ ROTARY_MATRIX = _ROTARY_INIT + '''
         pairs = ops.reshape(x, (*ops.shape(x)[:-1], half, 2))  # (..., T, half, 2)
         turned = ops.einsum("thij,...thj->...thi", rotation, pairs)
         return ops.reshape(turned, ops.shape(x))
+''' + _ROTARY_CONFIG
+
+# The angles in float32 throughout (theta_i = exp(-2i ln(base) / head_dim), the
+# positions a float32 arange plus start): far along (the hidden start goes up to
+# 2047) float32 rounds the angles by ~2e-4, which the tolerance allows for.
+ROTARY_FLOAT32 = _ROTARY_INIT + '''
+    def call(self, x, start=0):
+        x = ops.convert_to_tensor(x)
+        length = ops.shape(x)[-2]
+        pair = ops.arange(self.head_dim // 2, dtype="float32")
+        theta = ops.exp(pair * (-2.0 * math.log(self.base) / self.head_dim))
+        m = ops.arange(length, dtype="float32") + ops.cast(start, "float32")
+        angles = m[:, None] * theta[None, :]  # float32, (T, head_dim / 2)
+        c, s = ops.cos(angles), ops.sin(angles)
+        a, b = x[..., 0::2], x[..., 1::2]
+        return ops.reshape(ops.stack([a * c - b * s, a * s + b * c], axis=-1), ops.shape(x))
 ''' + _ROTARY_CONFIG
 
 # --- DecoderOnlyBlock ----------------------------------------------------------------
@@ -722,7 +739,8 @@ def generate(model, prompt_ids, max_new_tokens, temperature=0.0, top_k=None, top
 '''
 
 VARIANTS = {
-    "RotaryEmbedding": [ROTARY_COMPLEX, ROTARY_INTERLEAVE, ROTARY_TABLES, ROTARY_MATRIX],
+    "RotaryEmbedding": [ROTARY_COMPLEX, ROTARY_INTERLEAVE, ROTARY_TABLES, ROTARY_MATRIX,
+                        ROTARY_FLOAT32],
     "DecoderOnlyBlock": [BLOCK_EINSUM, BLOCK_NEG_INF, BLOCK_BUILD, BLOCK_HEAD_LOOP],
     "MiniGPT": [MINIGPT_EINSUM, MINIGPT_BUILD, MINIGPT_ONLY_WHEN_ASKED],
     "next_token_loss": [LOSS_LOG_SOFTMAX, LOSS_ONE_HOT, LOSS_LOGSUMEXP, LOSS_OBJECT_SUM],
@@ -755,6 +773,18 @@ _EINSUM_BLOCKS = '''        for block, past in zip(self.blocks, pasts):
 '''
 
 _LOSS_BASE = LOSS_LOG_SOFTMAX
+
+# The loss computed in NumPy: right values, but nothing for model.fit to differentiate.
+_NUMPY_LOSS = '''
+def next_token_loss(logits, token_ids, pad_id=0):
+    z = np.asarray(ops.convert_to_numpy(logits), dtype="float64")[:, :-1]
+    targets = np.asarray(ops.convert_to_numpy(token_ids)).astype("int64")[:, 1:]
+    z = z - z.max(axis=-1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(log_p, targets[..., None], axis=-1)[..., 0]
+    real = targets != pad_id
+    return float(-picked[real].mean())
+'''
 
 _PERPLEXITY_BASE = '''
 def perplexity(model, token_ids, batch_size=64, pad_id=0):
@@ -1064,6 +1094,17 @@ def next_token_loss(logits, token_ids, pad_id=0):
             "masks the terms but divides by every position, B * (T - 1)",
             _swap(_LOSS_BASE, "return -ops.sum(picked * real) / ops.sum(real)",
                   "return -ops.mean(picked * real)")),
+    # differentiable (its own tests cell): the right value, but no gradient for fit
+    Mistake("next_token_loss", "numpy-loss",
+            "computed in NumPy and returned as a float: the right value, no gradient",
+            _NUMPY_LOSS,
+            fails=("test_next_token_loss__differentiable",)),
+    Mistake("next_token_loss", "numpy-then-tensor",
+            "computed in NumPy, then turned back into a tensor: no gradient reaches the "
+            "logits",
+            _swap(_NUMPY_LOSS, "return float(-picked[real].mean())",
+                  "return ops.convert_to_tensor(-picked[real].mean(), dtype=\"float32\")"),
+            fails=("test_next_token_loss__differentiable",)),
 
     # --- perplexity
     Mistake("perplexity", "mean-of-batch-means",
@@ -1182,6 +1223,10 @@ def top_p_filter(logits, p):
     np.put_along_axis(keep, order, keep_sorted, axis=-1)
 ''', '''    keep = keep_sorted
 ''')),
+    Mistake("top_p_filter", "ties-higher-id-first",
+            "sorts upwards and reverses: equal probabilities come the higher id first",
+            _swap(_TOP_P_BASE, "order = np.argsort(-probs, axis=-1, kind=\"stable\")",
+                  "order = np.argsort(probs, axis=-1, kind=\"stable\")[..., ::-1]")),
 
     # --- generate
     Mistake("generate", "no-cache",

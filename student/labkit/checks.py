@@ -18,10 +18,13 @@ two differ.)
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import numpy as np
 
 __all__ = ["to_numpy", "check_close", "check_shape", "check_true", "check_tuple",
-           "check_config", "check_raises"]
+           "check_config", "check_raises", "check_gradient", "relying_on"]
 
 _MAX_SHOWN = 24  # arrays up to this many values are printed in full
 
@@ -175,3 +178,157 @@ def check_raises(error_type, make, what: str, hint: str = "") -> None:
     except Exception as error:  # noqa: BLE001 - reported to the student
         problem = f"it raised {type(error).__name__}: {error}"
     check_true(not problem, f"{what} raises a {error_type.__name__}", problem, hint=hint)
+
+
+def _gradient(function, value, others):
+    """d function(value, *others) / d value, taken as Keras's ``fit`` takes it on the
+    current backend: TensorFlow traced in a tf.function, JAX jit-compiled, PyTorch by
+    autograd. None under a backend without gradients (numpy)."""
+    import keras
+    from keras import ops
+
+    backend = keras.config.backend()
+    value = np.asarray(value, dtype="float32")
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        try:  # autograph, as fit applies it (Python control flow on tensors)
+            converted = tf.autograph.to_graph(function)
+        except Exception:  # noqa: BLE001 - no source to convert: called as it is
+            converted = function
+
+        @tf.function(autograph=False)
+        def traced(x, *rest):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                result = converted(x, *rest)
+            if not tf.is_tensor(result):
+                raise TypeError(f"it returned {type(result).__name__}, not a tensor")
+            gradient = tape.gradient(result, x)
+            return tf.zeros_like(x) if gradient is None else gradient
+
+        return np.asarray(traced(tf.constant(value), *(tf.constant(o) for o in others)))
+    if backend == "jax":
+        import jax
+
+        def scalar(x, *rest):
+            return jax.numpy.reshape(function(x, *rest), ())
+
+        gradient = jax.jit(jax.grad(scalar))(jax.numpy.asarray(value),
+                                             *(jax.numpy.asarray(o) for o in others))
+        return np.asarray(gradient)
+    if backend == "torch":
+        import torch
+
+        x = ops.convert_to_tensor(value)
+        x.requires_grad_(True)
+        result = function(x, *(ops.convert_to_tensor(o) for o in others))
+        if not torch.is_tensor(result):
+            raise TypeError(f"it returned {type(result).__name__}, not a tensor")
+        if not result.requires_grad:
+            raise TypeError("no gradient flows from what it returned back to its input")
+        (gradient,) = torch.autograd.grad(result.sum(), x, allow_unused=True)
+        return np.zeros_like(value) if gradient is None else ops.convert_to_numpy(gradient)
+    return None
+
+
+def check_gradient(function, value, expected, what: str, others=(), hint: str = ""):
+    """Check that a gradient flows through ``function`` as ``model.fit`` needs it.
+
+    ``function(x, *others)`` gets ``value`` and ``others`` as tensors of the Keras
+    backend and must return a scalar tensor; its gradient with respect to ``x``,
+    taken as ``fit`` takes it (TensorFlow: in a ``tf.function``; JAX: jit; PyTorch:
+    autograd), must equal ``expected``. A function that leaves ``keras.ops`` (NumPy,
+    ``float()``) fails here with its own name, not later inside ``fit``. Returns the
+    gradient (None, unchecked, under the numpy backend, which has no gradients).
+    """
+    try:
+        gradient = _gradient(function, value, others)
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        text = str(error).strip()
+        first = text.splitlines()[0][:300] if text else ""
+        _fail(f"{what}: no gradient could be taken through it ({type(error).__name__}"
+              f"{': ' + first if first else ''}).", hint)
+    if gradient is None:
+        print(f"… {what}: not checked (this backend has no gradients)")
+        return None
+    if not np.any(gradient) and np.any(np.asarray(expected)):
+        _fail(f"{what}: the gradient is 0 everywhere: nothing flows from the result back "
+              "to its input.", hint)
+    return check_close(gradient, expected, what, hint=hint)
+
+
+#: {exercise: [other exercises]}: checks whose failure ``relying_on`` did not count
+#: against their exercise, because an exercise they call fails its own check.
+#: labkit.ready reads it after each check.
+WAITING: dict[str, list[str]] = {}
+
+
+@contextlib.contextmanager
+def relying_on(exercise: str, others, lab: str, scope: dict):
+    """Run the part of ``exercise``'s check that calls the student's ``others``.
+
+    The grader tests ``exercise`` with correct versions of the exercises it calls,
+    so a mistake in one of those never costs ``exercise`` its points. The check
+    does the same in its own way: when this part fails while one of ``others``
+    fails its own visible check (run again here, from labkit's copy of the lab's
+    checks, in a copy of ``scope``), the failure is shown but not raised, and the
+    student is told which exercise to fix first. Otherwise the failure is raised
+    as usual. A stub's NotImplementedError is always raised (not answered yet).
+    """
+    others = [others] if isinstance(others, str) else list(others)
+    WAITING.pop(exercise, None)
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - raised again unless another exercise is wrong
+        if _behind_a_stub(error):
+            raise
+        broken = [name for name in others if _fails_own_check(lab, name, scope)]
+        if not broken:
+            raise
+        WAITING[exercise] = broken
+        names = " and ".join(f"`{name}`" for name in broken)
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
+        print(f"… {first}\n  Not counted against `{exercise}`: your {names} "
+              f"{'fail' if len(broken) > 1 else 'fails'} {'their' if len(broken) > 1 else 'its'} "
+              f"own check above, and `{exercise}` may call {'them' if len(broken) > 1 else 'it'}. "
+              f"Fix {names} first, then run this cell again.")
+
+
+def _behind_a_stub(error: BaseException | None) -> bool:
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, NotImplementedError):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _fails_own_check(lab: str, name: str, scope: dict) -> bool:
+    """Whether exercise ``name``'s visible check (labkit's copy) fails in a copy of
+    ``scope``; False when it cannot tell (no such check, or the check itself needs a
+    cell that was not run)."""
+    from labkit.readiness import lab_checks
+
+    try:
+        sources = {item["name"]: item["check"] for item in lab_checks(lab)["exercises"]}
+    except Exception:  # noqa: BLE001 - no checks carried for the lab: cannot tell
+        return False
+    if name not in sources:
+        return False
+    if name not in scope:
+        return True  # not answered (its cell not run): it fails its check too
+    filename = f"<check of {name}>"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(sources[name], filename, "exec"), dict(scope))
+    except NameError as error:
+        traceback = error.__traceback__
+        while traceback is not None and traceback.tb_next is not None:
+            traceback = traceback.tb_next
+        return traceback is None or traceback.tb_frame.f_code.co_filename != filename
+    except Exception:  # noqa: BLE001 - any failure of its check
+        return True
+    return False

@@ -67,7 +67,7 @@ def heatmap(matrix, row_labels=None, col_labels=None, title="", ax=None,
     return ax
 
 
-def bars(weights, labels=None, title="", ax=None, ylabel="weight"):
+def bars(weights, labels=None, title="", ax=None, ylabel="weight", hide_below=None):
     """Draw a vector of weights (e.g. one row of attention weights) as bars.
 
     Args:
@@ -76,6 +76,8 @@ def bars(weights, labels=None, title="", ax=None, ylabel="weight"):
         title: the axes title.
         ax: a matplotlib Axes to draw on; a new figure when None.
         ylabel: the y-axis label.
+        hide_below: write no value over the bars below it (e.g. 0.005: no "0.00"
+            over the empty bars of a long distribution); None writes every value.
 
     Returns:
         The matplotlib Axes.
@@ -85,7 +87,8 @@ def bars(weights, labels=None, title="", ax=None, ylabel="weight"):
     positions = np.arange(len(values))
     ax.bar(positions, values, color="tab:blue")
     for x, y in zip(positions, values):
-        ax.text(x, y, f"{y:.2f}", ha="center", va="bottom", fontsize=8)
+        if hide_below is None or y >= hide_below:
+            ax.text(x, y, f"{y:.2f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(positions)
     if labels is not None:
         ax.set_xticklabels(labels)

@@ -27,6 +27,9 @@ from importlib import resources
 __all__ = ["ready", "run_checks", "report", "lab_checks", "Result"]
 
 PASSED, FAILED, MISSING = "passed", "failed", "not answered"
+#: A check whose part that calls another exercise failed while that exercise fails its
+#: own check (labkit.checks.relying_on): not counted, it waits for that one.
+WAITING = "waiting"
 
 #: What the summary says about hidden tests, whatever the checks gave.
 NOT_SUFFICIENT = ("Passing every visible check is necessary, not sufficient: hidden tests "
@@ -39,7 +42,7 @@ DEFAULT_SUBMIT = ("Save your notebook with File → Download → Download .ipynb
 
 @dataclass(frozen=True)
 class Result:
-    """What one exercise's check gave: ``status`` is PASSED, FAILED or MISSING;
+    """What one exercise's check gave: ``status`` is PASSED, FAILED, MISSING or WAITING;
     ``line`` is the one line printed for it, ``hint`` the check's hint, if any."""
 
     name: str
@@ -97,6 +100,8 @@ def _notebook_namespace() -> dict:
 def run_checks(exercises: list[dict], namespace: dict) -> list[Result]:
     """Each exercise's check source run, in order, in one copy of ``namespace``
     (its output captured): one Result per exercise."""
+    from labkit.checks import WAITING as waiting
+
     scope = dict(namespace)
     names = [exercise["name"] for exercise in exercises]
     results = []
@@ -106,6 +111,7 @@ def run_checks(exercises: list[dict], namespace: dict) -> list[Result]:
             results.append(Result(name, MISSING, f"… {name}: not answered yet "
                                                  f"(`{name}` is not defined: run its cell)"))
             continue
+        waiting.pop(name, None)
         try:
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()):
@@ -113,7 +119,14 @@ def run_checks(exercises: list[dict], namespace: dict) -> list[Result]:
         except Exception as error:  # noqa: BLE001 - every failure is reported, none raised
             results.append(_failure(name, error, scope, names))
         else:
-            results.append(Result(name, PASSED, f"✓ {name}: passed"))
+            if waiting.get(name):
+                others = " and ".join(f"`{other}`" for other in waiting[name])
+                results.append(Result(
+                    name, WAITING, f"… {name}: waits for {others}, which a part of its "
+                                   "check calls",
+                    f"{others} fails its own check: fix it first, then check again."))
+            else:
+                results.append(Result(name, PASSED, f"✓ {name}: passed"))
     return results
 
 
@@ -147,7 +160,7 @@ def _raised_by_the_check(error: BaseException) -> bool:
     return traceback is not None and traceback.tb_frame.f_code.co_filename.startswith("<check of ")
 
 
-def _stub_error(error: BaseException) -> BaseException | None:
+def _stub_error(error: BaseException | None) -> BaseException | None:
     """The NotImplementedError of a stub behind ``error``: itself, or the one a
     check caught and turned into its own AssertionError ("... raised ...")."""
     seen = set()
@@ -180,7 +193,7 @@ def _raised_in(error: BaseException, scope: dict, names: list[str]) -> str | Non
 def _code_objects(value) -> list[types.CodeType]:
     """The code objects of a function, or of a class's methods, with the
     functions nested in them."""
-    functions = []
+    functions: list = []   # functions, and a property's getter and setter
     if isinstance(value, type):
         for attribute in vars(value).values():
             attribute = getattr(attribute, "__func__", attribute)      # static/class methods

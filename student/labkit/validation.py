@@ -69,7 +69,9 @@ def rate(name: str, value) -> float:
     Raises:
         ValueError: when ``value`` is not a number in [0, 1).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+    # The ignore: numbers.Real's stub has no __ge__ for `0 <= value`.
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not 0 <= value < 1):  # type: ignore[operator]
         raise _invalid(name, "a number in [0, 1), such as 0.1", value)
     return float(value)
 
