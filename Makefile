@@ -3,7 +3,8 @@
 #   make test   build .venv if missing, lint (make lint), run the whole test suite
 #   make test-fast  lint, then the suite without the tests marked slow (batches graded,
 #               notebooks run): a few minutes
-#   make lint   ruff, with the rules of pyproject.toml's [tool.ruff]
+#   make lint   ruff, with the rules of pyproject.toml's [tool.ruff], then mypy over
+#               autograder/ and student/labkit/ ([tool.mypy])
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
 #   make test-slurm  a class graded through a real one-node Slurm (own suite)
 #   make test-container  the user layer under a default Docker container's restrictions,
@@ -126,7 +127,7 @@ demo: env labs
 
 # Lint first: a finding fails in seconds, not after the half-hour suite.
 lint: $(STAMP)
-	$(PY) -m ruff check .
+	$(PY) -m ruff check . && $(PY) -m mypy
 
 test: env lint postgres
 	$(PY) -m pytest -m "not backends and not compat and not slurm and not container"

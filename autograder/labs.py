@@ -154,7 +154,7 @@ _public_override: ContextVar[dict | None] = ContextVar("public_override", defaul
 
 
 @contextmanager
-def public_settings(**override: str):
+def public_settings(**override: str | None):
     """Within this block, course_settings()["public"] has ``override``'s keys
     (``repository``, ``ref``) in place of course.toml's: `publish --repository`."""
     token = _public_override.set({key: value for key, value in override.items() if value})

@@ -49,6 +49,7 @@ autograder.grader.options), which `merge` compares across shards.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from autograder.grader.batch import Grader
 from autograder.grader.options import TERM_FILES, GradingOptions, flag_of
@@ -121,7 +122,7 @@ def remembered_term(out_dir: Path, options: GradingOptions) -> GradingOptions:
         remembered = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         remembered = {}
-    changes = {}
+    changes: dict[str, Any] = {}
     for name in TERM_FILES:
         path = remembered.get(name) if isinstance(remembered, dict) else None
         if getattr(options, name) is None and isinstance(path, str):

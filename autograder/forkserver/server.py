@@ -248,7 +248,7 @@ def _fresh_process_state(env: dict) -> None:
     if matplotlib is not None:
         for name in ("get_configdir", "get_cachedir"):
             cached = getattr(matplotlib, name, None)
-            if hasattr(cached, "cache_clear"):
+            if cached is not None and hasattr(cached, "cache_clear"):
                 cached.cache_clear()
     for name in [name for name in sys.modules if name.split(".")[0] == "autograder"]:
         del sys.modules[name]
@@ -404,6 +404,7 @@ class ForkServer:
 
     def _read_line(self, timeout: float) -> dict:
         stdout = self.process.stdout
+        assert stdout is not None   # Popen(stdout=PIPE)
         if not select.select([stdout], [], [], timeout)[0]:
             return {"error": f"no answer in {timeout:.0f} s"}
         line = stdout.readline()
@@ -421,6 +422,7 @@ class ForkServer:
         """Fork a kernel into the sandbox of ``request["bwrap_pid"]``."""
         if self.process.poll() is not None:
             raise ForkError(f"the fork server exited (code {self.process.returncode})")
+        assert self.process.stdin is not None   # Popen(stdin=PIPE)
         try:
             self.process.stdin.write((json.dumps(request) + "\n").encode())
             self.process.stdin.flush()
@@ -434,6 +436,7 @@ class ForkServer:
         return self.process.poll() is None
 
     def close(self) -> None:
+        assert self.process.stdin is not None   # Popen(stdin=PIPE)
         try:
             self.process.stdin.close()
         except OSError:

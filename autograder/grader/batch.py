@@ -67,8 +67,8 @@ class ClassGradebook:
         (self.out_dir / "results").mkdir(exist_ok=True)
         api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = lab_points(api, self.lab)
-        run = {"lab": self.lab.id, "db_url": _redact(self.db_url),
-               "course_dir": str(self.root)}
+        run: dict = {"lab": self.lab.id, "db_url": _redact(self.db_url),
+                     "course_dir": str(self.root)}
         if self.seed_check:
             run["seed_check"] = self.seed_check
         if shard:

@@ -243,20 +243,20 @@ def _source_code(lab: Lab) -> dict[str, list]:
     imports = _import_lines(text)
     passages: dict[int, tuple[str, Unit, list[str], list[int]]] = {}
     public: list[str] = []
-    for token, line in zip(tokens.tokens, tokens.lines):
-        place = region_of_line.get(line)
+    for token, at in zip(tokens.tokens, tokens.lines):
+        place = region_of_line.get(at)
         if place is None:
             public.append(token)
             continue
-        if line in imports:
+        if at in imports:
             continue
-        region, cell, index = place
+        kind, exercise, index = place
         if index not in passages:
-            label = (f"{lab.id}'s solution of {cell or 'an exercise'}" if region == "solution"
-                     else f"{lab.id}'s hidden tests {cell}".rstrip())
-            passages[index] = (region, Unit(label, _relative(path)), [], [])
+            label = (f"{lab.id}'s solution of {exercise or 'an exercise'}" if kind == "solution"
+                     else f"{lab.id}'s hidden tests {exercise}".rstrip())
+            passages[index] = (kind, Unit(label, _relative(path)), [], [])
         passages[index][2].append(token)
-        passages[index][3].append(line)
+        passages[index][3].append(at)
     # Public too: the prose (markdown cells are comments here) and the code in
     # strings (a check's hint), which the scanner reads as code in a notebook.
     prose = "\n".join(comment for line, comment in tokens.comments

@@ -231,15 +231,16 @@ def _decompress(kind: str, data: bytes, budget: _Budget) -> bytes:
                 raise EOFError("the compressed stream is cut short")
             data = engine.unused_data
         else:
-            engine = bz2.BZ2Decompressor() if kind == "bz2" else lzma.LZMADecompressor()
-            out += engine.decompress(data, cap + 1 - len(out))
-            while not engine.eof and not engine.needs_input and len(out) <= cap:
-                out += engine.decompress(b"", cap + 1 - len(out))
+            stream: bz2.BZ2Decompressor | lzma.LZMADecompressor = (
+                bz2.BZ2Decompressor() if kind == "bz2" else lzma.LZMADecompressor())
+            out += stream.decompress(data, cap + 1 - len(out))
+            while not stream.eof and not stream.needs_input and len(out) <= cap:
+                out += stream.decompress(b"", cap + 1 - len(out))
             if len(out) > cap:
                 raise _TooLarge
-            if not engine.eof:
+            if not stream.eof:
                 raise EOFError("the compressed stream is cut short")
-            data = engine.unused_data
+            data = stream.unused_data
         data = data.lstrip(b"\0")  # padding between concatenated streams
     budget.spend(len(out))
     return bytes(out)
@@ -465,10 +466,10 @@ def as_text(data: bytes) -> str | None:
     if b"\0" in data:
         # UTF-16 without a BOM: every other byte NUL.
         even, odd = data[0::2].count(0), data[1::2].count(0)
-        encoding = "utf-16-le" if odd > 3 * even else "utf-16-be" if even > 3 * odd else None
-        if encoding and len(data) % 2 == 0:
+        wide = "utf-16-le" if odd > 3 * even else "utf-16-be" if even > 3 * odd else None
+        if wide and len(data) % 2 == 0:
             try:
-                text = data.decode(encoding)
+                text = data.decode(wide)
             except UnicodeDecodeError:
                 return None
             return text if _reads_as_text(text) else None

@@ -232,7 +232,7 @@ def put_back_missing_cells(work: _Work) -> list[str]:
     """
     notes = []
     position = _positions(work.cells)
-    previous_id = None
+    previous_id: str | None = None
     for reference in work.release.cells:
         gid = _grade_id(reference)
         if gid is None:
@@ -251,7 +251,7 @@ def put_back_missing_cells(work: _Work) -> list[str]:
 
 def _positions(cells) -> dict[str, int]:
     """Each graded cell's index in ``cells`` (the last one, should a grade_id repeat)."""
-    return {_grade_id(cell): index for index, cell in enumerate(cells) if _grade_id(cell)}
+    return {gid: index for index, cell in enumerate(cells) if (gid := _grade_id(cell))}
 
 
 def tests_after_answers(work: _Work) -> list[str]:
@@ -263,7 +263,7 @@ def tests_after_answers(work: _Work) -> list[str]:
     """
     follows = _tests_follow(work.release)
     cells = work.cells
-    tests = {_grade_id(c): c for c in cells if _grade_id(c) in follows}
+    tests = {gid: c for c in cells if (gid := _grade_id(c)) in follows}
     rest = [c for c in cells if _grade_id(c) not in follows]
     moved = []
     for gid, cell in tests.items():

@@ -193,6 +193,7 @@ class GradingOptions:
             self._check_shard()
 
     def _check_shard(self) -> None:
+        assert self.shard is not None   # called only for a shard (__post_init__)
         shard = tuple(self.shard)
         if len(shard) != 2 or not all(map(_is_int, shard)) or not 1 <= shard[0] <= shard[1]:
             parse_shard(str(self.shard))   # raises, saying what a shard is

@@ -456,11 +456,11 @@ def bwrap_prefix(spec: SandboxSpec, keep_caps: tuple[str, ...] = ()) -> list[str
         args += ["--cap-drop", "ALL"]
         for capability in keep_caps:
             args += ["--cap-add", capability]
-    for path in SYSTEM_PATHS:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
+    for system_path in SYSTEM_PATHS:
+        if os.path.islink(system_path):
+            args += ["--symlink", os.readlink(system_path), system_path]
+        elif os.path.isdir(system_path):
+            args += ["--ro-bind", system_path, system_path]
     bound = [path for path in _python_paths() + [Path(p) for p in spec.readable]
              if path.exists()]
     # The folders on the way to what is bound in: made by bubblewrap, run by

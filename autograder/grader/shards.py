@@ -91,7 +91,7 @@ def merged_isolation(runs: list[dict]) -> dict | None:
     weakest layer, its summary saying that the shards differed."""
     from autograder.grader.sandbox import LAYERS
 
-    found = [run.get("isolation") for run in runs if isinstance(run.get("isolation"), dict)]
+    found = [isolation for run in runs if isinstance(isolation := run.get("isolation"), dict)]
     if not found:
         return None
     layers = {item.get("layer") for item in found}
@@ -108,7 +108,9 @@ def merged_isolation(runs: list[dict]) -> dict | None:
 
 def _gather(lab_id: str, shard_dirs: list[Path]):
     """Each shard's run.json, every saved result by student, and the shard it came from."""
-    runs, entries, origin = [], {}, {}
+    runs: list[tuple[Path, dict]] = []
+    entries: dict[str, dict] = {}
+    origin: dict[str, Path] = {}
     for folder in map(Path, shard_dirs):
         run, saved = read_shard(folder, lab_id)
         runs.append((folder, run))

@@ -16,7 +16,7 @@ import sys
 
 from autograder.labs import lab_folder
 
-__path__: list[str] = []   # a package whose modules are found by the finder below
+__path__ = []   # a package whose modules are found by the finder below
 
 
 class _LabReferenceFinder(importlib.abc.MetaPathFinder):

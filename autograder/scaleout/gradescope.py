@@ -60,6 +60,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 #: Gradescope's visibility values (its autograder specification).
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
@@ -243,8 +244,10 @@ def locks(kit_root: Path | None = None) -> Locks:
     from packaging.utils import canonicalize_name
 
     if kit_root is None:
-        from autograder.labs import KIT_ROOT as kit_root
-    environment = {**default_environment(), **TARGET_MARKERS}
+        from autograder.labs import KIT_ROOT
+        kit_root = KIT_ROOT
+    # packaging's Environment: a TypedDict whose every value is a str.
+    environment = {**cast("dict[str, str]", default_environment()), **TARGET_MARKERS}
     own = set()
     todo: list[tuple[Requirement, str, str]] = []
     for project in PROJECTS:

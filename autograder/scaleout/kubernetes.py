@@ -254,8 +254,8 @@ def manifests(lab_id: str, shards: int, image: str, submissions: str, *, pvc: st
     term_line = "".join(f" {shlex.quote(arg)}" for arg in term_args)
 
     base = _name(name or f"labkit-{lab_id}")
-    metadata = {"labels": {"app.kubernetes.io/name": "labkit", "labkit/lab": lab_id,
-                           "labkit/run": base}}
+    metadata: dict = {"labels": {"app.kubernetes.io/name": "labkit", "labkit/lab": lab_id,
+                                 "labkit/run": base}}
     if namespace:
         metadata["namespace"] = namespace
     out = f"{DATA}/out/{base}"

@@ -27,11 +27,15 @@ import datetime
 import difflib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.grader.results import NO_SUBMISSION, SubmissionResult
 from autograder.term import late
 from autograder.term.model import ClassRow, Student
 from autograder.term.overrides import DEFAULT_FILE, Override, read_overrides
+
+if TYPE_CHECKING:
+    from autograder.term.roster import Roster
 
 
 @dataclass
@@ -56,7 +60,7 @@ class Term:
     """
 
     lab_id: str
-    roster: object | None = None
+    roster: Roster | None = None
     policy: late.LatePolicy = field(default_factory=late.LatePolicy)
     extensions: list[late.Extension] = field(default_factory=list)
     times_given: list[late.GivenTime] = field(default_factory=list)
@@ -174,6 +178,7 @@ class Term:
         extensions = resolved(self.extensions, "extensions", self.extensions_file)
         overrides = resolved(self.overrides, "overrides", self.overrides_file)
         if refused:
+            assert self.roster is not None   # only lines checked against a roster are refused
             raise ValueError("The instructor's files name students who are not on the roster "
                              f"({self.roster.source}):\n  " + "\n  ".join(refused)
                              + "\nNothing was graded. Correct or delete those lines.")
@@ -447,6 +452,7 @@ class Term:
         elif when is None and found.due is not None:
             row.notes.append("submission time unknown: no late penalty taken")
         if found.percent:
+            assert row.raw_score is not None   # set by apply before it calls this
             row.penalty = late.penalty_points(row.raw_score, row.max_score, found.percent)
             row.score = row.raw_score - row.penalty
 

@@ -41,7 +41,7 @@ def read_rows(path: Path, required: tuple[str, ...], what: str,
     if missing:
         raise ValueError(f"The {what} file {path} has no column {', '.join(missing)}; its "
                          f"first line must name the columns: {hint}.")
-    rows = []
+    rows: list[tuple[int, dict[str, str]]] = []
     while True:
         start = reader.line_num + 1          # a quoted cell may span several lines
         cells = next(reader, None)

@@ -708,7 +708,7 @@ def _participant(row: ClassRow) -> tuple[str, str]:
 
 def _moodle_pages(out_dir: Path, rows: list[ClassRow], exported: Exported) -> None:
     """feedback.zip: a folder per participant, as Moodle's "Download all submissions"."""
-    members, used = [], set()
+    members, used = [], set[str]()
     for row in rows:
         page = _feedback_page(out_dir, row, exported)
         if page is None:
@@ -906,7 +906,7 @@ CSV_COLUMNS = ["student_id", "name", "email", "section", "lab", "score", "raw_sc
 
 
 def _plain(out_dir: Path, rows: list[ClassRow], dest: Path, exported: Exported) -> None:
-    table, used = [], set()
+    table, used = [], set[str]()
     for row in rows:
         s = row.student
         table.append([csv_text(s.student_id), csv_text(s.name), csv_text(s.email),
@@ -1000,7 +1000,8 @@ def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | N
     if to == "canvas" and assignment is None:
         assignment, note = canvas_assignment(info, info["lab"])
         notes.append(note)
-    elif to == "canvas" and not CANVAS_ASSIGNMENT.match(assignment.strip()):
+    elif to == "canvas" and assignment is not None \
+            and not CANVAS_ASSIGNMENT.match(assignment.strip()):
         notes.append(f"Assignment column: {assignment.strip()!r} has no \"(id)\": Canvas fills "
                      f"the assignment of exactly that name, or creates a new one.")
     assignment = (assignment or info["lab_title"] or info["lab"]).strip()

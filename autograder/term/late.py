@@ -121,10 +121,10 @@ class LatePolicy:
         numbers = {"grace_minutes": 0, "penalty_percent": 0, "max_penalty_percent": 0,
                    "no_credit_after_days": 0}
         known = set(numbers) | {"per", "extensions", "trust_file_times"}
-        unknown = sorted(set(late) - known)
-        if unknown:
-            raise ValueError(f"{where} [late] has {', '.join(unknown)}, which the kit does not "
-                             f"know; the settings are {', '.join(sorted(known))}.")
+        unknown_settings = sorted(set(late) - known)
+        if unknown_settings:
+            raise ValueError(f"{where} [late] has {', '.join(unknown_settings)}, which the kit "
+                             f"does not know; the settings are {', '.join(sorted(known))}.")
         for name, low in numbers.items():
             if name in late:
                 value = late[name]

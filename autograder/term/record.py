@@ -13,6 +13,7 @@ keeps what the exports need.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from autograder.grader import reports
 from autograder.grader.batch import ClassGradebook
@@ -75,6 +76,6 @@ def _similar(gradebook: ClassGradebook, rows: list[SubmissionResult], options: G
             notebooks[row.student_id] = path
     if len(notebooks) < 2 and not options.similar_to:
         return None
-    extra = ({"threshold": options.similarity_threshold}
-             if options.similarity_threshold is not None else {})
+    extra: dict[str, Any] = ({"threshold": options.similarity_threshold}
+                             if options.similarity_threshold is not None else {})
     return similarity.find_similar(gradebook.lab, notebooks, options.similar_to, **extra)

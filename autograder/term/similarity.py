@@ -416,7 +416,7 @@ def _normalised(code: str) -> tuple[tuple[str, list[int]], ...]:
     kept. The text layer keeps names and strings as they are. ``a@b``,
     which Pygments reads as a decorator, is a matrix product in both.
     """
-    layers = tuple(([], []) for _ in LAYERS)
+    layers: tuple[tuple[list[str], list[int]], ...] = tuple(([], []) for _ in LAYERS)
 
     def put(layer: int, text: str, at: int, exact: bool) -> None:
         chars, where = layers[layer]
@@ -742,8 +742,9 @@ class _Class:
                 if total > 1e-9:
                     share.append(min(1.0, both / total))
             shared.append(hashes)
-        pair = Pair(a.name, b.name, *(sum(share) / len(share) if share else 0.0
-                                      for share in shares), 0)
+        similarity_a, similarity_b = (sum(share) / len(share) if share else 0.0
+                                      for share in shares)
+        pair = Pair(a.name, b.name, similarity_a, similarity_b, 0)
         return pair, tuple(shared)
 
 

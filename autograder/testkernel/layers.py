@@ -46,9 +46,9 @@ def describe(target, sublayers: bool = True) -> dict:
     if isinstance(target, RemoteObject):
         return target.describe()
     kind = target if isinstance(target, type) else type(target)
-    description = {"class": _class_path(kind),
-                   "bases": [_class_path(base) for base in kind.__mro__[1:]],
-                   "sublayers": []}
+    description: dict = {"class": _class_path(kind),
+                         "bases": [_class_path(base) for base in kind.__mro__[1:]],
+                         "sublayers": []}
     flatten = getattr(target, "_flatten_layers", None)
     if sublayers and callable(flatten) and not isinstance(target, type):
         for layer in flatten(include_self=False, recursive=True):

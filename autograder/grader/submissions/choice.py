@@ -155,13 +155,15 @@ def answered(data: bytes | None, exercises: tuple[str, ...]) -> int:
     raises NotImplementedError as the blank notebook does. Only the
     structure is read: a damaged notebook counts what can be seen.
     """
+    if data is None:
+        return -1
     try:
         cells = json.loads(data)["cells"]
     except Exception:  # noqa: BLE001 - anything unreadable is not a notebook
         return -1
     if not isinstance(cells, list):
         return -1
-    found = set()
+    found: set[str] = set()
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue

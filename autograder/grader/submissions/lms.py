@@ -296,7 +296,8 @@ def assign_ids(wanted: list[tuple[str, str, str]], keys: list[str] | None = None
 # -- Gradescope's metadata (rule 5) --------------------------------------------
 
 
-class _MetadataLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+# The ignore: a base class chosen at import (libyaml's loader when installed).
+class _MetadataLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """PyYAML's safe loader (libyaml's when there is one), reading ids as written.
 
     Every scalar but null is text, as written: an unquoted ``:sid: 0012345``
