@@ -17,7 +17,7 @@ import time
 import pytest
 
 from autograder.grader import sandbox
-from autograder.forkserver import server as forkserver
+from autograder.forkserver import client as forkserver
 from autograder.grader.sandbox import SandboxKernelManager
 from tests.conftest import ROOT
 

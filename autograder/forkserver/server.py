@@ -30,11 +30,15 @@ The fork server itself never runs student code, and it starts with the
 kernel's minimal environment (no grader secrets). Where it cannot be used
 (no bubblewrap, no setns, an unknown Keras backend) or fails, the grader
 starts a fresh kernel instead, as before.
+
+This module is the fork server's process (and the code its children run to
+become a kernel: `drop_privileges` is also the user layer's); it imports
+nothing but the standard library. The grading process's end, which starts it
+and asks it for kernels, is autograder.forkserver.client.
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import errno
 import gc
@@ -42,17 +46,9 @@ import json
 import os
 import select
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
-
-#: What the fork server imports before it forks, by Keras backend: the labs'
-#: set-up cells import these. JAX starts threads at import and is not safe to
-#: fork, so its kernels get only the backend-free part.
-COMMON_PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "IPython", "ipykernel.kernelapp",
-                  "ipykernel.ipkernel", "labkit", "labkit.datasets")
-BACKEND_PRELOAD = {"tensorflow": ("tensorflow", "keras"), "torch": ("torch", "keras")}
 
 #: The namespaces a forked kernel joins, in order (user first: it grants the
 #: rights to join the others). The last three must differ from the fork
@@ -359,128 +355,6 @@ def serve(preload: list[str]) -> None:
 
 
 # -- in the grader --------------------------------------------------------------
-def preload_for(backend: str | None) -> list[str] | None:
-    """Modules to import before forking, or None where forking is not used."""
-    backend = backend or "tensorflow"
-    if backend == "jax":
-        return list(COMMON_PRELOAD)
-    if backend not in BACKEND_PRELOAD:
-        return None
-    return list(COMMON_PRELOAD) + list(BACKEND_PRELOAD[backend])
-
-
-class ForkServer:
-    """The fork server of this grading process (one per worker), started on
-    first use with the kernels' environment and kept while it stays the same."""
-
-    _kept: "ForkServer | None" = None
-    _failures = 0
-    MAX_FAILURES = 3
-
-    def __init__(self, env: dict, preload: list[str]):
-        self.key = self.key_for(env, preload)
-        from autograder.grader import tempdirs
-
-        self.home = tempdirs.make_folder("labkit-forkserver-")
-        env = dict(self.key[1], HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),
-                   MPLCONFIGDIR=str(Path(self.home) / ".matplotlib"))
-        self.process = subprocess.Popen(
-            # Run as a script, by its path: the same code as this grader's,
-            # whatever the working folder or the installed copy of the kit.
-            [sys.executable, str(Path(__file__).resolve()), *preload],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd=self.home, start_new_session=True)
-        line = self._read_line(300)
-        if not line.get("ready"):
-            self.close()
-            raise ForkError(f"the fork server did not start: {line.get('error', line)}")
-
-    @staticmethod
-    def key_for(env: dict, preload: list[str]) -> tuple:
-        """What a fork server is started with: the kernels' environment but
-        for each sandbox's own folders, and the modules it imports."""
-        shared = sorted((name, value) for name, value in env.items() if name not in PER_SANDBOX)
-        return (sys.executable, tuple(shared), tuple(preload))
-
-    def _read_line(self, timeout: float) -> dict:
-        stdout = self.process.stdout
-        assert stdout is not None   # Popen(stdout=PIPE)
-        if not select.select([stdout], [], [], timeout)[0]:
-            return {"error": f"no answer in {timeout:.0f} s"}
-        line = stdout.readline()
-        if not line:
-            return {"error": f"it exited (code {self.process.poll()})"}
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            return {"error": f"an answer that is not the fork server's: {line[:200]!r}"}
-        return answer
-
-    def spawn(self, request: dict) -> None:
-        """Fork a kernel into the sandbox of ``request["bwrap_pid"]``."""
-        if self.process.poll() is not None:
-            raise ForkError(f"the fork server exited (code {self.process.returncode})")
-        assert self.process.stdin is not None   # Popen(stdin=PIPE)
-        try:
-            self.process.stdin.write((json.dumps(request) + "\n").encode())
-            self.process.stdin.flush()
-        except OSError as error:
-            raise ForkError(f"the fork server is gone ({error})") from error
-        answer = self._read_line(SANDBOX_WAIT_S + 60)
-        if not answer.get("ok"):
-            raise ForkError(answer.get("error", "unknown error"))
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def close(self) -> None:
-        assert self.process.stdin is not None   # Popen(stdin=PIPE)
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.home, ignore_errors=True)
-
-    @classmethod
-    def get(cls, env: dict, preload: list[str]) -> "ForkServer | None":
-        """The kept fork server for these settings, a new one, or None once it
-        has failed too often in this process (fresh kernels from then on)."""
-        if cls._failures >= cls.MAX_FAILURES:
-            return None
-        kept = cls._kept
-        if kept is not None and kept.key == cls.key_for(env, preload) and kept.alive():
-            return kept
-        cls.discard()
-        try:
-            cls._kept = cls(env, preload)
-        except (OSError, ForkError):
-            cls._failures += 1
-            return None
-        return cls._kept
-
-    @classmethod
-    def failed(cls) -> None:
-        """Count a failed spawn; the server is replaced on next use."""
-        cls._failures += 1
-        cls.discard()
-
-    @classmethod
-    def discard(cls) -> None:
-        kept, cls._kept = cls._kept, None
-        if kept is not None:
-            kept.close()
-
-
-atexit.register(ForkServer.discard)
-
-
 if __name__ == "__main__":
     del sys.path[0]         # the script's folder, which a fresh kernel's sys.path lacks
     serve(sys.argv[1:])

@@ -50,6 +50,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Dict, List, Type, Unicode
 
+from autograder.forkserver import client as forkserver_client
 from autograder.forkserver import server as forkserver
 from autograder.grader import userlayer
 from autograder.limits import (BUBBLEWRAP_CHECK_TIMEOUT_S, KERNEL_FILE_SIZE_BYTES,
@@ -737,7 +738,7 @@ class SandboxKernelManager(AsyncKernelManager):
         return (self.fork_kernels and len(command) > 3
                 and command[1:3] == ["-m", "ipykernel_launcher"]
                 and os.path.realpath(command[0]) == os.path.realpath(sys.executable)
-                and forkserver.preload_for(os.environ.get("KERAS_BACKEND")) is not None)
+                and forkserver_client.preload_for(os.environ.get("KERAS_BACKEND")) is not None)
 
     def _hand_over(self) -> None:
         """Make what the kernel must write its user's: the ipc folder (its
@@ -780,8 +781,8 @@ class SandboxKernelManager(AsyncKernelManager):
         os.mkfifo(lifeline, 0o600)
         await super()._async_launch_kernel(kernel_cmd, **kw)
         env = kw.get("env") or {}
-        preload = forkserver.preload_for(env.get("KERAS_BACKEND"))
-        server = forkserver.ForkServer.get(env, preload)
+        preload = forkserver_client.preload_for(env.get("KERAS_BACKEND"))
+        server = forkserver_client.ForkServer.get(env, preload)
         try:
             if server is None:
                 raise forkserver.ForkError("the fork server could not be started")
@@ -798,7 +799,7 @@ class SandboxKernelManager(AsyncKernelManager):
             # A fresh kernel instead, in a new sandbox: grading goes on.
             self.log.warning("Starting a fresh kernel: the forked one failed (%s).", error)
             if server is not None:
-                forkserver.ForkServer.failed()
+                forkserver_client.ForkServer.failed()
             await self.provisioner.kill()
             await self.provisioner.wait()
             lifeline.unlink(missing_ok=True)
