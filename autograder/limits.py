@@ -124,6 +124,45 @@ SANDBOX_TMP_BYTES = 256 * 1024**2
 SANDBOX_SCRATCH_BYTES = 512 * 1024**2
 SANDBOX_SHM_BYTES = 64 * 1024**2
 
+#: What the grader keeps of a student cell's output (the messages its
+#: kernel publishes: printed text, images, errors; counted as they arrive,
+#: in bytes on the wire), and of the whole notebook's: past either, the
+#: rest is dropped unread and the cell ends with a line that says how much
+#: (autograder.grader.execute.StudentOutputChannel). Output nobody keeps
+#: (a thread that prints after its cell, or while the hidden tests run) is
+#: dropped whatever its size. A lab's notebook prints a few KB a cell and
+#: shows plots of about 100 KB; nbgrader's LimitOutput keeps 1000 lines of a
+#: text output anyway. A thread printing 250 x 4 MB during the hidden
+#: tests grew the grader to 3.1 GiB before (hostile case ``output_flood``).
+MAX_CELL_OUTPUT_BYTES = 2**20
+MAX_NOTEBOOK_OUTPUT_BYTES = 8 * 2**20
+
+#: The largest message part the grader reads from a student kernel's output
+#: (ZeroMQ's MAXMSGSIZE): ZeroMQ allocates a part whole before anyone sees
+#: it, and ipykernel sends all that was printed in 0.2 s as one message (a
+#: flood of prints is one message of hundreds of MB). A larger part resets
+#: the connection unread (the grader connects again, the cell says so);
+#: one up to this size is read and dropped with its size said when it is
+#: past MAX_CELL_OUTPUT_BYTES.
+MAX_OUTPUT_MESSAGE_BYTES = 2 * 2**20
+
+#: Output messages ZeroMQ holds for the grader (RCVHWM; ZeroMQ's default is
+#: 1000): with MAX_OUTPUT_MESSAGE_BYTES, at most 128 MiB of a kernel's
+#: unread output. Past them ZeroMQ stops reading; the kernel queues 1000
+#: more messages on its side (in its own memory), then drops what it
+#: publishes. The grader reads them as they come (ahead of nbclient, while
+#: a cell runs; every 0.05 s, unread, while the hidden tests run).
+OUTPUT_MESSAGES_QUEUED = 64
+
+#: A status, execute_input or clear_output message of a student kernel
+#: larger than this is not ipykernel's: it is dropped unread.
+MAX_STATUS_MESSAGE_BYTES = 16 * 2**10
+
+#: The largest message part on the student kernel's other channels (shell
+#: replies, whose tracebacks can be long; control, stdin): a bound on what
+#: a forged reply makes the grader allocate, far above what a kernel sends.
+MAX_REPLY_MESSAGE_BYTES = 64 * 2**20
+
 #: The most characters of a failure's reason kept in a student's status
 #: (grades.csv, the report): enough for the exception and its message,
 #: short enough to read in a table cell.

@@ -248,7 +248,7 @@ def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
                           "Not run by the grader" in output.get("text", "")
                           for output in cell.outputs))
         found[bool(option)] = (grades, skipped, said)
-    assert found[False][0] == found[True][0] == {"alice": "16", "bob": "13"}
+    assert found[False][0] == found[True][0] == {"alice": "16", "bob": "13.5"}
     assert found[False][1:] == ({8.0}, sorted(demos))
     assert found[True][1:] == ({0.0}, [])
 

@@ -68,3 +68,66 @@ def test_names_used_finds_what_a_tests_cell_reads():
 
 def test_names_used_of_broken_code_is_empty():
     assert names_used("def (") == set()
+
+
+# -- the output the grader keeps of a student's cells ----------------------------
+
+def _note(cell) -> str:
+    """The grader's line about dropped output at the end of ``cell`` ("" if none)."""
+    last = cell.outputs[-1] if cell.outputs else {}
+    text = last.get("text", "")
+    return text if text.startswith("[output truncated by the grader") else ""
+
+
+def _kept(cell) -> int:
+    """Characters of printed output kept in ``cell`` (the grader's note aside)."""
+    return sum(len(out.get("text", "")) for out in cell.outputs if out is not cell.outputs[-1]
+               or not _note(cell))
+
+
+def test_the_grader_keeps_a_bounded_share_of_each_cell_and_of_the_notebook(tmp_path,
+                                                                          monkeypatch):
+    """Output past the caps (lowered here) is dropped as it arrives, and the
+    cell says so; a message over the largest the grader reads resets its
+    connection, which it makes again (the next cell's output is there)."""
+    import json
+
+    import nbformat
+    from traitlets.config import Config
+
+    from autograder import limits
+    from autograder.grader.execute import IsolatedExecute
+
+    monkeypatch.setattr(limits, "MAX_CELL_OUTPUT_BYTES", 64 * 2**10)
+    monkeypatch.setattr(limits, "MAX_NOTEBOOK_OUTPUT_BYTES", 160 * 2**10)
+    monkeypatch.setattr(limits, "MAX_OUTPUT_MESSAGE_BYTES", 256 * 2**10)
+    chunks = 'for _ in range({n}):\n    print("x" * 10_000, flush=True)'   # a message each
+    sources = [chunks.format(n=20),                  # 0: 200 KB, past the cell's cap
+               'print("small")',                     # 1: kept
+               chunks.format(n=5),                   # 2: 50 KB, kept (about 120 KB so far)
+               chunks.format(n=5),                   # 3: past the notebook's cap
+               'print("y" * 1_000_000)',             # 4: one message over 256 KB
+               'print("after the reset")']           # 5: kept (the notebook's cap not reached)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    config = Config()
+    config.SandboxKernelManager.scratch = str(tmp_path / "scratch")
+    config.SandboxKernelManager.ipc_dir = str(tmp_path / "ipc")
+    config.SandboxKernelManager.fork_kernels = False
+    record = tmp_path / "record.json"
+    executor = IsolatedExecute(config=config, timeout=60, iopub_timeout=1,
+                               report_file=str(record))
+    cells = executor.preprocess(nb, {"metadata": {"path": str(tmp_path)}})[0].cells
+
+    assert 50_000 <= _kept(cells[0]) <= 64 * 2**10
+    assert "a cell" in _note(cells[0]) and "more dropped" in _note(cells[0])
+    assert cells[1].outputs[0]["text"] == "small\n" and not _note(cells[1])
+    assert _kept(cells[2]) == 50_005 and not _note(cells[2])
+    assert _kept(cells[3]) < 50_000 and "a notebook" in _note(cells[3])
+    assert "a message over 0.2 MB dropped" in _note(cells[4]) and _kept(cells[4]) == 0
+    assert not any(out.get("ename") == "CellTimeoutError" for out in cells[4].outputs)
+    assert [out["text"] for out in cells[5].outputs] == ["after the reset\n"]
+    dropped = json.loads(record.read_text())["output_dropped"]
+    assert dropped["cells"] == 3 and dropped["resets"] == 1
+    assert dropped["bytes"] > 150_000          # (a message too large to read: size unknown)

@@ -326,3 +326,17 @@ def test_no_template_turns_escaping_off():
         text = re.sub(r"\s+", "", template.read_text(encoding="utf-8")).lower()
         for switch in ("|safe", "autoescapefalse", "markup"):
             assert switch not in text, f"{template.name} uses {switch!r}"
+
+
+def test_a_feedback_page_says_when_the_grader_dropped_output_and_shows_no_other_note(tmp_path):
+    from autograder.grader.reports import OUTPUT_TRUNCATED, feedback_html
+    from autograder.grader.results import GRADED
+
+    result = SubmissionResult("alice", "lab1", 10, 10, GRADED, "alice.ipynb", [],
+                              notes=[f"{OUTPUT_TRUNCATED} in 2 cell(s): 3.5 MB dropped",
+                                     "graded the newest of two files"])
+    page = feedback_html(result, "Lab 1")
+    assert "printed more than the grader keeps (1 MB a cell, 8 MB in all)" in page
+    assert "3.5 MB dropped" in page and "newest of two files" not in page
+    assert "printed more" not in feedback_html(
+        SubmissionResult("bob", "lab1", 10, 10, GRADED, "bob.ipynb", []), "Lab 1")

@@ -13,7 +13,8 @@
   change a score.
 
 It also survives a dead kernel (the tests after it fail with the reason, the
-points before it stay), enforces a time limit for the whole notebook, and
+points before it stay), enforces a time limit for the whole notebook, bounds
+what it reads of the student kernel's output (`StudentOutputChannel`), and
 writes what happened to `report_file` (JSON) for the grader's reports.
 """
 
@@ -27,15 +28,21 @@ import os
 import shutil
 import subprocess
 import time
+from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
+from queue import Empty
 
 import zmq
+import zmq.asyncio
 from jupyter_client import KernelManager
+from jupyter_client.channels import AsyncZMQSocketChannel
+from jupyter_client.session import DELIM
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
-from traitlets import Integer, List, Unicode
+from traitlets import Integer, List, Type, Unicode
+from zmq.utils.monitor import parse_monitor_message
 
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
@@ -43,7 +50,7 @@ from nbgrader.utils import is_grade, is_solution
 from autograder import limits
 from autograder.grader import tempdirs
 from autograder.testkernel.probe import hide_data
-from autograder.grader.sandbox import SandboxKernelManager
+from autograder.grader.sandbox import ReadyKernelClient, SandboxKernelManager
 # The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
 # why 3 GiB: autograder.limits.
 from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
@@ -78,6 +85,10 @@ def construct_in_student_kernel(source, name, *args, **kwargs):
     # Build a grader-written object (e.g. a tiny model) in the student's kernel.
     return __autograder_kernel__.construct(source, name, *args, **kwargs)
 """
+
+#: While a test runs, how often the grader drops what the student's kernel
+#: printed meanwhile (IsolatedExecute._drop_student_output).
+STUDENT_OUTPUT_DROP_S = 0.05
 
 #: Run after them: this submission's student kernel is done with (the next
 #: TESTS_SESSION_START empties the namespace).
@@ -184,6 +195,254 @@ def names_used(source: str) -> set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
+#: Messages that steer nbclient rather than carry output: kept when small
+#: (limits.MAX_STATUS_MESSAGE_BYTES), outside the output caps.
+CONTROL_MESSAGES = frozenset({"status", "execute_input", "clear_output"})
+
+#: Kept messages the grader reads ahead of nbclient, at most (see
+#: limits.OUTPUT_MESSAGES_QUEUED); past them, ZeroMQ's queue holds the rest.
+READ_AHEAD = 1000
+
+#: How long a client waits for its output connection to be back (after a
+#: reset) before a cell's request goes out.
+RECONNECT_WAIT_S = 1.0
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def output_socket(context):
+    """A socket for a student kernel's IOPub, not yet connected: what
+    jupyter_client's connect_iopub makes (the context's defaults, a linger
+    of 1 s; the kit's kernels use no CURVE keys), with the caps that bound
+    what ZeroMQ holds (limits.MAX_OUTPUT_MESSAGE_BYTES, OUTPUT_MESSAGES_QUEUED)."""
+    socket = context.socket(zmq.SUB)
+    socket.linger = 1000
+    socket.setsockopt(zmq.MAXMSGSIZE, limits.MAX_OUTPUT_MESSAGE_BYTES)
+    socket.setsockopt(zmq.RCVHWM, limits.OUTPUT_MESSAGES_QUEUED)
+    return socket
+
+
+class StudentOutputChannel(AsyncZMQSocketChannel):
+    """The grader's IOPub channel from the student's kernel, with a bound.
+
+    nbclient reads every message the kernel publishes and appends the
+    outputs to the notebook, whatever their size. Here each message is
+    weighed before it is decoded (its parts' sizes on the wire) and only
+    the headers of a dropped one are read:
+
+    * outputs of the cell running (``start_cell``) are kept up to
+      limits.MAX_CELL_OUTPUT_BYTES a cell and MAX_NOTEBOOK_OUTPUT_BYTES a
+      notebook; the rest is counted and dropped (``end_cell`` says how much);
+    * outputs of anything else (a thread still printing after its cell, or
+      during the hidden tests) are dropped: nbclient would ignore them;
+    * status and the like pass when small, as nbclient needs them.
+
+    ZeroMQ itself holds at most limits.OUTPUT_MESSAGES_QUEUED messages of
+    parts up to limits.MAX_OUTPUT_MESSAGE_BYTES (output_socket; past them it
+    stops reading, and the kernel's side queues, then drops). A larger part
+    resets the connection unread, and ZeroMQ does not connect again: this
+    channel watches for it (a monitor socket) and replaces the socket (a
+    disconnect and connect of the same socket made libzmq abort, `!_more` in
+    fq.cpp, when a message was half read), and the cell's note says a
+    message was too large. What is read is read ahead of nbclient (up to
+    READ_AHEAD kept messages), so that ZeroMQ's queue stays short.
+
+    Not bounded here: the number of parts of one message (ZeroMQ assembles
+    a message whole, each part under the cap: print and display send 7 or
+    so, but a notebook could send thousands of buffers through its kernel's
+    session), and the kernel's own memory, where ipykernel builds each
+    message whole (its cap: limits.KERNEL_MEMORY_BYTES).
+    """
+
+    def __init__(self, socket, session, loop=None):
+        super().__init__(socket, session, loop)
+        self.cell: str | None = None
+        self.kept = 0                      # output bytes kept for the notebook
+        self.cell_kept = 0
+        self.cell_dropped = 0
+        self.cell_resets = 0
+        self.cell_full = ""                # the cap that stopped it: "cell" or "notebook"
+        self._ready: deque = deque()
+        self._endpoint = socket.getsockopt(zmq.LAST_ENDPOINT).decode()
+        self._monitor = None
+        self._use(socket)
+        self._connected = True
+
+    def _use(self, socket) -> None:
+        """Read ``socket`` from now on, watched (before it connects, if it
+        is new: its handshake is awaited in ``prepare``)."""
+        self.socket = socket
+        self._plain: zmq.Socket = zmq.Socket.shadow(socket.underlying)  # non-blocking reads
+        self._monitor = socket.get_monitor_socket(
+            zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        self._monitor_plain: zmq.Socket = zmq.Socket.shadow(self._monitor.underlying)
+
+    def _unwatch(self) -> None:
+        if self._monitor is not None:
+            try:
+                self.socket.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self._monitor.close(linger=0)
+            self._monitor = None
+
+    # -- cells ------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Before a cell's request: the connection back if it was reset, and
+        nothing of before kept."""
+        self._ready.clear()
+        self._watch()
+        deadline = time.monotonic() + RECONNECT_WAIT_S
+        while not self._connected and time.monotonic() < deadline:
+            if self._monitor_plain.poll(int(RECONNECT_WAIT_S * 1000)):
+                self._watch()
+
+    def start_cell(self, msg_id: str) -> None:
+        self.cell = msg_id
+        self.cell_kept = self.cell_dropped = self.cell_resets = 0
+        self.cell_full = ""
+
+    def end_cell(self) -> tuple[int, int]:
+        """(bytes dropped, connection resets) of the cell that ran."""
+        self.cell = None
+        self._ready.clear()
+        return self.cell_dropped, self.cell_resets
+
+    # -- reading ------------------------------------------------------------------
+    # The ignore: jupyter_client declares get_msg synchronous on the blocking
+    # channel this one replaces; nbclient awaits the async client's, as here.
+    async def get_msg(self, timeout: float | None = None) -> dict:  # type: ignore[override]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._ready:
+                return self._ready.popleft()
+            self._watch()
+            self._read_ahead()
+            if self._ready:
+                return self._ready.popleft()
+            poller = zmq.asyncio.Poller()       # (the socket may be a new one)
+            poller.register(self.socket, zmq.POLLIN)
+            poller.register(self._monitor, zmq.POLLIN)
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not await poller.poll(None if wait is None else int(wait * 1000)) \
+                    and wait is not None:
+                raise Empty
+
+    def drop_pending(self) -> None:
+        """Drop whatever has come (nobody reads it: the hidden tests run),
+        without decoding it."""
+        self._ready.clear()
+        self._watch()
+        while True:
+            try:
+                self._plain.recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+
+    def _read_ahead(self) -> None:
+        while len(self._ready) < READ_AHEAD:
+            try:
+                frames = self._plain.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            message = self._admit(frames)
+            if message is not None:
+                self._ready.append(message)
+
+    def _admit(self, frames) -> dict | None:
+        """The message, decoded, if it is to be kept; else None (counted
+        against the cell when it is the cell's output)."""
+        size = sum(len(frame) for frame in frames)
+        start = next((i + 1 for i, frame in enumerate(frames)
+                      if len(frame) == len(DELIM) and frame.bytes == DELIM), None)
+        parts = frames[start:] if start is not None else []
+        if len(parts) < 5 or len(parts[1]) > limits.MAX_STATUS_MESSAGE_BYTES \
+                or len(parts[2]) > limits.MAX_STATUS_MESSAGE_BYTES:
+            return None                    # not a kernel's message
+        try:
+            msg_type = self.session.unpack(parts[1].bytes).get("msg_type")
+            parent = self.session.unpack(parts[2].bytes).get("msg_id")
+        except (ValueError, TypeError, AttributeError):
+            return None
+        if msg_type in CONTROL_MESSAGES:
+            if size > limits.MAX_STATUS_MESSAGE_BYTES:
+                return None
+        elif self.cell is None or parent != self.cell:
+            return None                    # nobody shows it
+        elif (self.cell_kept + size > limits.MAX_CELL_OUTPUT_BYTES
+              or self.kept + size > limits.MAX_NOTEBOOK_OUTPUT_BYTES):
+            self.cell_full = self.cell_full or (
+                "notebook" if self.kept + size > limits.MAX_NOTEBOOK_OUTPUT_BYTES else "cell")
+            self.cell_dropped += size
+            return None
+        else:
+            self.cell_kept += size
+            self.kept += size
+        try:
+            return self.session.deserialize(parts, copy=False)
+        except (ValueError, TypeError, KeyError):   # a forged or broken message
+            return None
+
+    def _watch(self) -> None:
+        """Connect again after ZeroMQ reset the connection (a part over
+        limits.MAX_OUTPUT_MESSAGE_BYTES): it does not on its own. (Or the
+        kernel ended: the new socket waits for it, harmlessly.)"""
+        reset = False
+        while True:
+            try:
+                event = parse_monitor_message(self._monitor_plain.recv_multipart(zmq.NOBLOCK))
+            except zmq.Again:
+                break
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                reset, self._connected = True, False
+            elif event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._connected = True
+        if not reset:
+            return
+        if self.cell is not None:
+            self.cell_resets += 1
+        old = self.socket
+        self._unwatch()
+        socket = output_socket(old.context)
+        old.close(linger=0)
+        self._use(socket)
+        socket.connect(self._endpoint)
+        socket.setsockopt(zmq.SUBSCRIBE, b"")
+
+    def close(self) -> None:
+        if self.socket is not None:
+            self._unwatch()
+        super().close()
+
+
+class BoundedKernelClient(ReadyKernelClient):
+    """The grader's client of the student's kernel: every message part it
+    reads is capped (its IOPub, tighter: StudentOutputChannel)."""
+
+    # The ignore: a traitlets Type, which jupyter_client annotates as the class itself.
+    iopub_channel_class = Type(StudentOutputChannel)  # type: ignore[assignment]
+
+    def _context_default(self):
+        context = super()._context_default()
+        context.setsockopt(zmq.MAXMSGSIZE, limits.MAX_REPLY_MESSAGE_BYTES)
+        return context
+
+    def connect_iopub(self, identity=None):
+        # jupyter_client's, with the caps set before the socket connects.
+        socket = output_socket(self.context)
+        socket.connect(self._make_url("iopub"))
+        socket.setsockopt(zmq.SUBSCRIBE, b"")
+        return socket
+
+    def execute(self, *args, **kwargs) -> str:
+        self.iopub_channel.prepare()
+        msg_id = super().execute(*args, **kwargs)
+        self.iopub_channel.start_cell(msg_id)
+        return msg_id
+
+
 class IsolatedExecute(Execute):
     """Execute student cells in the sandbox and graded tests in a clean kernel."""
 
@@ -211,6 +470,11 @@ class IsolatedExecute(Execute):
         self._exit_asked = False
         self.on_cell_executed = self._note_exit_request
 
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        km.client_factory = BoundedKernelClient
+        return km
+
     # -- the whole notebook --------------------------------------------------
     def preprocess(self, nb, resources=None, km=None):
         self._record = {
@@ -219,6 +483,8 @@ class IsolatedExecute(Execute):
             "tests": {},
             "cells_run": 0,
             "cells_skipped": 0,
+            # Output the grader dropped (StudentOutputChannel): bytes, cells.
+            "output_dropped": {"bytes": 0, "cells": 0},
             # Seconds spent in each phase (see benchmarks/grading_speed.py).
             "timings": {"student_kernel_start": 0.0, "student_cells": 0.0,
                         "tests_kernel_start": 0.0, "tests": 0.0},
@@ -311,6 +577,7 @@ class IsolatedExecute(Execute):
             self._exit_asked = False
             with self._timed("student_cells"):
                 result = super().preprocess_cell(cell, resources, index)
+            self._note_dropped_output(cell)
             if self._exit_asked:
                 # exit() stops the kernel a moment after its reply: how many
                 # more cells would run before it dies depends on the machine's
@@ -320,7 +587,11 @@ class IsolatedExecute(Execute):
         except CellTimeoutError as error:
             # The kernel did not answer after the interrupt that follows a
             # time-out: treat it as dead if it is, else go on with the next cell.
-            cell.outputs.append(_error_output("CellTimeoutError", str(error).splitlines()[0]))
+            # (Or its output never ended: its status was lost with a message
+            # too large to read, which the note says instead.)
+            if not (self._note_dropped_output(cell)[1] and "IOPub" in str(error)):
+                cell.outputs.append(_error_output("CellTimeoutError",
+                                                  str(error).splitlines()[0]))
             if not run_sync(self.km.is_alive)():
                 self._stop(f"the notebook's kernel stopped answering in cell {index}")
             return cell, resources
@@ -328,11 +599,42 @@ class IsolatedExecute(Execute):
             reason = "the notebook's kernel died"
             if "memory" in str(error).lower():
                 reason += " (out of memory?)"
+            self._note_dropped_output(cell, resets=False)
             cell.outputs.append(_error_output("DeadKernelError", str(error)))
             self._stop(f"{reason} in cell {index}")
             return cell, resources
         finally:
             self.timeout = timeout
+
+    def _note_dropped_output(self, cell, resets: bool = True) -> tuple[int, int]:
+        """End the cell's output: a last line on it saying what the grader
+        dropped (StudentOutputChannel), if anything; (bytes, resets)."""
+        channel = getattr(self.kc, "_iopub_channel", None)
+        if not isinstance(channel, StudentOutputChannel):
+            return 0, 0
+        dropped, reset = channel.end_cell()
+        reset = reset if resets else 0
+        if not dropped and not reset:
+            return dropped, reset
+        said = []
+        if dropped:
+            said.append(f"{_mb(dropped)} more dropped")
+        if reset:
+            said.append(f"{'a message' if reset == 1 else f'{reset} messages'} over "
+                        f"{_mb(limits.MAX_OUTPUT_MESSAGE_BYTES)} dropped")
+        cap = (f"{_mb(limits.MAX_NOTEBOOK_OUTPUT_BYTES)} a notebook"
+               if channel.cell_full == "notebook"
+               else f"{_mb(limits.MAX_CELL_OUTPUT_BYTES)} a cell")
+        cell.outputs.append(NotebookNode(
+            output_type="stream", name="stderr",
+            text=f"[output truncated by the grader (it keeps {cap}): "
+                 f"{'; '.join(said)}; print less]\n"))
+        record = self._record["output_dropped"]
+        record["bytes"] += dropped
+        record["cells"] += 1
+        if reset:
+            record["resets"] = record.get("resets", 0) + reset
+        return dropped, reset
 
     def _note_exit_request(self, cell=None, cell_index=None, execute_reply=None, **_) -> None:
         content = (execute_reply or {}).get("content", {})
@@ -405,7 +707,7 @@ class IsolatedExecute(Execute):
                                    "traceback": []}
             self._drop_student_output()
             try:
-                reply = kc.get_shell_msg(timeout=min(remaining, 0.2))
+                reply = kc.get_shell_msg(timeout=min(remaining, STUDENT_OUTPUT_DROP_S))
             except Exception:  # noqa: BLE001 - queue.Empty
                 if not self._tests_km.is_alive():
                     self._tests_dirty = True
@@ -427,11 +729,17 @@ class IsolatedExecute(Execute):
         yet this process's subscription to the student's iopub queues every
         message until the next student cell: a thread printing during the
         tests held its whole flood here. Read through a plain (blocking
-        API) socket on nbclient's asyncio one, without waiting.
+        API) socket on nbclient's asyncio one, without waiting, every
+        STUDENT_OUTPUT_DROP_S while a test runs (ZeroMQ holds at most
+        limits.OUTPUT_MESSAGES_QUEUED messages in between).
         """
-        if self.kc is None or self.kc.iopub_channel.socket is None:
+        channel = getattr(self.kc, "_iopub_channel", None)
+        if channel is None or channel.socket is None:
             return
-        socket = zmq.Socket.shadow(self.kc.iopub_channel.socket.underlying)
+        if isinstance(channel, StudentOutputChannel):
+            channel.drop_pending()
+            return
+        socket: zmq.Socket = zmq.Socket.shadow(channel.socket.underlying)
         while True:
             try:
                 socket.recv(zmq.NOBLOCK, copy=False)

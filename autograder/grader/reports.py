@@ -54,6 +54,7 @@ import jinja2
 from markupsafe import Markup
 
 from autograder.grader.results import GRADED, NO_SUBMISSION, SubmissionResult
+from autograder.limits import MAX_CELL_OUTPUT_BYTES, MAX_NOTEBOOK_OUTPUT_BYTES
 from autograder.text import (clean_text, csv_text, format_score, late_by, late_hours,
                             safe_filename, unique_name)
 
@@ -71,6 +72,10 @@ __all__ = [
 GRADES_COLUMNS = ["student_id", "name", "lab", "score", "max_score", "raw_score", "late_hours",
                   "penalty", "status", "file", "submitted_at", "notes"]
 EXERCISES_COLUMNS = ["student_id", "lab", "exercise", "score", "max_score", "message"]
+
+#: How a note about output the grader dropped begins (autograder.grader.worker):
+#: the one note a feedback page shows.
+OUTPUT_TRUNCATED = "output truncated by the grader"
 
 #: Failure messages shown per exercise in report.html.
 TOP_MESSAGES = 5
@@ -177,8 +182,13 @@ def feedback_html(result: SubmissionResult, lab_title: str,
     hints = hints or {}
     failed_hints = [(x.exercise, hints[x.exercise]) for x in result.exercises
                     if not x.passed and hints.get(x.exercise)]
+    # Of the notes, only the output the grader dropped is the student's to read.
+    truncated = next((note for note in result.notes
+                      if note.startswith(OUTPUT_TRUNCATED)), "")
     return _render("feedback.html.j2", lab_title=lab_title, result=result,
-                   graded=GRADED, hints=failed_hints, late_by=late_by(result.late_seconds))
+                   graded=GRADED, hints=failed_hints, late_by=late_by(result.late_seconds),
+                   truncated=truncated, cell_cap=MAX_CELL_OUTPUT_BYTES / 2**20,
+                   notebook_cap=MAX_NOTEBOOK_OUTPUT_BYTES / 2**20)
 
 
 # --------------------------------------------------------------------------

@@ -22,9 +22,10 @@ import nbformat
 from autograder.grader import course, intake, submissions, tempdirs
 from autograder.grader.normalize import normalize
 from autograder.grader.options import GradingOptions
-from autograder.grader.reports import clean_text
+from autograder.grader.reports import OUTPUT_TRUNCATED
 from autograder.grader.results import GRADED, ExerciseResult, SubmissionResult
 from autograder.labs import Lab, get_lab
+from autograder.text import clean_text
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,16 @@ class Worker:
         self.last_grades = {}
         self.last_timings = {}
         started = time.monotonic()
+        resident = reset_peak_memory()
         try:
             return self._grade_one(submission)
         finally:
             self.last_timings["total"] = round(time.monotonic() - started, 3)
+            peak = peak_memory()
+            if resident is not None and peak is not None:
+                # (MiB, kept with the timings: this process's memory, see peak_memory)
+                self.last_timings["grader_start_mib"] = resident
+                self.last_timings["grader_peak_mib"] = peak
 
     def _grade_one(self, submission: submissions.Submission) -> SubmissionResult:
         """Every step of one submission, any failure becoming its row."""
@@ -212,7 +219,13 @@ class Worker:
             status = f"partly graded: {record['stopped']}"
         elif not record:
             status = "partly graded: the grader kept no record of the run"
-        notes = list(notes) + ISOLATION_NOTES.get(record.get("sandbox"), [])
+        notes = list(notes) + ISOLATION_NOTES.get(str(record.get("sandbox")), [])
+        dropped = record.get("output_dropped") or {}
+        if dropped.get("cells"):
+            notes.append(f"{OUTPUT_TRUNCATED} in {dropped['cells']} cell(s): "
+                         f"{dropped.get('bytes', 0) / 2**20:.1f} MB dropped"
+                         + (f", {dropped['resets']} message(s) over the size cap"
+                            if dropped.get("resets") else ""))
         total = sum(e.score for e in exercises)
         return SubmissionResult(student_id, self.lab.id, total, sum(self.points.values()),
                                 status, source_name, exercises, list(notes))
@@ -270,6 +283,35 @@ def work(submission: submissions.Submission):
     assert _WORKER is not None
     result = _WORKER.grade_one(submission)
     return result, dict(_WORKER.last_grades), str(_WORKER.root), dict(_WORKER.last_timings)
+
+
+def _status_mib(field: str) -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024, 1)       # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def reset_peak_memory() -> float | None:
+    """Start a new peak of this process's resident memory (Linux: writing 5
+    to /proc/self/clear_refs sets VmHWM to the current VmRSS); the resident
+    MiB now, or None where the peak cannot be reset."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return None
+    return _status_mib("VmRSS")
+
+
+def peak_memory() -> float | None:
+    """This process's peak resident memory (MiB) since reset_peak_memory: what
+    grading one submission took in the grader itself (the kernels are other
+    processes), e.g. the output a notebook floods it with (hostile case
+    ``output_flood``)."""
+    return _status_mib("VmHWM")
 
 
 # -- reading nbgrader's results ------------------------------------------------------

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from tests.hostile.cases import CORRECT, Case, feedback_of, lab_notebook, notebook
+from tests.hostile.cases import CORRECT, Case, feedback_of, lab_notebook, notebook, with_cell
+from tests.hostile.machine import graded_text
 
 # -- 1. text arrays --------------------------------------------------------------
 
@@ -211,36 +213,78 @@ def dot_scores(query, keys):
 
 # -- 8. an output flood --------------------------------------------------------------
 
-#: Correct, but the first call by the grader starts a thread that prints
-#: 1 MB a time, 300 times or for 2 s (what the grader must not hold), and waits
-#: for it.
+#: Correct, but the first call by the grader (a hidden test of dot_scores)
+#: starts a thread that prints 250 chunks of 4 MB and waits for it: ipykernel
+#: sends what was printed in 0.2 s as one message, here 1 GB, which the
+#: grader must not hold (issue 32, 6: the grader process peaked at 0.92 GiB,
+#: 0.17 GiB for a correct notebook; 3.1 GiB here). A student cell after the
+#: tests prints how much went out, so that the check knows the flood
+#: happened. The kernel takes 5-15 s to send 1 GB, and the test's call waits
+#: for it: on a loaded machine dot_scores's tests can run out of time, a
+#: point the notebook costs itself (at most 10, at least 9).
 FLOOD = '''
-import sys, threading, time
+import sys, threading
 
-_flood = []
+_flood, _flooded = [], [0]
 
 
 def _print_flood():
-    chunk, end = "x" * 2**20, time.monotonic() + 2
-    for _ in range(300):
-        if time.monotonic() > end:          # within the tests' time limit
-            break
+    chunk = "x" * (4 * 2**20)
+    for _ in range(250):
         print(chunk)
+        _flooded[0] += 1
 
 
-def scaled_dot_product_attention(query, key, value, mask=None):
+def dot_scores(query, keys):
     if not _flood and sys._getframe(1).f_code.co_filename == "<autograder>":
         _flood.append(threading.Thread(target=_print_flood, daemon=True))
         _flood[0].start()
         _flood[0].join()
-    return _correct(query, key, value, mask)
+    return _correct(query, keys)
 '''
+
+#: The grader's peak memory while it grades the flood may exceed a correct
+#: notebook's (graded in the same run) by this much at most.
+FLOOD_MEMORY_MARGIN_MIB = 256
 
 
 def _flood_notebook():
-    correct = CORRECT["scaled_dot_product_attention"].replace(
-        "def scaled_dot_product_attention(", "def _correct(")
-    return notebook({"scaled_dot_product_attention": correct + "\n" + FLOOD})
+    correct = CORRECT["dot_scores"].replace("def dot_scores(", "def _correct(")
+    return with_cell('print("FLOODED", _flooded[0], "chunks of 4 MB")', before="softmax",
+                     answers={"dot_scores": correct + "\n" + FLOOD})
+
+
+def _grader_memory(out: Path, student: str) -> tuple[float, float] | None:
+    """The grading process's peak resident memory (MiB) while it graded
+    ``student``, and its growth over what it held before (worker.peak_memory)."""
+    try:
+        timings = json.loads((out / "results" / f"{student}.json").read_text())["timings"]
+        peak = timings["grader_peak_mib"]
+        return peak, peak - timings["grader_start_mib"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _flood_not_held(out: Path, row: dict) -> str:
+    text = graded_text(out, row["student_id"])
+    flooded = re.search(r"FLOODED (\d+) chunks", text)
+    printed = f"{flooded.group(1)} x 4 MB printed" if flooded else "no count printed"
+    flood, correct = _grader_memory(out, row["student_id"]), _grader_memory(out, "flood_baseline")
+    if flood is None or correct is None:
+        return ("no peak memory of the grader in OUT/results/ (worker.peak_memory) for it and "
+                "flood_baseline (HOSTILE_ONLY needs both)")
+    print(f"\noutput_flood ({printed} during the hidden tests): grader peak {flood[0]:.0f} MiB "
+          f"(+{flood[1]:.0f} MiB while grading it); a correct notebook's {correct[0]:.0f} MiB "
+          f"(+{correct[1]:.0f} MiB)")
+    if flood[0] > correct[0] + FLOOD_MEMORY_MARGIN_MIB \
+            or flood[1] > correct[1] + FLOOD_MEMORY_MARGIN_MIB:
+        return (f"the grader held the flood: peak {flood[0]:.0f} MiB (+{flood[1]:.0f}), "
+                f"a correct notebook's {correct[0]:.0f} MiB (+{correct[1]:.0f})")
+    if not flooded or int(flooded.group(1)) < 100:
+        return f"the flood did not happen ({printed})"
+    if float(row["score"]) < 9:
+        return "more than the flooding exercise's point lost"
+    return ""
 
 
 # -- links in the exchange folder (the test kernel reads and writes there) ---------
@@ -308,8 +352,10 @@ def cases() -> list[Case]:
              lambda: _steal_notebook(), at_most=13.25, lab="lab4", check=_no_reference_line),
         Case("compressed_answer", "machine", "dot_scores returns 3.2 GB of zeros, "
              "savez_compressed to 5 MB", lambda: notebook({"dot_scores": COMPRESSED_DOT}), 9),
-        Case("output_flood", "machine", "a thread prints 1 MB chunks during the hidden tests",
-             _flood_notebook, 10),
+        Case("output_flood", "machine", "a thread prints 250 x 4 MB during the hidden tests",
+             _flood_notebook, at_most=10, check=_flood_not_held),
+        Case("flood_baseline", "machine", "correct answers (output_flood's measure of the "
+             "grader's memory)", notebook, 10),
     ]
 
 
