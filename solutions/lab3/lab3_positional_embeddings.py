@@ -403,14 +403,17 @@ print("same dot products between positions:",
 #
 # **What is graded** (4 points), each part on its own:
 #
-# - *values and weights* (3 points): for the grader's token tables (set with
-#   `layer.token_embedding.set_weights`), the output is $\sqrt{d_{model}}$ times
-#   the token vectors plus rows $0 .. T-1$ of the sinusoidal table, for every
-#   sentence of the batch. `token_embedding` is a `keras.layers.Embedding`. The
-#   layer has no weight before `build` and exactly one after it: the trainable
-#   token table `(vocab_size, d_model)`. The sinusoidal table is neither a
-#   trainable nor a non-trainable weight. (These tests lend your layer a correct
+# - *values and weights* (2.5 points): for the grader's token tables (set with
+#   `layer.token_embedding.set_weights` after a first call of the layer), the
+#   output is $\sqrt{d_{model}}$ times the token vectors plus rows $0 .. T-1$ of
+#   the sinusoidal table, for every sentence of the batch. `token_embedding` is a
+#   `keras.layers.Embedding`. The layer's only weight is the trainable token
+#   table `(vocab_size, d_model)`: the sinusoidal table is neither a trainable
+#   nor a non-trainable weight. (These tests lend your layer a correct
 #   `positional_encoding`, so a mistake in yours costs points in section 2 only.)
+# - *the weights made in `build`* (0.5 points): the layer has no weight before
+#   `build`, and the token table exists right after `build((None, T))`, before
+#   any call.
 # - *the mask* (0.5 points): with `mask_zero=True`, `compute_mask(token_ids)` is
 #   the **boolean** tensor `token_ids != 0` (not cast to numbers), `True` for
 #   every real token and `False` for every id 0, wherever it is in the sentence
@@ -627,8 +630,8 @@ try:
 finally:
     positional_encoding = your_positional_encoding
 
-# %% nbgrader="tests" grade_id="test_PositionalEmbedding" points=3
-# Hidden tests of `PositionalEmbedding`: values and weights (3 points).
+# %% nbgrader="tests" grade_id="test_PositionalEmbedding" points=2.5
+# Hidden tests of `PositionalEmbedding`: values and weights (2.5 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_PositionalEmbedding():
     import numpy as np
@@ -655,22 +658,10 @@ def _hidden_test_PositionalEmbedding():
                 f"PositionalEmbedding.token_embedding is a {classes[0]}, expected a "
                 "keras.layers.Embedding.")
 
-    # Weights: created in build (none before it); the token table is the only one.
-    early = shapes(layer.weights)
-    assert_true(early == [],
-                f"PositionalEmbedding(vocab_size=11, d_model=6) already has weights of shapes "
-                f"{early} before build: create the weights in build (build token_embedding "
-                "there), not in __init__.")
-    layer.build((None, 5))
-    built = shapes(layer.weights)
-    assert_true(len(built) > 0,
-                "PositionalEmbedding(vocab_size=11, d_model=6).build((None, 5)) created no "
-                "weight: build token_embedding in build.")
-    assert_true(built == [(11, 6)],
-                f"PositionalEmbedding(vocab_size=11, d_model=6) has weights of shapes {built} "
-                "after build; expected exactly one, the token table (11, 6). The sinusoidal "
-                "table is a constant, not a weight.")
-
+    # Where the weights are made (build, not __init__) is graded on its own
+    # (test_PositionalEmbedding__weights): here each layer is called once before
+    # the grader sets its weights, so a layer whose build leaves token_embedding
+    # unbuilt (or that has no build) is measured all the same.
     cases = [(11, 6, None, 2, 5), (40, 16, 64, 3, 12), (25, 7, 30, 2, 30), (9, 33, None, 1, 9)]
     for vocab_size, d_model, max_length, batch, length in cases:
         arguments = {"vocab_size": vocab_size, "d_model": d_model}
@@ -682,13 +673,14 @@ def _hidden_test_PositionalEmbedding():
         token_ids[0, length // 2:] = 0  # padding at the end of the first sequence
         if batch > 1:
             token_ids[-1, :2] = 0  # and at the start of the last one
+        # One call builds the layer and its sublayers (token_embedding included).
         assert_shape(layer(token_ids), (batch, length, d_model),
                      f"{what} on token ids {token_ids.shape}")
         trainable = shapes(layer.trainable_weights)
         assert_true(trainable == [(vocab_size, d_model)],
                     f"{what}: the trainable weights have shapes {trainable}, expected only "
-                    f"the token table {(vocab_size, d_model)}; the sinusoidal table must not "
-                    "be trainable.")
+                    f"the token table {(vocab_size, d_model)}; the sinusoidal table is a "
+                    "constant, not a weight (trainable or not).")
         others = shapes(layer.non_trainable_weights)
         assert_true(others == [],
                     f"{what}: non-trainable weights of shapes {others}; keep the sinusoidal "
@@ -720,6 +712,37 @@ def _hidden_test_PositionalEmbedding():
 
 _hidden_test_PositionalEmbedding()
 del _hidden_test_PositionalEmbedding
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_PositionalEmbedding__weights" points=0.5
+# Hidden tests of `PositionalEmbedding`: the weights made in build, none before it (0.5 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_PositionalEmbedding__weights():
+    import numpy as np
+    from autograder.testkernel.testing import assert_true
+
+    def shapes(weights):
+        return [tuple(int(n) for n in np.shape(weight)) for weight in weights]
+
+    for vocab_size, d_model, length in [(11, 6, 5), (40, 16, 12)]:
+        what = f"PositionalEmbedding(vocab_size={vocab_size}, d_model={d_model})"
+        layer = PositionalEmbedding(vocab_size=vocab_size, d_model=d_model)
+        early = shapes(layer.weights)
+        assert_true(early == [],
+                    f"{what} already has weights of shapes {early} before build: create the "
+                    "weights in build (build token_embedding there), not in __init__.")
+        layer.build((None, length))
+        built = shapes(layer.trainable_weights)
+        assert_true((vocab_size, d_model) in built,
+                    f"{what}.build((None, {length})) left "
+                    + (f"only the weights {built}" if built else "no weight")
+                    + f"; the token table {(vocab_size, d_model)} must exist after build, "
+                    "before any call: build token_embedding in build "
+                    "(self.token_embedding.build(input_shape)).")
+
+
+_hidden_test_PositionalEmbedding__weights()
+del _hidden_test_PositionalEmbedding__weights
 ### END HIDDEN TESTS
 
 # %% nbgrader="tests" grade_id="test_PositionalEmbedding__mask" points=0.5
@@ -868,13 +891,16 @@ print("largest |output(shuffled) - shuffled(output)| with positions:", differenc
 #
 # **What is graded** (3.5 points), each part on its own:
 #
-# - *values and weights* (2.5 points): for the grader's tables (set with
-#   `set_weights` on both sublayers), the output is the token vectors plus rows
-#   $0 .. T-1$ of the position table, unscaled, for every sentence of the batch
-#   and any `T` up to `max_length`. Both sublayers are `keras.layers.Embedding`.
-#   The layer has no weight before `build` and, after it, exactly two, both
-#   trainable: the token table `(vocab_size, d_model)` and the position table
-#   `(max_length, d_model)`.
+# - *values and weights* (2.25 points): for the grader's tables (set with
+#   `set_weights` on both sublayers after a first call of the layer), the output
+#   is the token vectors plus rows $0 .. T-1$ of the position table, unscaled,
+#   for every sentence of the batch and any `T` up to `max_length`. Both
+#   sublayers are `keras.layers.Embedding`. The layer has exactly two weights,
+#   both trainable: the token table `(vocab_size, d_model)` and the position
+#   table `(max_length, d_model)`.
+# - *the weights made in `build`* (0.25 points): the layer has no weight before
+#   `build`, and both tables exist right after `build((None, T))`, before any
+#   call.
 # - *the length limit* (0.5 points): `T == max_length` works, and `T >
 #   max_length` raises a `ValueError` (any message; say that the sequence is
 #   longer than `max_length`), also on a layer that is already built: check the
@@ -1089,8 +1115,8 @@ clone = LearnedPositionalEmbedding.from_config(config)
 checks.check_true({key: getattr(clone, key, "(missing)") for key in arguments} == arguments,
                   "LearnedPositionalEmbedding.from_config(get_config()) round trip")
 
-# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding" points=2.5
-# Hidden tests of `LearnedPositionalEmbedding`: values and weights (2.5 points).
+# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding" points=2.25
+# Hidden tests of `LearnedPositionalEmbedding`: values and weights (2.25 points).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_LearnedPositionalEmbedding():
     import numpy as np
@@ -1119,20 +1145,10 @@ def _hidden_test_LearnedPositionalEmbedding():
                     f"LearnedPositionalEmbedding.{name} is a {classes[0]}, expected "
                     "a keras.layers.Embedding.")
 
-    # Weights created in build (none before it): the two tables, both trainable.
-    early = shapes(layer.weights)
-    assert_true(early == [],
-                f"LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8) already "
-                f"has weights of shapes {early} before build: create the weights in build "
-                "(build both sublayers there), not in __init__.")
-    layer.build((None, 5))
-    built = shapes(layer.trainable_weights)
-    assert_true(built == [(8, 6), (11, 6)],
-                f"LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8) has "
-                f"trainable weights of shapes {built} after build((None, 5)); expected the "
-                "token table (11, 6) and the position table (8, 6): build both sublayers "
-                "in build.")
-
+    # Where the weights are made (build, not __init__) is graded on its own
+    # (test_LearnedPositionalEmbedding__weights): here each layer is called once
+    # before the grader sets its weights, so a layer whose build leaves a sublayer
+    # unbuilt (or that has no build) is measured all the same.
     cases = [(11, 6, 8, 2, 5), (30, 16, 20, 3, 17), (17, 7, 40, 2, 13), (9, 5, 6, 2, 4)]
     for vocab_size, d_model, max_length, batch, length in cases:
         what = (f"LearnedPositionalEmbedding(vocab_size={vocab_size}, d_model={d_model}, "
@@ -1142,6 +1158,7 @@ def _hidden_test_LearnedPositionalEmbedding():
         token_ids = r.integers(1, vocab_size, size=(batch, length)).astype("int32")
         token_ids[-1, length // 2:] = 0  # padding at the end of the last sequence
         token_ids[0, :2] = 0  # and at the start of the first one
+        # One call builds the layer and both sublayers.
         assert_shape(layer(token_ids), (batch, length, d_model),
                      f"{what} on token ids {token_ids.shape}")
         weights = shapes(layer.weights)
@@ -1177,6 +1194,41 @@ def _hidden_test_LearnedPositionalEmbedding():
 
 _hidden_test_LearnedPositionalEmbedding()
 del _hidden_test_LearnedPositionalEmbedding
+### END HIDDEN TESTS
+
+# %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding__weights" points=0.25
+# Hidden tests of `LearnedPositionalEmbedding`: the weights made in build, none before it (0.25 points).
+### BEGIN HIDDEN TESTS
+def _hidden_test_LearnedPositionalEmbedding__weights():
+    import numpy as np
+    from autograder.testkernel.testing import assert_true
+
+    def shapes(weights):
+        return [tuple(int(n) for n in np.shape(weight)) for weight in weights]
+
+    for vocab_size, d_model, max_length, length in [(11, 6, 8, 5), (30, 16, 20, 17)]:
+        what = (f"LearnedPositionalEmbedding(vocab_size={vocab_size}, d_model={d_model}, "
+                f"max_length={max_length})")
+        layer = LearnedPositionalEmbedding(vocab_size=vocab_size, d_model=d_model,
+                                           max_length=max_length)
+        early = shapes(layer.weights)
+        assert_true(early == [],
+                    f"{what} already has weights of shapes {early} before build: create the "
+                    "weights in build (build both sublayers there), not in __init__.")
+        layer.build((None, length))
+        built = shapes(layer.trainable_weights)
+        missing = [table for table in [(vocab_size, d_model), (max_length, d_model)]
+                   if table not in built]
+        assert_true(not missing,
+                    f"{what}.build((None, {length})) left "
+                    + (f"only the weights {built}" if built else "no weight")
+                    + f"; the token table {(vocab_size, d_model)} and the position table "
+                    f"{(max_length, d_model)} must exist after build, before any call: "
+                    "build both sublayers in build.")
+
+
+_hidden_test_LearnedPositionalEmbedding__weights()
+del _hidden_test_LearnedPositionalEmbedding__weights
 ### END HIDDEN TESTS
 
 # %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding__validation" points=0.5

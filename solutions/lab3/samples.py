@@ -18,11 +18,13 @@ PARTS = {
     "positional_encoding": {"test_positional_encoding": 2.0,              # the values, even depths
                             "test_positional_encoding__odd_depth": 0.5,
                             "test_positional_encoding__dtype": 0.5},      # float32
-    "PositionalEmbedding": {"test_PositionalEmbedding": 3.0,              # values and weights
+    "PositionalEmbedding": {"test_PositionalEmbedding": 2.5,              # values and weights
+                            "test_PositionalEmbedding__weights": 0.5,     # made in build
                             "test_PositionalEmbedding__mask": 0.5,
                             "test_PositionalEmbedding__config": 0.5},
     "LearnedPositionalEmbedding": {
-        "test_LearnedPositionalEmbedding": 2.5,                           # values and weights
+        "test_LearnedPositionalEmbedding": 2.25,                          # values and weights
+        "test_LearnedPositionalEmbedding__weights": 0.25,                 # made in build
         "test_LearnedPositionalEmbedding__validation": 0.5,   # the ValueError past max_length
         "test_LearnedPositionalEmbedding__mask": 0.25,
         "test_LearnedPositionalEmbedding__config": 0.25},

@@ -615,7 +615,16 @@ def positional_encoding(length, depth):
             fails=('test_PositionalEmbedding__mask',)),
     Mistake("PositionalEmbedding", "build_forgotten",
             "build does not build token_embedding: no weight until the first call",
-            _swap(_PE_SLICE, "        self.token_embedding.build(input_shape)\n", "        pass\n")),
+            _swap(_PE_SLICE, "        self.token_embedding.build(input_shape)\n", "        pass\n"),
+            fails=("test_PositionalEmbedding__weights",)),
+    # Issue 32: the values are right, so they keep their points (the grader calls
+    # the layer once before it sets its weights); only the build cell is lost.
+    Mistake("PositionalEmbedding", "no_build",
+            "token_embedding made in __init__ and build left out: the weights appear at the "
+            "first call, not in build",
+            _swap(_PE_SLICE, "    def build(self, input_shape):\n"
+                             "        self.token_embedding.build(input_shape)\n\n", ""),
+            fails=("test_PositionalEmbedding__weights",)),
     Mistake("PositionalEmbedding", "config_incomplete",
             "get_config leaves out max_length and mask_zero",
             _swap(_PE_SLICE, "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
@@ -650,7 +659,8 @@ def positional_encoding(length, depth):
                         "        self.token_embedding.build((None, None))\n"
                         "        self.pos_encoding = ops"),
                   "    def build(self, input_shape):\n        self.token_embedding.build(input_shape)\n",
-                  "    def build(self, input_shape):\n        super().build(input_shape)\n")),
+                  "    def build(self, input_shape):\n        super().build(input_shape)\n"),
+            fails=("test_PositionalEmbedding__weights",)),
     # --- LearnedPositionalEmbedding ----------------------------------------------------
     Mistake("LearnedPositionalEmbedding", "no_length_check",
             "no length check: a look-up past the table, never a clear ValueError",
@@ -686,7 +696,16 @@ def positional_encoding(length, depth):
                   "return self.token_embedding(token_ids)")),
     Mistake("LearnedPositionalEmbedding", "position_not_built",
             "build builds only the token table: the position table appears at the first call",
-            _swap(_LPE_ONEHOT, "        self.position_embedding.build((None,))\n", "")),
+            _swap(_LPE_ONEHOT, "        self.position_embedding.build((None,))\n", ""),
+            fails=("test_LearnedPositionalEmbedding__weights",)),
+    Mistake("LearnedPositionalEmbedding", "no_build",
+            "both sublayers made in __init__ and build left out: the tables appear at the "
+            "first call, not in build",
+            _swap(_LPE_BROADCAST, "    def build(self, input_shape):\n"
+                                  "        for sublayer in (self.token_embedding, "
+                                  "self.position_embedding):\n"
+                                  "            sublayer.build(input_shape)\n\n", ""),
+            fails=("test_LearnedPositionalEmbedding__weights",)),
     Mistake("LearnedPositionalEmbedding", "mask_always",
             "compute_mask ignores mask_zero: a mask even when mask_zero=False",
             _swap(_LPE_TAKE, "        if self.mask_zero:\n            return ops.not_equal(token_ids, 0)\n"
@@ -702,7 +721,8 @@ def positional_encoding(length, depth):
                         "        self.position_embedding.build((None,))\n"),
                   "    def build(self, input_shape):\n        self.token_embedding.build(input_shape)\n"
                   "        self.position_embedding.build((None,))\n",
-                  "    def build(self, input_shape):\n        super().build(input_shape)\n")),
+                  "    def build(self, input_shape):\n        super().build(input_shape)\n"),
+            fails=("test_LearnedPositionalEmbedding__weights",)),
     Mistake("LearnedPositionalEmbedding", "length_check_in_build",
             "the length checked only in build: a built layer no longer checks it",
             _swap(_swap(_LPE_TAKE,

@@ -2179,7 +2179,10 @@ for temperature in (0.5, 1.0, 3.0, 10.0):
 # - **Finished beams are kept.** A beam that writes `end_id` is finished: it is
 #   never extended again and keeps its score (it could only fall if it went on).
 #   Keep it until the end: in a list of finished sentences, or among the beams,
-#   where it competes for a place like any other.
+#   where it competes for a place like any other. Either way it holds no place
+#   for good: every step keeps the `beam_width` best candidates, so a finished
+#   beam never takes a place from an unfinished one that scores higher (the
+#   beam does not shrink as its beams finish).
 # - **When to stop.** The first finished beam does not end the search: go on
 #   while an unfinished beam still scores higher than the best finished one (it
 #   may end higher). Stop when none does, when every beam has finished, or after
@@ -2212,7 +2215,8 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
 
     Candidates are ranked by their total log-probability (the sum of the
     log_softmax of each step's logits), with no length normalisation. A beam
-    that writes end_id is finished: never extended, kept with its score. The
+    that writes end_id is finished: never extended, kept with its score, and
+    holding no place for good (each step keeps the beam_width best). The
     search goes on while an unfinished beam scores higher than the best
     finished one, at most max_length steps; the best sentence, finished or
     (at max_length) not, is returned.
@@ -2232,7 +2236,7 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
             for token in np.argsort(row)[::-1][:beam_width]:  # each beam's best tokens
                 candidates.append((tokens + [int(token)], score + float(row[token])))
         candidates.sort(key=lambda candidate: candidate[1], reverse=True)
-        beams = []
+        beams = []  # the next step's open beams: the best candidates that did not finish
         for tokens, score in candidates[:beam_width]:
             (finished if tokens[-1] == end_id else beams).append((tokens, score))
         if not beams:
@@ -2330,6 +2334,18 @@ checks.check_close(beam_ids(HandModel(SHORT), beam_width=2), [3, 2],
                    hint="a sentence's score is the SUM of the LOG-probabilities of all its "
                         "tokens: not of the probabilities, not the last token's alone, never "
                         "divided by the length.")
+# A finished beam holds no place for good: 3, end (0.5 * 0.3 = 0.15) finishes at step 2
+# beside 4, 4 (0.405); at step 3 the open 4, 4, 3 (0.19) and 4, 4, 4 (0.18) are both
+# ahead of it and both go on, and 4, 4, 4, end (0.18) ends best. Kept among the beams,
+# 3, end loses its place to them; kept in a list, it takes none.
+MAKES_ROOM = {(1,): {3: 0.5, 4: 0.45, 5: 0.05}, (1, 3): {2: 0.3, 3: 0.24, 4: 0.23, 5: 0.23},
+              (1, 4): {4: 0.9, 3: 0.05, 2: 0.05}, (1, 4, 4): {3: 0.47, 4: 0.45, 2: 0.08},
+              (1, 4, 4, 3): {2: 0.5, 3: 0.2, 4: 0.2, 5: 0.1}, (1, 4, 4, 4): {2: 0.99, 3: 0.01}}
+checks.check_close(beam_ids(HandModel(MAKES_ROOM), beam_width=2), [4, 4, 4, 2],
+                   "beam_search(beam_width=2): a finished beam makes room: 4, 4, 4, end (0.18)",
+                   hint="a finished beam holds no place for good: each step keeps the "
+                        "beam_width best candidates, so two open beams that score higher than "
+                        "a finished one both go on (the beam does not shrink as beams finish).")
 # At max_length=2 the best sentence is unfinished: 4, 4 (0.7 * 0.9 = 0.63) beats the
 # finished 3, end (0.3 * 0.9 = 0.27).
 LONG = {(1,): {3: 0.3, 4: 0.7}, (1, 3): {2: 0.9, 3: 0.1}, (1, 4): {4: 0.9, 2: 0.1}}
@@ -2425,7 +2441,7 @@ del _hidden_test_beam_search
 ### END HIDDEN TESTS
 
 # %% nbgrader="tests" grade_id="test_beam_search__finished" points=1
-# Hidden tests of `beam_search`: finished beams (kept, never extended), when the search stops, and the best sentence at max_length, finished or not (1 point).
+# Hidden tests of `beam_search`: finished beams (kept, never extended, holding no place for good), when the search stops, and the best sentence at max_length, finished or not (1 point).
 ### BEGIN HIDDEN TESTS
 def _hidden_test_beam_search__finished():
     import numpy as np
@@ -2441,11 +2457,16 @@ def _hidden_test_beam_search__finished():
             "it) until the end, and let it compete with the others")
     goes_on = ("the first finished beam does not end the search: go on while an unfinished "
                "beam scores higher than the best finished one")
+    makes_room = ("a finished beam holds no place for good: every step keeps the beam_width "
+                  "best candidates, so unfinished beams that score higher than a finished one "
+                  "all go on (the beam does not shrink as its beams finish)")
     for kind, options, beam_width, max_length, rule in [
             ("kept", {}, 2, 4, kept),
             ("kept", other_ids, 3, 4, kept),
             ("goes_on", {}, 3, 4, goes_on),
             ("goes_on", other_ids, 2, 4, goes_on),
+            ("makes_room", {}, 2, 4, makes_room),
+            ("makes_room", other_ids, 2, 4, makes_room),
             ("max_length", {}, 2, 2, "when max_length stops the search, the unfinished beams "
                                      "compete too: return the best sentence, finished or "
                                      "not")]:

@@ -460,10 +460,14 @@ def best_sequence(model, context_row, max_length, start_id, end_id, tokens):
 
 
 def beam_search(model, context_ids, beam_width, max_length, start_id, end_id) -> np.ndarray:
-    """Beam search by total log-probability; finished beams stay in the beam.
+    """Beam search by total log-probability; finished beams stay in the beam,
+    where they compete for a place like any other candidate.
 
-    context_ids `(1, S)`. Returns the ids `(L,)` after the start id of the best
-    beam (finished or, at max_length, not).
+    At each step the beam_width best of (the finished beams, every extension of
+    the unfinished ones) are kept: a finished beam is never extended and keeps
+    its score, and it holds no place for good (beam_width candidates that score
+    higher take its place). context_ids `(1, S)`. Returns the ids `(L,)` after
+    the start id of the best beam (finished or, at max_length, not).
     """
     context_row = np.asarray(context_ids)[0]
     beams = [([start_id], 0.0, False)]
@@ -730,9 +734,27 @@ TREE_MAX_LENGTH = {
     "b": {"b": 0.9, "$": 0.05, "a": 0.05},
 }
 
+#: A finished beam keeps its place only while it is among the beam_width best:
+#: with beam_width=2, "a$" (0.5 * 0.3 = 0.15) finishes at step 2 beside "bb"
+#: (0.405); at step 3 two open beams are ahead of it, "bba" (0.190) and "bbb"
+#: (0.182), and both must go on, since "bbb$" (0.180) ends best. A search whose
+#: finished beams hold their places for good (or whose width shrinks as beams
+#: finish) keeps only "bba", whose sentences all end below "a$" ("bba$" 0.095),
+#: and returns "a$". Kept among the beams, "a$" loses its place at step 3 and
+#: the answer is the same "bbb$"; kept in a list of its own, too.
+TREE_MAKES_ROOM = {
+    "": {"a": 0.5, "b": 0.45, "c": 0.05},
+    "a": {"$": 0.3, "a": 0.24, "b": 0.23, "c": 0.23},
+    "b": {"b": 0.9, "a": 0.05, "$": 0.05},
+    "bb": {"a": 0.47, "b": 0.45, "$": 0.08},
+    "bba": {"$": 0.5, "a": 0.2, "b": 0.2, "c": 0.1},
+    "bbb": {"$": 0.99, "a": 0.01},
+}
+
 TREES = {"greedy_misses": TREE_GREEDY_MISSES, "total_matters": TREE_TOTAL_MATTERS,
          "short_wins": TREE_SHORT_WINS, "short_wins_late": TREE_SHORT_WINS_LATE,
-         "kept": TREE_KEPT, "goes_on": TREE_GOES_ON, "max_length": TREE_MAX_LENGTH}
+         "kept": TREE_KEPT, "goes_on": TREE_GOES_ON, "max_length": TREE_MAX_LENGTH,
+         "makes_room": TREE_MAKES_ROOM}
 
 
 def make_model(kind, **kwargs):

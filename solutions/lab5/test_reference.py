@@ -557,6 +557,55 @@ def test_the_goes_on_tree_needs_the_search_to_go_on():
     assert _beam_aside(model, 2, 4, stop="worst") == best  # with 2, the only open beam is "bb"
 
 
+def _beam_holding(model, beam_width, max_length, start_id=1, end_id=2):
+    """Issue 32's mistake: finished beams stay in the beam and hold their places for
+    good, never competing for them; the open candidates get the places left."""
+    held, beams = [], [(0.0, [start_id])]
+    for _ in range(max_length):
+        if not beams:
+            break
+        candidates = []
+        for score, tokens in beams:
+            z = reference._log_softmax(reference._next_logits(model, CONTEXT[0], tokens))
+            candidates += [(score + z[t], tokens + [t]) for t in range(len(z))]
+        candidates.sort(key=lambda c: c[0], reverse=True)
+        top = candidates[:beam_width - len(held)]
+        held += [c for c in top if c[1][-1] == end_id]
+        beams = [c for c in top if c[1][-1] != end_id]
+    return max(held + beams, key=lambda beam: beam[0])[1][1:]
+
+
+def test_the_makes_room_tree_needs_finished_beams_to_hold_no_place():
+    for options, start_id, end_id in [({}, 1, 2),
+                                      ({"start_id": 4, "end_id": 3,
+                                        "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3)]:
+        model = FIXTURES["make_model"]("makes_room", **options)
+        a, b = model.ids["a"], model.ids["b"]
+        tokens = [model.ids[s] for s in ("a", "b", "c", "$")]
+        best, score = reference.best_sequence(model, CONTEXT[0], 4, start_id, end_id, tokens)
+        assert best == [b, b, b, end_id]
+        assert score == pytest.approx(math.log(0.45 * 0.9 * 0.45 * 0.99), abs=2e-3)
+        # Competing among the beams (the reference), or set aside (the solution):
+        # "a$" (0.15) makes room at step 3 for "bba" (0.19) and "bbb" (0.18).
+        assert reference.beam_search(model, CONTEXT, 2, 4, start_id, end_id).tolist() == best
+        assert _beam_aside(model, 2, 4, start_id=start_id, end_id=end_id) == best
+        # Held for good, "a$" keeps "bbb" out, and every sentence after "bba" ends
+        # below it.
+        assert _beam_holding(model, 2, 4, start_id=start_id, end_id=end_id) == [a, end_id]
+        assert reference.sequence_log_probability(model, CONTEXT[0], [b, b, a, end_id],
+                                                  start_id) < math.log(0.15)
+
+
+def test_finished_beams_that_hold_their_places_pass_the_other_trees():
+    """Only the makes-room tree tells them apart: elsewhere a finished beam never
+    stands in the way of beam_width better open ones."""
+    for kind, width, max_length in [("kept", 2, 4), ("kept", 3, 4), ("goes_on", 2, 4),
+                                    ("goes_on", 3, 4), ("max_length", 2, 2)]:
+        model = FIXTURES["make_model"](kind)
+        best, _ = reference.best_sequence(model, CONTEXT[0], max_length, 1, 2, [3, 4, 5, 2])
+        assert _beam_holding(model, width, max_length) == best, (kind, width)
+
+
 def test_the_max_length_tree_returns_an_unfinished_best():
     model = FIXTURES["make_model"]("max_length")
     best, score = reference.best_sequence(model, CONTEXT[0], 2, 1, 2, [3, 4, 5, 2])

@@ -15,10 +15,13 @@ for (`pos_embedding`, `dropout`, `enc_layers` / `dec_layers`, `encoder`,
 Honest readings (answers written from the notebook's text alone) are among the
 variants: the config kept in a dict, `training` left to Keras (which hands it
 down), finished beams in a list of their own with the beam refilled from the
-unfinished candidates, a beam that shrinks as its beams finish. Mistakes in a
-secondary property (training mode, get_config, what beam search does with
-finished beams) name the tests cells they must fail (`fails`); the others keep
-their points. Every mistake fails its exercise's visible check too.
+unfinished candidates. A beam that shrinks as its beams finish was one until
+issue 32: the text says a finished beam competes for its place like any other
+and holds none for good, so it is now a mistake, with finished beams that hold
+their places in the beam. Mistakes in a secondary property (training mode,
+get_config, what beam search does with finished beams) name the tests cells
+they must fail (`fails`); the others keep their points. Every mistake fails its
+exercise's visible check too.
 """
 
 from tests.verdicts import Mistake
@@ -751,7 +754,9 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
 '''
 
 # Each finished beam takes one place away for good (the beam shrinks), as in some
-# course notes; one model call per beam.
+# course notes; one model call per beam. A correct variant until issue 32; now a
+# mistake (MISTAKES, "beam-shrinks"): the text says a finished beam holds no place
+# for good, and the makes-room model shows the difference.
 BEAM_SHRINKING = '''
 def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     context = np.asarray(ops.convert_to_numpy(context_ids)).reshape(1, -1)
@@ -789,7 +794,7 @@ VARIANTS = {
     "masked_accuracy": [ACCURACY_WHERE, ACCURACY_KERAS, ACCURACY_MEANS],
     "greedy_decode": [GREEDY_LISTS, GREEDY_OPS, GREEDY_AFTERWARDS],
     "sample_with_temperature": [SAMPLE_LOG_PROBABILITIES, SAMPLE_INVERSE_CDF, SAMPLE_FLOOR],
-    "beam_search": [BEAM_FLAT, BEAM_STAY, BEAM_TOP_K, BEAM_SEPARATE_REFILL, BEAM_SHRINKING],
+    "beam_search": [BEAM_FLAT, BEAM_STAY, BEAM_TOP_K, BEAM_SEPARATE_REFILL],
 }
 
 _ENCODER_EMBED = '''
@@ -1193,6 +1198,24 @@ def sample_with_temperature(logits, temperature, seed=None):
             "stopped the search and an unfinished beam scores higher",
             _swap(BEAM_FLAT, "    candidates = finished + [",
                   "    candidates = finished or ["),
+            fails=("test_beam_search__finished",)),
+    # Issue 32: the text says a finished beam kept among the beams "competes for a
+    # place like any other"; these hold theirs without competing.
+    Mistake("beam_search", "finished-hold-places",
+            "finished beams stay in the beam and keep their places for good, without "
+            "competing for them: only the places left go to the open candidates",
+            _swap(_swap(BEAM_STAY,
+                        "        candidates = [beam for beam in beams if beam[1][-1] == end_id]\n",
+                        "        held = [beam for beam in beams if beam[1][-1] == end_id]\n"
+                        "        candidates = []\n"),
+                  "        beams = heapq.nlargest(beam_width, candidates, key=lambda beam: beam[0])",
+                  "        beams = held + heapq.nlargest(beam_width - len(held), candidates,\n"
+                  "                                      key=lambda beam: beam[0])"),
+            fails=("test_beam_search__finished",)),
+    Mistake("beam_search", "beam-shrinks",
+            "finished beams set aside in a list, each taking one place from the beam for "
+            "good: the width shrinks as beams finish",
+            BEAM_SHRINKING,
             fails=("test_beam_search__finished",)),
 ]
 
