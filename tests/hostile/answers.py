@@ -337,8 +337,10 @@ def cases() -> list[Case]:
              "bilinear_scores b'nan'",
              lambda: notebook({"dot_scores": TEXT_DOT, "bilinear_scores": BYTES_BILINEAR}), 8,
              check=_says_numbers_expected),
+        # The values cell (2.5) is lost; the weights made in build (0.5), a property
+        # of the layer rather than of its output, stay (issue 32): 10.5 - 2.5.
         Case("text_embedding", "forgery", "lab3's PositionalEmbedding returns its output as text",
-             lambda: _text_layer("lab3", "PositionalEmbedding"), at_most=7.5, lab="lab3"),
+             lambda: _text_layer("lab3", "PositionalEmbedding"), at_most=8, lab="lab3"),
         Case("text_encoder", "forgery", "lab5's Encoder returns its output as text",
              lambda: _text_layer("lab5", "Encoder"), at_most=16, lab="lab5"),
         Case("leaks_inputs_repr", "secrecy", "dot_scores prints and raises repr() of the "
