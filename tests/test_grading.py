@@ -205,6 +205,14 @@ def test_feedback_never_shows_hidden_test_source(lab, graded):
     hidden_lines = {line.strip() for block in re.findall(
         r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
         for line in block.splitlines() if len(line.strip()) > 20}
+    module = LABS[lab].folder / "hidden.py"   # the hidden tests as functions (autograder.hidden)
+    if module.is_file():
+        text = module.read_text()
+        docstrings = {line.strip() for line in re.findall(r'"""(.*?)"""', text, re.S)
+                      for line in line.splitlines()}
+        hidden_lines |= {line.strip() for line in text.splitlines()
+                         if len(line.strip()) > 20 and line.strip() not in docstrings
+                         and not line.strip().startswith(('"""', "@graded", "def test_"))}
     assert hidden_lines, f"{lab}: no hidden test lines found to look for"
     pages = list((graded["out"] / "feedback").glob("*.html"))
     assert pages, "no feedback pages"

@@ -11,7 +11,7 @@ repository (`publish`) are all checked with the same scanner, which looks for
   by their value, parentheses and trailing commas are dropped (formatters add
   and remove them), so a solution restyled by black, with other quotes and
   other comments, is the same code. The secret code is every lab's solution
-  regions and hidden tests (its source), ``reference.py``, ``standins/``,
+  regions and hidden tests (its source, or its ``hidden.py``), ``reference.py``, ``standins/``,
   and the answers of its sample submissions and verdict suite (``samples.py``,
   ``verdicts.py``). Runs of ``SHINGLE`` tokens ("shingles") of that code which
   appear anywhere in the labs' public code (the sources outside solution and
@@ -366,8 +366,9 @@ def _stat(path: Path) -> tuple[str, float, int]:
 
 def _lab_files(lab: Lab) -> list[Path]:
     folder = lab.folder
-    return [lab.source_path, folder / "reference.py", *sorted((folder / "standins").glob("*.py")),
-            folder / "samples.py", folder / "verdicts.py"]
+    return [lab.source_path, folder / "reference.py", folder / "hidden.py",
+            *sorted((folder / "standins").glob("*.py")), folder / "samples.py",
+            folder / "verdicts.py"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -377,6 +378,8 @@ def _lab_code(lab: Lab, stamp: tuple) -> dict[str, list]:
     kinds: dict[str, list] = {**_source_code(lab), "reference": [], "standin": [], "answers": []}
     if (folder / "reference.py").exists():
         kinds["reference"] = _module_code(lab, folder / "reference.py", "reference")
+    if (folder / "hidden.py").exists():     # the hidden tests as a module (autograder.hidden)
+        kinds["hidden"] += _module_code(lab, folder / "hidden.py", "hidden tests")
     for path in sorted((folder / "standins").glob("*.py")):
         kinds["standin"] += _module_code(lab, path, "stand-in")
     for name, what in (("samples.py", "sample submission"), ("verdicts.py", "verdict suite")):

@@ -88,6 +88,9 @@ def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
         if cell.cell_type != "code":
             cell.id = f"md-{index}"
             continue
+        if marker["nbgrader"] == "tests" and not cell.source.strip():
+            cell.source, marker["points"] = hidden_cell_source(lab, marker["grade_id"],
+                                                               marker["points"])
         _check_marker(lab.source_path.name, index, cell.source, marker, seen)
         grade_id = marker["grade_id"]
         seen.add(grade_id)
@@ -106,6 +109,37 @@ def build_source_notebook(lab: Lab) -> nbformat.NotebookNode:
     }
     notebook.nbformat, notebook.nbformat_minor = 4, 5
     return notebook
+
+
+def hidden_cell_source(lab: Lab, grade_id: str, points=None) -> tuple[str, float]:
+    """The source of tests cell ``grade_id`` whose test is a function of the
+    lab's hidden.py (autograder.hidden), and its points: the sentence the
+    student reads, then one call of the function. A cell of the lab's source
+    that is empty is such a cell; its points come from the function."""
+    from autograder import hidden
+
+    module = hidden.load(lab.id)
+    function = hidden.tests_of(module).get(grade_id) if module else None
+    where = lab.source_path.name
+    if function is None:
+        raise SourceError(
+            f"{where}: tests cell {grade_id!r} is empty, but {lab.id}'s hidden.py has no "
+            f"@graded function {grade_id}: write the test there (docs/authoring.md), or "
+            "its code in the cell.")
+    declared = hidden.declaration(function)
+    if points is not None and float(points) != declared.points:
+        raise SourceError(f"{where}: tests cell {grade_id!r} says points={points}, its "
+                          f"function in hidden.py {declared.points:g}: give them once, in "
+                          "hidden.py.")
+    sentence = " ".join((function.__doc__ or "").split()).rstrip(".")
+    if not sentence:
+        raise SourceError(f"{lab.folder.name}/hidden.py: {grade_id} needs a docstring, the "
+                          "sentence students read beside its cell.")
+    unit = "point" if declared.points == 1 else "points"
+    source = (f"# Hidden tests of `{declared.exercise}`: {sentence} "
+              f"({declared.points:g} {unit}).\n### BEGIN HIDDEN TESTS\n"
+              f"{hidden.call_source(lab.id, grade_id, function)}\n### END HIDDEN TESTS")
+    return source, declared.points
 
 
 def _append_ready_cells(lab: Lab, notebook) -> None:
@@ -186,6 +220,14 @@ def _check_contract(lab: Lab, notebook) -> None:
             f"{lab.source_path.name}: solution cells are {solutions}, but the "
             f"curriculum's exercises of {lab.id} are {list(lab.exercises)}."
         )
+    from autograder import hidden
+
+    module = hidden.load(lab.id)
+    orphans = sorted(set(hidden.tests_of(module)) - set(grade_ids)) if module else []
+    if orphans:
+        raise SourceError(f"{lab.folder.name}/hidden.py: {orphans} have no tests cell in "
+                          f"{lab.source_path.name}: add an empty cell "
+                          f'`# %% nbgrader="tests" grade_id="{orphans[0]}"` where it belongs.')
     for exercise in lab.exercises:
         if f"test_{exercise}" not in grade_ids:
             raise SourceError(

@@ -115,32 +115,7 @@ batch_scores = checks.check_close(
          "so it broadcasts over the n keys.",
 )
 
-# %% nbgrader="tests" grade_id="test_dot_scores" points=1
-# Hidden tests of `dot_scores`: the scores of one query and of batches of queries
-# (1 point).
-### BEGIN HIDDEN TESTS
-def _hidden_test_dot_scores():
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close
-    from autograder.references import lab1 as reference
-
-    assert_close(dot_scores(np.array([0.7, 0.3], dtype="float32"),
-                            np.array([[0.8, 0.2]], dtype="float32")),
-                 [0.62], "dot_scores(query (0.7, 0.3), keys [(0.8, 0.2)])")
-    r = rng("dot_scores")
-    for query_shape, keys_shape in [((5,), (7, 5)),
-                                    ((3, 5), (3, 7, 5)),
-                                    ((2, 3, 4), (2, 3, 6, 4))]:
-        query = r.normal(size=query_shape).astype("float32")
-        keys = r.normal(size=keys_shape).astype("float32")
-        expected = reference.dot_scores(query, keys)
-        assert_close(dot_scores(query, keys), expected,
-                     f"dot_scores(query {query_shape}, keys {keys_shape})")
-
-
-_hidden_test_dot_scores()
-del _hidden_test_dot_scores
-### END HIDDEN TESTS
+# %% nbgrader="tests" grade_id="test_dot_scores"
 
 # %% nbgrader="locked" grade_id="demo_dot_scores" grading="skip"
 # The lecture's worked example: encoder state (0.8, 0.2), decoder state (0.7, 0.3).
@@ -215,109 +190,11 @@ column_weights = checks.check_close(softmax(np.array([[1.0, 2.0, 3.0], [1.0, 2.0
                                    np.full((2, 3), 0.5), "softmax(x (2, 3), axis=0)",
                                    hint="use the `axis` argument (with keepdims=True) in np.max and np.sum.")
 
-# %% nbgrader="tests" grade_id="test_softmax" points=1
-# Hidden tests of `softmax`: the weights along the last axis and along `axis`
-# (1 point).
-### BEGIN HIDDEN TESTS
-def _hidden_test_softmax():
-    import numpy as np
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
+# %% nbgrader="tests" grade_id="test_softmax"
 
-    r = rng("softmax")
+# %% nbgrader="tests" grade_id="test_softmax__overflow"
 
-    def check(x, axis, what, call):
-        expected = reference.softmax(x, axis=axis)
-        weights = as_array(call(), what)
-        assert_shape(weights, x.shape, what)
-        weights = assert_finite(weights, what).astype(np.float64)
-        assert_true(np.all(weights >= -1e-7), f"{what}: some weights are negative.")
-        sums = weights.sum(axis=axis)
-        assert_true(np.allclose(sums, 1.0, atol=1e-4),
-                    f"{what}: the weights along axis {axis} do not sum to 1 "
-                    f"(sums range from {sums.min():.3g} to {sums.max():.3g}); "
-                    "normalise along `axis`, with keepdims=True.")
-        assert_close(weights, expected, what)
-
-    # Default axis (the last one) on a non-square matrix, and a vector.
-    x = (3 * r.normal(size=(4, 7))).astype("float32")
-    check(x, -1, "softmax(x (4, 7))", lambda: softmax(x))
-    v = (3 * r.normal(size=(6,))).astype("float32")
-    check(v, -1, "softmax(x (6,))", lambda: softmax(v))
-
-    # Other axes, passed by keyword; non-square so a wrong axis cannot pass.
-    for shape, axis in [((5, 3), 0), ((2, 4, 3), 1), ((2, 4, 3), -1), ((3, 2, 5), 0)]:
-        y = (3 * r.normal(size=shape)).astype("float32")
-        check(y, axis, f"softmax(x {shape}, axis={axis})",
-              lambda y=y, axis=axis: softmax(y, axis=axis))
-
-
-_hidden_test_softmax()
-del _hidden_test_softmax
-### END HIDDEN TESTS
-
-# %% nbgrader="tests" grade_id="test_softmax__overflow" points=0.5
-# Hidden tests of `softmax`: no overflow, slices near 1000, -1000 and 5000 (0.5 points).
-### BEGIN HIDDEN TESTS
-def _hidden_test_softmax__overflow():
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
-    from autograder.references import lab1 as reference
-
-    r = rng("softmax/overflow")
-    # Huge inputs: no overflow at +1000 and no 0/0 at -1000, slice by slice.
-    big = np.stack([1000 + r.normal(size=5), -1000 + r.normal(size=5),
-                    10 * r.normal(size=5), 5000 + r.normal(size=5)]).astype("float32")
-    for x, axis, what in [
-            (big, -1, "softmax(x (4, 5)) with rows near 1000, -1000, 0 and 5000"),
-            (big.T.copy(), 0,
-             "softmax(x (5, 4), axis=0) with columns near 1000, -1000, 0 and 5000")]:
-        found = assert_shape(softmax(x) if axis == -1 else softmax(x, axis=axis), x.shape,
-                             what)
-        assert_true(bool(np.all(np.isfinite(found))),
-                    f"{what}: inf or NaN in the weights; np.exp(1000) overflows, so "
-                    "subtract the maximum of each slice (keepdims=True) before np.exp.")
-        assert_close(found, reference.softmax(x, axis=axis), what)
-
-
-_hidden_test_softmax__overflow()
-del _hidden_test_softmax__overflow
-### END HIDDEN TESTS
-
-# %% nbgrader="tests" grade_id="test_softmax__masks" points=0.5
-# Hidden tests of `softmax`: a masked entry (-inf) gets weight 0 (0.5 points).
-### BEGIN HIDDEN TESTS
-def _hidden_test_softmax__masks():
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
-    from autograder.references import lab1 as reference
-
-    r = rng("softmax/masks")
-    # -inf entries get weight 0 (every slice keeps at least one finite entry).
-    for shape, axis in [((3, 6), -1), ((6, 3), 0)]:
-        masked = (2 * r.normal(size=shape)).astype("float32")
-        hidden = r.random(size=shape) < 0.4
-        if axis == -1:
-            hidden[:, r.integers(shape[1])] = False
-        else:
-            hidden[r.integers(shape[0]), :] = False
-        masked[hidden] = -np.inf
-        what = (f"softmax(x {shape}{'' if axis == -1 else ', axis=0'}) with "
-                f"{int(hidden.sum())} entries equal to -inf")
-        found = assert_shape(softmax(masked) if axis == -1 else softmax(masked, axis=axis),
-                             shape, what)
-        assert_true(bool(np.all(np.isfinite(found))),
-                    f"{what}: inf or NaN in the weights; exp(-inf) is 0, so a -inf entry "
-                    "needs no special case once the maximum of its slice is subtracted.")
-        assert_true(bool(np.all(np.abs(found[hidden]) <= 1e-7)),
-                    f"{what}: the -inf entries must get weight 0.")
-        assert_close(found, reference.softmax(masked, axis=axis), what)
-
-
-_hidden_test_softmax__masks()
-del _hidden_test_softmax__masks
-### END HIDDEN TESTS
+# %% nbgrader="tests" grade_id="test_softmax__masks"
 
 # %% [markdown]
 # The lecture's look-ahead example: each word of "I am a student" may only look
@@ -408,53 +285,7 @@ checks.check_shape(context, (4, 2), "attention_pool: context of a batch of 4",
                    hint="sum the weighted values over the key axis (-2).")
 weights = checks.check_shape(weights, (4, 5), "attention_pool: weights of a batch of 4")
 
-# %% nbgrader="tests" grade_id="test_attention_pool" points=2
-# Hidden tests of `attention_pool`: the context and the weights of one query and of
-# batches of queries (2 points).
-### BEGIN HIDDEN TESTS
-def _hidden_test_attention_pool():
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
-
-    r = rng("attention_pool")
-    cases = [((6,), (5, 6), (5, 3)),
-             ((4, 6), (4, 5, 6), (4, 5, 3)),
-             ((2, 3, 6), (2, 3, 5, 6), (2, 3, 5, 3))]
-    for query_shape, keys_shape, values_shape in cases:
-        query = r.normal(size=query_shape).astype("float32")
-        keys = r.normal(size=keys_shape).astype("float32")
-        values = r.normal(size=values_shape).astype("float32")
-        expected_context, expected_weights = reference.attention_pool(query, keys, values)
-        what = (f"attention_pool(query {query_shape}, keys {keys_shape}, "
-                f"values {values_shape})")
-        result = attention_pool(query, keys, values)
-        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
-                    f"{what}: returned {type(result).__name__}, expected a tuple "
-                    "(context, weights).")
-        context, weights = result
-        weights = assert_shape(weights, expected_weights.shape,
-                               f"{what}, weights (second item)")
-        context = assert_shape(context, expected_context.shape,
-                               f"{what}, context (first item)")
-        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
-        assert_true(np.allclose(weights.sum(axis=-1), 1.0, atol=1e-4),
-                    f"{what}: the weights do not sum to 1 over the "
-                    f"{keys_shape[-2]} keys.")
-        if not np.allclose(weights, expected_weights, rtol=1e-4, atol=1e-5):
-            scaled = reference.softmax(
-                reference.dot_scores(query, keys) / np.sqrt(query_shape[-1]), axis=-1)
-            assert_true(not np.allclose(weights, scaled, rtol=1e-4, atol=1e-5),
-                        f"{what}: the weights are scaled by 1/sqrt(d); attention_pool "
-                        "uses the plain (unscaled) dot scores.")
-        assert_close(weights, expected_weights, f"{what}, weights")
-        assert_close(context, expected_context, f"{what}, context")
-
-
-_hidden_test_attention_pool()
-del _hidden_test_attention_pool
-### END HIDDEN TESTS
+# %% nbgrader="tests" grade_id="test_attention_pool"
 
 # %% [markdown]
 # Back to the lecture: a weight of 0.7 scales the encoder state (0.8, 0.2) down
@@ -537,33 +368,7 @@ batch_scores = checks.check_shape(
     bilinear_scores(np.ones((4, 2)), np.ones((4, 5, 3)), np.ones((2, 3))),
     (4, 5), "bilinear_scores on a batch of 4")
 
-# %% nbgrader="tests" grade_id="test_bilinear_scores" points=1
-# Hidden tests of `bilinear_scores`: the scores for rectangular and square `W`, one
-# query and batches of queries (1 point).
-### BEGIN HIDDEN TESTS
-def _hidden_test_bilinear_scores():
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close
-    from autograder.references import lab1 as reference
-
-    r = rng("bilinear_scores")
-    cases = [((4,), (6, 3), (4, 3)),
-             ((2, 4), (2, 6, 3), (4, 3)),
-             ((5,), (6, 5), (5, 5)),  # square W, not symmetric
-             ((2, 3, 5), (2, 3, 4, 5), (5, 5))]
-    for query_shape, keys_shape, W_shape in cases:
-        query = r.normal(size=query_shape).astype("float32")
-        keys = r.normal(size=keys_shape).astype("float32")
-        W = r.normal(size=W_shape).astype("float32")
-        expected = reference.bilinear_scores(query, keys, W)
-        assert_close(bilinear_scores(query, keys, W), expected,
-                     f"bilinear_scores(query {query_shape}, keys {keys_shape}, "
-                     f"W {W_shape})")
-
-
-_hidden_test_bilinear_scores()
-del _hidden_test_bilinear_scores
-### END HIDDEN TESTS
+# %% nbgrader="tests" grade_id="test_bilinear_scores"
 
 # %% nbgrader="locked" grade_id="demo_bilinear_scores" grading="skip"
 # W weights the coordinates: doubling the first one doubles its part of the score.
@@ -632,48 +437,7 @@ batch_scores = checks.check_shape(
     (4, 5), "additive_scores on a batch of 4 (d_q=3, d_k=2, h=7)",
     hint="repeat the query once per key (np.broadcast_to) before stacking.")
 
-# %% nbgrader="tests" grade_id="test_additive_scores" points=2
-# Hidden tests of `additive_scores`: the scores for `d_q != d_k` and `d_q == d_k`, one
-# query and batches of queries (2 points).
-### BEGIN HIDDEN TESTS
-def _hidden_test_additive_scores():
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
-    from autograder.references import lab1 as reference
-
-    r = rng("additive_scores")
-    cases = [((3,), (5, 4), 6),
-             ((2, 3), (2, 5, 4), 6),
-             ((4,), (5, 4), 3),  # d_q == d_k
-             ((2, 2, 3), (2, 2, 5, 4), 6)]
-    for query_shape, keys_shape, h in cases:
-        d_q, d_k = query_shape[-1], keys_shape[-1]
-        query = r.normal(size=query_shape).astype("float32")
-        keys = r.normal(size=keys_shape).astype("float32")
-        W1 = (0.7 * r.normal(size=(d_q + d_k, h))).astype("float32")
-        w2 = r.normal(size=(h,)).astype("float32")
-        expected = reference.additive_scores(query, keys, W1, w2)
-        what = (f"additive_scores(query {query_shape}, keys {keys_shape}, "
-                f"W1 {(d_q + d_k, h)}, w2 {(h,)})")
-        scores = as_array(additive_scores(query, keys, W1, w2), what)
-        if scores.shape == expected.shape and not np.allclose(scores, expected,
-                                                              rtol=1e-4, atol=1e-5):
-            pre = (np.broadcast_to(query[..., None, :], keys_shape[:-1] + (d_q,))
-                   .astype(np.float64) @ W1[:d_q] + keys.astype(np.float64) @ W1[d_q:])
-            swapped = np.tanh(keys.astype(np.float64) @ W1[:d_k]
-                              + np.broadcast_to(query[..., None, :], keys_shape[:-1] + (d_q,))
-                              .astype(np.float64) @ W1[d_k:]) @ w2
-            for guess, hint in [(pre @ w2, "tanh seems to be missing"),
-                                (swapped, "the stack looks like [k; q]; the query "
-                                          "comes first: [q; k]")]:
-                assert_true(not np.allclose(scores, guess, rtol=1e-4, atol=1e-5),
-                            f"{what}: {hint}.")
-        assert_close(scores, expected, what)
-
-
-_hidden_test_additive_scores()
-del _hidden_test_additive_scores
-### END HIDDEN TESTS
+# %% nbgrader="tests" grade_id="test_additive_scores"
 
 # %% nbgrader="locked" grade_id="demo_additive_scores" grading="skip"
 # Four similarity functions, one query, three keys (all vectors of size 2).
@@ -844,169 +608,11 @@ weights = checks.check_close(
     hint="the mask broadcasts against the scores (B, heads, T_q, T_k): use it as it is in "
          "ops.where(mask, scores, ...).")
 
-# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention" points=1
-# Hidden tests of `scaled_dot_product_attention`: the output and weights without a
-# mask (1 point).
-### BEGIN HIDDEN TESTS
-def _hidden_test_scaled_dot_product_attention():
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
+# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention"
 
-    r = rng("scaled_dot_product_attention")
+# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention__masks"
 
-    def run(query_shape, key_shape, value_shape, pass_mask):
-        query = r.normal(size=query_shape).astype("float32")
-        key = r.normal(size=key_shape).astype("float32")
-        value = r.normal(size=value_shape).astype("float32")
-        expected_output, expected_weights = reference.scaled_dot_product_attention(
-            query, key, value)
-        what = (f"scaled_dot_product_attention(query {query_shape}, key {key_shape}, "
-                f"value {value_shape}{', mask=None' if pass_mask else ''})")
-        if pass_mask:
-            result = scaled_dot_product_attention(query, key, value, mask=None)
-        else:
-            result = scaled_dot_product_attention(query, key, value)
-        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
-                    f"{what}: returned {type(result).__name__}, expected a tuple "
-                    "(output, weights).")
-        output, weights = result
-        weights = assert_shape(weights, expected_weights.shape,
-                               f"{what}, weights (second item)")
-        output = assert_shape(output, expected_output.shape,
-                              f"{what}, output (first item)")
-        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
-        sums = weights.sum(axis=-1)
-        assert_true(np.allclose(sums, 1.0, atol=1e-4),
-                    f"{what}: the weights of a query do not sum to 1 over the keys "
-                    "(softmax over the last axis).")
-        if not np.allclose(weights, expected_weights, rtol=1e-4, atol=1e-5):
-            scores = np.einsum("...qd,...kd->...qk", query.astype(np.float64), key)
-            d_k = query_shape[-1]
-            for guess, hint in [(scores, "the scores are not scaled; divide by sqrt(d_k)"),
-                                (scores / d_k, "the scores are divided by d_k; divide "
-                                               "by sqrt(d_k)")]:
-                assert_true(not np.allclose(weights, reference.softmax(guess, axis=-1),
-                                            rtol=1e-4, atol=1e-5),
-                            f"{what}: {hint}.")
-        assert_close(weights, expected_weights, f"{what}, weights")
-        assert_close(output, expected_output, f"{what}, output")
-
-    # The mask argument left out, then passed as None; 2-D, 3-D and 4-D inputs.
-    run((3, 8), (5, 8), (5, 4), pass_mask=False)
-    run((2, 3, 8), (2, 5, 8), (2, 5, 4), pass_mask=True)
-    run((2, 2, 4, 16), (2, 2, 6, 16), (2, 2, 6, 3), pass_mask=False)
-
-
-_hidden_test_scaled_dot_product_attention()
-del _hidden_test_scaled_dot_product_attention
-### END HIDDEN TESTS
-
-# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention__masks" points=0.5
-# Hidden tests of `scaled_dot_product_attention`: look-ahead, padding and random
-# masks, every query with at least one visible key (0.5 points).
-### BEGIN HIDDEN TESTS
-def _hidden_test_scaled_dot_product_attention__masks():
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
-
-    r = rng("scaled_dot_product_attention/masks")
-
-    def masked(query_shape, key_shape, value_shape, mask, mask_text):
-        query = r.normal(size=query_shape).astype("float32")
-        key = r.normal(size=key_shape).astype("float32")
-        value = r.normal(size=value_shape).astype("float32")
-        expected_output, expected_weights = reference.scaled_dot_product_attention(
-            query, key, value, mask=mask)
-        what = (f"scaled_dot_product_attention(query {query_shape}, key {key_shape}, "
-                f"value {value_shape}, mask={mask_text})")
-        result = scaled_dot_product_attention(query, key, value, mask=mask)
-        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
-                    f"{what}: returned {type(result).__name__}, expected a tuple "
-                    "(output, weights).")
-        weights = assert_shape(result[1], expected_weights.shape,
-                               f"{what}, weights (second item)")
-        output = assert_shape(result[0], expected_output.shape,
-                              f"{what}, output (first item)")
-        weights = assert_finite(weights, f"{what}, weights").astype(np.float64)
-        allowed = np.broadcast_to(mask, weights.shape)
-        assert_true(np.all(np.abs(weights[~allowed]) <= 1e-6),
-                    f"{what}: masked keys (mask False) must get weight 0; "
-                    "mask True means 'may attend'.")
-        assert_true(np.allclose(weights.sum(axis=-1), 1.0, atol=1e-4),
-                    f"{what}: the weights of a query do not sum to 1 over its visible "
-                    "keys; mask the scores before the softmax, so that the others "
-                    "renormalise.")
-        assert_close(weights, expected_weights, f"{what}, weights")
-        assert_close(output, expected_output, f"{what}, output")
-
-    # Look-ahead mask (T, T), broadcast over a batch of 2.
-    causal = np.tril(np.ones((5, 5), dtype=bool))
-    masked((2, 5, 8), (2, 5, 8), (2, 5, 3), causal, "causal (5, 5)")
-
-    # Padding mask (B, 1, 1, T_k) on 4-D inputs.
-    padding = np.ones((2, 1, 1, 6), dtype=bool)
-    padding[0, ..., 4:] = False
-    padding[1, ..., 2:] = False
-    masked((2, 2, 4, 16), (2, 2, 6, 16), (2, 2, 6, 3), padding, "padding (2, 1, 1, 6)")
-
-    # Random mask (T_q, T_k); the first key is visible to every query.
-    random_mask = r.random(size=(4, 7)) < 0.5
-    random_mask[:, 0] = True
-    masked((2, 4, 8), (2, 7, 8), (2, 7, 5), random_mask, "random (4, 7)")
-
-
-_hidden_test_scaled_dot_product_attention__masks()
-del _hidden_test_scaled_dot_product_attention__masks
-### END HIDDEN TESTS
-
-# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention__masked_rows" points=0.5
-# Hidden tests of `scaled_dot_product_attention`: a query whose keys are all masked
-# gives finite numbers, no NaN (0.5 points).
-### BEGIN HIDDEN TESTS
-def _hidden_test_scaled_dot_product_attention__masked_rows():
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_shape, assert_true
-
-    r = rng("scaled_dot_product_attention/masked_rows")
-    # A random mask (T_q, T_k) with one query that sees no key, and a padding mask
-    # (B, 1, 1, T_k) that hides every key of the second sentence.
-    random_mask = r.random(size=(4, 7)) < 0.6
-    random_mask[:, 0] = True
-    random_mask[2, :] = False
-    padding = np.ones((2, 1, 1, 5), dtype=bool)
-    padding[1] = False
-    for shapes, mask, mask_text in [
-            (((2, 4, 8), (2, 7, 8), (2, 7, 5)), random_mask,
-             "(4, 7) whose row 2 is all False"),
-            (((2, 2, 3, 8), (2, 2, 5, 8), (2, 2, 5, 4)), padding,
-             "padding (2, 1, 1, 5), all False for the second sentence")]:
-        query, key, value = (r.normal(size=shape).astype("float32") for shape in shapes)
-        what = (f"scaled_dot_product_attention(query {shapes[0]}, key {shapes[1]}, "
-                f"value {shapes[2]}, mask={mask_text})")
-        result = scaled_dot_product_attention(query, key, value, mask=mask)
-        assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
-                    f"{what}: returned {type(result).__name__}, expected a tuple "
-                    "(output, weights).")
-        weights_shape = shapes[0][:-1] + shapes[1][-2:-1]
-        weights = assert_shape(result[1], weights_shape, f"{what}, weights (second item)")
-        output = assert_shape(result[0], shapes[0][:-1] + shapes[2][-1:],
-                              f"{what}, output (first item)")
-        dead = ~np.broadcast_to(mask, weights_shape).any(axis=-1)  # queries with no key
-        finite = (np.all(np.isfinite(weights[dead].astype(np.float64)))
-                  and np.all(np.isfinite(output[dead].astype(np.float64))))
-        assert_true(bool(finite),
-                    f"{what}: a query whose keys are all masked gives NaN or inf; "
-                    "it must stay finite (mask with a large negative number, "
-                    "large_negative(scores.dtype), rather than -inf).")
-
-
-_hidden_test_scaled_dot_product_attention__masked_rows()
-del _hidden_test_scaled_dot_product_attention__masked_rows
-### END HIDDEN TESTS
+# %% nbgrader="tests" grade_id="test_scaled_dot_product_attention__masked_rows"
 
 # %% [markdown]
 # Self-attention over "I am a student", with random query and key projections:
