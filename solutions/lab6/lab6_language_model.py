@@ -639,6 +639,11 @@ prompt_logits, caches = checks.check_tuple(tiny(ids[:, :8], return_cache=True), 
                                            hint="return (logits, caches) with return_cache.")
 checks.check_true(isinstance(caches, (list, tuple)) and len(caches) == 2,
                   "the caches: one per block", f"got {type(caches).__name__}")
+first_keys, _ = checks.check_tuple(caches[0], 2, "caches[0]: block 0's (keys, values)",
+                                   hint="each block's cache is the (keys, values) its "
+                                        "DecoderOnlyBlock returned, not the token ids.")
+checks.check_shape(first_keys, (2, 2, 8, 8),
+                   "block 0's cached keys: (B, num_heads, 8 positions, head_dim)")
 checks.check_close(tiny(ids[:, 8:], cache=caches), logits[:, 8:],
                    "tiny(ids[:, 8:], cache=caches): the full computation's last 4 logits",
                    hint="give block i its own cache, cache[i], and collect the new ones.")
