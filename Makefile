@@ -25,7 +25,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-backends test-compat test-slurm test-container test-torch test-jax bench clean help
+.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-verdicts test-backends test-compat test-slurm test-container test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -155,13 +155,19 @@ test-compat: env
 test-fast: env lint
 	$(PY) -m pytest -m "not slow and not backends and not slurm and not container"
 
+# The verdict suite's kernel tier whole: every variant and mistake notebook of
+# every lab graded through the CLI (make test grades a sample of the mistake
+# notebooks; every entry runs in process in make test and make test-fast).
+test-verdicts: env
+	VERDICT_SAMPLE=all $(PY) -m pytest tests/test_verdicts.py
+
 # The verdict suite and every lab's grading tests under another backend.
-BACKEND_TESTS = tests/test_verdicts.py tests/test_grading.py
+BACKEND_TESTS = tests/test_verdicts.py tests/test_verdicts_inprocess.py tests/test_grading.py
 test-torch: env torch
-	KERAS_BACKEND=torch $(PY) -m pytest $(BACKEND_TESTS)
+	KERAS_BACKEND=torch VERDICT_SAMPLE=all $(PY) -m pytest $(BACKEND_TESTS)
 
 test-jax: env jax
-	KERAS_BACKEND=jax $(PY) -m pytest $(BACKEND_TESTS)
+	KERAS_BACKEND=jax VERDICT_SAMPLE=all $(PY) -m pytest $(BACKEND_TESTS)
 
 # Grading speed against plain serial nbgrader (issue 9): labs 1-4, 40
 # submissions each; BENCH_ARGS="--labs lab1 --count 10" for a quick look.

@@ -31,14 +31,22 @@ HOSTILE_TABLE: list[tuple[str, str, str, str, str]] = []
 VERDICT_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
 
 
+#: The same rows from the fast tier (tests/test_verdicts_inprocess.py): every
+#: entry, its hidden tests run in process.
+INPROCESS_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
+
+
 def pytest_terminal_summary(terminalreporter):
-    if VERDICT_TABLE:
-        backend = os.environ.get("KERAS_BACKEND", "tensorflow")
-        terminalreporter.section(f"verdict suite ({backend}): exercise, variants passed, "
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    for table, title in ((INPROCESS_TABLE, f"verdict suite in process ({backend}), every entry"),
+                         (VERDICT_TABLE, f"verdict suite graded by the kernels ({backend})")):
+        if not table:
+            continue
+        terminalreporter.section(f"{title}: exercise, variants passed, "
                                  "mistakes caught, mistakes the visible check catches too")
-        width = max(len(row[1]) for row in VERDICT_TABLE)
+        width = max(len(row[1]) for row in table)
         totals = [0, 0, 0, 0, 0]
-        for lab, exercise, passed, variants, caught, mistakes, seen in VERDICT_TABLE:
+        for lab, exercise, passed, variants, caught, mistakes, seen in table:
             terminalreporter.write_line(f"{lab}  {exercise:<{width}}  variants {passed}/{variants}"
                                         f"  mistakes caught {caught}/{mistakes}"
                                         f"  by the visible check {seen}/{mistakes}")

@@ -11,6 +11,12 @@ Every lab's variants and mistakes are graded in one batch through the real
 CLI, under the Keras backend of the environment (KERAS_BACKEND, TensorFlow by
 default); the table (exercise, variants passed, mistakes caught) is printed
 at the end of the run.
+
+This is the kernel tier. ``make test`` grades every variant notebook and a
+sample of the mistake notebooks (`verdicts.sampled_groups`: every exercise's
+mistakes in at least one, pairs and secondary-property mistakes among them);
+every entry also runs in process there (tests/test_verdicts_inprocess.py, the
+fast tier). ``make test-verdicts`` (VERDICT_SAMPLE=all) grades every notebook.
 """
 
 from __future__ import annotations
@@ -32,6 +38,18 @@ LABS_WITH_SPECS = [lab_id for lab_id in LABS if verdicts.spec(lab_id) is not Non
 SEED = os.environ.get("VERDICT_SEED", "verdicts")
 #: Parallel student kernels (2 on CI's 2 cores; more on a bigger grading machine).
 JOBS = os.environ.get("VERDICT_JOBS", "2")
+#: "all": every mistake notebook (make test-verdicts); otherwise the sample.
+EVERY = os.environ.get("VERDICT_SAMPLE", "sample") == "all"
+
+
+def graded_mistakes(lab_id: str) -> list:
+    """The lab's mistakes whose notebooks this run grades."""
+    where = verdicts.submissions(lab_id)
+    if EVERY:
+        return list(verdicts.spec(lab_id).MISTAKES)
+    groups = verdicts.mistake_groups(lab_id)
+    chosen = {verdicts.submission_id(groups[i], i) for i in verdicts.sampled_groups(lab_id)}
+    return [m for m in verdicts.spec(lab_id).MISTAKES if where[verdicts.mistake_id(m)] in chosen]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +62,7 @@ def graded(tmp_path_factory):
     def grade(lab_id: str):
         if lab_id not in cache:
             folder = tmp_path_factory.mktemp(f"verdicts_{lab_id}")
-            expected = verdicts.build(lab_id, folder / "in")
+            expected = verdicts.build(lab_id, folder / "in", every=EVERY)
             result = run_cli("grade", lab_id, str(folder / "in"), "--out", str(folder / "out"),
                              "--quiet", "--seed", SEED, "--jobs", JOBS, timeout=3600)
             assert result.returncode == 0, result.stderr[-3000:]
@@ -62,7 +80,7 @@ def graded(tmp_path_factory):
             # Each mistake's view of the notebook that holds it (alone or paired).
             where = verdicts.submissions(lab_id)
             for mistake, student in where.items():
-                if student != mistake:
+                if student != mistake and student in expected:
                     for table in (got, cells, checks):
                         if student in table:
                             table[mistake] = table[student]
@@ -80,7 +98,8 @@ def _tabulate(lab_id, expected, got, checks) -> None:
         variants = [f"variant{k + 1}" for k in range(len(module.VARIANTS.get(exercise, [])))]
         passed = sum(1 for v in variants
                      if v in got and got[v][exercise][0] >= got[v][exercise][1])
-        mistakes = [verdicts.mistake_id(m) for m in module.MISTAKES if m.exercise == exercise]
+        mistakes = [verdicts.mistake_id(m) for m in graded_mistakes(lab_id)
+                    if m.exercise == exercise]
         where = verdicts.submissions(lab_id)
         caught = sum(1 for m in mistakes
                       if m in got and _as_expected(expected[where[m]], got[m]))
@@ -146,7 +165,7 @@ def test_secondary_property_mistakes_lose_only_that_property(graded, lab_id):
     _, _, _, cells, _ = graded(lab_id)
     points = verdicts.test_cell_points(lab_id)
     wrong = []
-    for mistake in verdicts.spec(lab_id).MISTAKES:
+    for mistake in graded_mistakes(lab_id):
         if not mistake.fails:
             continue
         student = verdicts.mistake_id(mistake)
@@ -181,7 +200,7 @@ def test_visible_checks_catch_every_mistake_not_listed_as_hidden_only(graded, la
     names = {m.name for m in module.MISTAKES}
     assert not set(hidden_only) - names, f"HIDDEN_ONLY names no mistake: {set(hidden_only) - names}"
     slipped, listed_but_caught = [], []
-    for mistake in module.MISTAKES:
+    for mistake in graded_mistakes(lab_id):
         failed = checks[verdicts.mistake_id(mistake)]
         assert failed is not None, f"{mistake.name}: not graded"
         caught = mistake.exercise in failed

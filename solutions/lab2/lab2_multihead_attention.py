@@ -361,10 +361,8 @@ expected_weights /= expected_weights.sum(-1, keepdims=True)
 output, weights = head(x, return_attention_scores=True)
 checks.check_close(weights, expected_weights, "SelfAttention: weights with random projections")
 checks.check_close(output, expected_weights @ (x @ Wv + bv), "SelfAttention: output with random projections")
-clone = SelfAttention.from_config(head.get_config())
-checks.check_true(clone.key_dim == 3, "SelfAttention: get_config() / from_config() round trip",
-                  f"the clone has key_dim={getattr(clone, 'key_dim', None)!r}",
-                  hint="store key_dim as self.key_dim and add it to get_config().")
+checks.check_config(SelfAttention, head, {"key_dim": 3},
+                    hint="store key_dim as self.key_dim and add it to get_config().")
 try:
     SelfAttention(key_dim=0)
     raised = False
@@ -860,15 +858,9 @@ checks.check_true(np.all(whole | doubled) and 0.2 < whole.mean() < 0.8,
 
 # get_config / from_config, and one invalid argument.
 layer = MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4, dropout=0.5, use_bias=False)
-settings = dict(num_heads=2, key_dim=3, value_dim=4, dropout=0.5, use_bias=False)
-config = layer.get_config()
-checks.check_true(all(config.get(name) == value for name, value in settings.items()),
-                  "MultiHeadAttention: get_config() holds the five constructor arguments",
-                  f"got {{{', '.join(f'{n!r}: {config.get(n)!r}' for n in settings)}}}",
-                  hint="store each argument under its own name and add it to get_config().")
-clone = MultiHeadAttention.from_config(config)
-checks.check_true(all(clone.get_config().get(name) == value for name, value in settings.items()),
-                  "MultiHeadAttention.from_config(get_config()) rebuilds the same layer")
+checks.check_config(MultiHeadAttention, layer,
+                    dict(num_heads=2, key_dim=3, value_dim=4, dropout=0.5, use_bias=False),
+                    hint="store each argument under its own name and add it to get_config().")
 try:
     MultiHeadAttention(num_heads=0, key_dim=3)
     raised = None

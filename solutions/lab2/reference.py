@@ -294,8 +294,10 @@ def student_cells(target) -> list[str]:
     """The sources of the cells that ran in the student's kernel.
 
     Under the grader (``target`` is a proxy): the submitted cells, from the
-    file the grader wrote for this submission (AUTOGRADER_STUDENT_CELLS). In
-    the source notebook: IPython's input history.
+    file the grader wrote for this submission (AUTOGRADER_STUDENT_CELLS); the
+    verdict suite's fast tier (tests/verdicts/inprocess.py) writes that file
+    too, for answers it runs in place. In the source notebook: IPython's input
+    history.
     """
     import json
     import os
@@ -303,7 +305,7 @@ def student_cells(target) -> list[str]:
 
     from autograder.testkernel.probe import RemoteObject
 
-    if isinstance(target, RemoteObject):
+    if isinstance(target, RemoteObject) or os.environ.get("AUTOGRADER_STUDENT_CELLS"):
         path = os.environ.get("AUTOGRADER_STUDENT_CELLS", "")
         if not path or not Path(path).is_file():
             raise RuntimeError("the grader did not write the submitted cells for the test "

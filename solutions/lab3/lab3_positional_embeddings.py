@@ -509,14 +509,8 @@ try:
     checks.check_true(stored == arguments, "PositionalEmbedding stores its arguments",
                       f"the attributes are {stored}",
                       hint="keep each argument in an attribute of the same name (self.d_model, ...).")
-    config = layer.get_config()
-    in_config = {key: config.get(key, "(missing)") for key in arguments}
-    checks.check_true(in_config == arguments, "PositionalEmbedding.get_config() holds the four "
-                      "arguments", f"it holds {in_config}",
-                      hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
-    clone = PositionalEmbedding.from_config(config)
-    checks.check_true({key: getattr(clone, key, "(missing)") for key in arguments} == arguments,
-                      "PositionalEmbedding.from_config(get_config()) round trip")
+    checks.check_config(PositionalEmbedding, layer, arguments,
+                        hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
 finally:
     positional_encoding = your_positional_encoding
 
@@ -816,14 +810,8 @@ stored = {key: getattr(layer, key, "(missing)") for key in arguments}
 checks.check_true(stored == arguments, "LearnedPositionalEmbedding stores its arguments",
                   f"the attributes are {stored}",
                   hint="keep each argument in an attribute of the same name (self.max_length, ...).")
-config = layer.get_config()
-in_config = {key: config.get(key, "(missing)") for key in arguments}
-checks.check_true(in_config == arguments, "LearnedPositionalEmbedding.get_config() holds the "
-                  "four arguments", f"it holds {in_config}",
-                  hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
-clone = LearnedPositionalEmbedding.from_config(config)
-checks.check_true({key: getattr(clone, key, "(missing)") for key in arguments} == arguments,
-                  "LearnedPositionalEmbedding.from_config(get_config()) round trip")
+checks.check_config(LearnedPositionalEmbedding, layer, arguments,
+                    hint="config.update({'vocab_size': self.vocab_size, ...}) for all four.")
 
 # %% nbgrader="tests" grade_id="test_LearnedPositionalEmbedding"
 

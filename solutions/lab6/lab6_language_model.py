@@ -61,6 +61,7 @@ import matplotlib.pyplot as plt
 
 import labkit
 from labkit import checks, datasets, language, plots
+from labkit.masking import large_negative
 from labkit.validation import validate_layer_arguments
 
 # Full float32 matrix products (no TF32 rounding on recent GPUs), so the checks'
@@ -327,8 +328,9 @@ checks.check_config(RotaryEmbedding, RotaryEmbedding(head_dim=6, base=500.0),
 # 2. rotate `q` and `k` (not `v`) with `self.rotary`, a
 #    `RotaryEmbedding(head_dim)`, from position `start`;
 # 3. scores `q k^T / sqrt(head_dim)`, **causal**: the query at position `m` sees
-#    the keys at positions `0 .. m`, never a later one (lab 4's look-ahead mask);
-#    softmax over the keys (keep the weights in `self.last_attention_weights`,
+#    the keys at positions `0 .. m`, never a later one (lab 4's look-ahead mask;
+#    the others get `large_negative(scores.dtype)`, as in labs 1 and 4);
+#    softmax over the keys (keep the weights in `self.last_attention_scores`,
 #    `(B, num_heads, T, keys)`, for section 7's plot); weights times `v`;
 # 4. `merge_heads`, then `output_dense` (`Dense(d_model)`).
 #
@@ -398,7 +400,7 @@ class DecoderOnlyBlock(keras.layers.Layer):
         self.rotary = RotaryEmbedding(self.head_dim, name="rotary")
         self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm2")
         self.ffn = FeedForward(d_model, dff, name="ffn")
-        self.last_attention_weights = None
+        self.last_attention_scores = None
         ### END SOLUTION
 
     def call(self, x, cache=None, return_cache=False):
@@ -417,9 +419,9 @@ class DecoderOnlyBlock(keras.layers.Layer):
         query_positions = ops.arange(ops.shape(q)[2]) + start  # (T,)
         key_positions = ops.arange(ops.shape(k)[2])  # (P + T,)
         allowed = key_positions[None, :] <= query_positions[:, None]  # (T, P + T)
-        scores = ops.where(allowed, scores, ops.cast(-1e9, scores.dtype))
+        scores = ops.where(allowed, scores, large_negative(scores.dtype))
         weights = ops.softmax(scores, axis=-1)  # (B, H, T, P + T)
-        self.last_attention_weights = weights
+        self.last_attention_scores = weights
         h = x + self.output_dense(merge_heads(ops.matmul(weights, v)))
         out = h + self.ffn(self.norm2(h))  # (B, T, d_model)
         return (out, (k, v)) if return_cache else out
@@ -456,7 +458,8 @@ changed[:, 4:] += 1.0
 checks.check_close(checks.to_numpy(block(changed))[:, :4], out[:, :4],
                    "causal: a change at positions 4 and 5 changes no output at 0 .. 3",
                    hint="the query at position m sees the keys 0 .. m: keep the scores where "
-                        "key position <= query position, -1e9 elsewhere, before the softmax.")
+                        "key position <= query position, large_negative(scores.dtype) elsewhere, "
+                        "before the softmax.")
 checks.check_true(not np.allclose(checks.to_numpy(block(changed))[:, 4:], out[:, 4:]),
                   "and the outputs at 4 and 5 change", "they did not",
                   hint="a position must see itself: key position <= query position.")
@@ -468,10 +471,10 @@ quiet.ffn.dense2.set_weights([np.zeros((32, 16), "float32"), np.zeros(16, "float
 checks.check_close(quiet(x), x, "pre-norm: with the sublayers silenced the block returns x",
                    hint="out = h + ffn(norm2(h)) with h = x + attention(norm1(x)): the "
                         "residual stream itself is never normalised.")
-weights = checks.to_numpy(block.last_attention_weights)
+weights = checks.to_numpy(block.last_attention_scores)
 checks.check_close(weights.sum(axis=-1), np.ones((2, 2, 6)),
-                   "last_attention_weights (2, 2, 6, 6): each row sums to 1",
-                   hint="keep the softmax's output in self.last_attention_weights.")
+                   "last_attention_scores (2, 2, 6, 6): each row sums to 1",
+                   hint="keep the softmax's output in self.last_attention_scores.")
 # The outputs, worked out here in NumPy from the block's own sublayers (its rotary too):
 # q and k rotated (v not), scores / sqrt(head_dim), the future masked, softmax, times v.
 normed = block.norm1(x)
@@ -920,7 +923,7 @@ language_model(ids)
 labels = ["<s>"] + list(sentence) + ["</s>"]
 figure, axes = plt.subplots(1, 2, figsize=(13, 6))
 for head, ax in zip((0, 1), axes):
-    weights = checks.to_numpy(language_model.blocks[-1].last_attention_weights)[0, head]
+    weights = checks.to_numpy(language_model.blocks[-1].last_attention_scores)[0, head]
     plots.heatmap(weights, labels, labels, title=f"last block, head {head}", ax=ax)
 plt.tight_layout()
 plt.show()
@@ -931,8 +934,8 @@ plt.show()
 # Lab 5 sampled from `softmax(logits / T)`. With a large vocabulary, the long
 # tail of unlikely tokens together holds real probability, and sampling from it
 # now and then derails a text. Two filters cut the tail before sampling, each
-# setting the logits it removes to `-inf` (a very negative number such as `-1e9`
-# works too), so their probability becomes 0:
+# setting the logits it removes to `-inf` (`large_negative(logits.dtype)` works
+# too), so their probability becomes 0:
 #
 # - **top-k** keeps the `k` largest logits of each row (Fan et al. 2018). Ties:
 #   keep every logit at least as large as the `k`-th largest, so at least `k`

@@ -88,7 +88,7 @@ class DecoderOnlyBlock(keras.layers.Layer):
         self.rotary = RotaryEmbedding(self.head_dim)
         self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
         self.ffn = FeedForward(d_model, dff)
-        self.last_attention_weights = None
+        self.last_attention_scores = None
 
     def call(self, x, cache=None, return_cache=False):
         x = ops.convert_to_tensor(x)
@@ -108,7 +108,7 @@ class DecoderOnlyBlock(keras.layers.Layer):
         visible = (ops.tril(ops.ones((total, total))) > 0)[total - new:]  # the new rows
         scores = ops.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.head_dim)
         weights = ops.softmax(ops.where(visible, scores, -1e9), axis=-1)
-        self.last_attention_weights = weights
+        self.last_attention_scores = weights
         attended = merge_heads(ops.einsum("bhqk,bhkd->bhqd", weights, v))
         h = x + self.output_dense(attended)
         out = h + self.ffn(self.norm2(h))

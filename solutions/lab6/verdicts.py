@@ -163,7 +163,7 @@ class DecoderOnlyBlock(keras.layers.Layer):
         self.rotary = RotaryEmbedding(self.head_dim)
         self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6)
         self.ffn = FeedForward(d_model, dff)
-        self.last_attention_weights = None
+        self.last_attention_scores = None
 '''
 
 _BLOCK_CONFIG = '''
@@ -194,7 +194,7 @@ BLOCK_EINSUM = _BLOCK_INIT + '''
         future = ops.triu(ops.ones((length, past + length)), k=past + 1)  # key after query
         scores = ops.where(future > 0, -1e9, scores)
         weights = ops.softmax(scores, axis=-1)
-        self.last_attention_weights = weights
+        self.last_attention_scores = weights
         context = ops.einsum("bhqk,bhkd->bqhd", weights, v)
         h = x + self.output_dense(ops.reshape(context, (batch, length, self.d_model)))
         out = h + self.ffn(self.norm2(h))
@@ -225,8 +225,8 @@ BLOCK_NEG_INF = _BLOCK_INIT + '''
         key_at = np.arange(total)[None, :]
         bias = np.where(key_at <= query_at, 0.0, -np.inf).astype("float32")
         scores = ops.matmul(q, ops.swapaxes(k, -1, -2)) * (self.head_dim ** -0.5) + bias
-        self.last_attention_weights = ops.softmax(scores, axis=-1)
-        attended = merge_heads(ops.matmul(self.last_attention_weights, v))
+        self.last_attention_scores = ops.softmax(scores, axis=-1)
+        attended = merge_heads(ops.matmul(self.last_attention_scores, v))
         h = ops.add(x, self.output_dense(attended))
         out = h + self.ffn(self.norm2(h))
         return (out, (k, v)) if return_cache else out
@@ -241,7 +241,7 @@ class DecoderOnlyBlock(keras.layers.Layer):
         validate_layer_arguments(d_model=d_model, num_heads=num_heads, dff=dff)
         check_even("d_model // num_heads", d_model // num_heads)
         self.d_model, self.num_heads, self.dff = d_model, num_heads, dff
-        self.last_attention_weights = None
+        self.last_attention_scores = None
 
     def build(self, input_shape):
         self.norm1 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm1")
@@ -268,8 +268,8 @@ class DecoderOnlyBlock(keras.layers.Layer):
         mask = square[length - ops.shape(q)[-2]:]  # the rows of the new queries
         depth = ops.cast(ops.shape(q)[-1], q.dtype)
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) / ops.sqrt(depth)
-        self.last_attention_weights = ops.softmax(ops.where(mask, scores, -1e9))
-        attended = merge_heads(ops.matmul(self.last_attention_weights, v))
+        self.last_attention_scores = ops.softmax(ops.where(mask, scores, -1e9))
+        attended = merge_heads(ops.matmul(self.last_attention_scores, v))
         h = ops.add(x, self.output_dense(attended))
         y = h + self.ffn(self.norm2(h))
         return (y, (k, v)) if return_cache else y
@@ -307,7 +307,7 @@ BLOCK_HEAD_LOOP = _BLOCK_INIT + '''
             all_keys.append(k)
             all_values.append(v)
             all_weights.append(w)
-        self.last_attention_weights = ops.stack(all_weights, axis=1)
+        self.last_attention_scores = ops.stack(all_weights, axis=1)
         h = x + self.output_dense(ops.concatenate(outputs, axis=-1))
         out = h + self.ffn(self.norm2(h))
         if not return_cache:

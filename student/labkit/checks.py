@@ -154,15 +154,31 @@ def check_tuple(result, length: int, what: str, hint: str = "") -> tuple:
 
 def check_config(layer_class, layer, expected: dict, hint: str = "") -> None:
     """Check that ``layer.get_config()`` holds ``expected`` (argument -> value)
-    and that ``layer_class.from_config`` rebuilds a layer with the same."""
+    and that ``layer_class.from_config`` rebuilds a layer with the same.
+
+    Every lab's visible checks of a config go through here, so that a missing
+    or failing ``get_config`` gets the same words in every lab.
+    """
     name = layer_class.__name__
-    config = layer.get_config()
-    found = {key: config.get(key) for key in expected} if isinstance(config, dict) else config
+    hint = hint or "get_config adds every constructor argument to super().get_config()."
     settings = ", ".join(f"{key}={value!r}" for key, value in expected.items())
+    try:
+        config = layer.get_config()
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        check_true(False, f"{name}.get_config() has {settings}",
+                   f"it raised {type(error).__name__}", hint=hint + (
+                       " A keras.Model (or a layer with arguments Keras cannot read) needs a "
+                       "get_config of its own." if isinstance(error, NotImplementedError) else ""))
+    found = {key: config.get(key) for key in expected} if isinstance(config, dict) else config
     check_true(found == expected, f"{name}.get_config() has {settings}", f"it has {found}",
-               hint=hint or "get_config adds every constructor argument to "
-                            "super().get_config().")
-    clone = layer_class.from_config(config)
+               hint=hint)
+    try:
+        clone = layer_class.from_config(config)
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        check_true(False, f"{name}.from_config(layer.get_config()) rebuilds the layer",
+                   f"it raised {type(error).__name__}: {error}",
+                   hint="__init__ takes every argument get_config() returns under the same "
+                        "names (and **kwargs for the base layer's).")
     check_true({key: clone.get_config().get(key) for key in expected} == expected,
                f"{name}.from_config(layer.get_config()) rebuilds the layer",
                "the clone has other arguments")

@@ -148,8 +148,30 @@ def fill(notebook, answers: dict[str, str]):
     return notebook
 
 
-def build(lab_id: str, folder: Path) -> dict[str, dict[str, str]]:
-    """Write the lab's verdict submissions into ``folder``.
+def sampled_groups(lab_id: str) -> set[int]:
+    """The indices (in `mistake_groups`) of the kernel tier's sample in ``make
+    test``: for each exercise, a notebook holding one of its mistakes; pairs
+    first, then a secondary-property mistake (``fails``) where the lab has one,
+    so that both kinds are graded by the kernels. Every entry is also run in
+    process (tests/test_verdicts_inprocess.py), and ``make test-verdicts``
+    grades every notebook."""
+    groups = mistake_groups(lab_id)
+    order = sorted(range(len(groups)), key=lambda i: (-len(groups[i]),
+                                                       -any(m.fails for m in groups[i]), i))
+    covered: set[str] = set()
+    chosen: set[int] = set()
+    for index in order:
+        exercises = {m.exercise for m in groups[index]}
+        if exercises - covered:
+            chosen.add(index)
+            covered |= exercises
+    return chosen
+
+
+def build(lab_id: str, folder: Path, every: bool = True) -> dict[str, dict[str, str]]:
+    """Write the lab's verdict submissions into ``folder``: every variant
+    notebook, and every mistake notebook (``every``) or the sample of them
+    (`sampled_groups`).
 
     Returns:
         {student id: {exercise: "kept" | "lost"}} for every notebook written.
@@ -170,7 +192,10 @@ def build(lab_id: str, folder: Path) -> dict[str, dict[str, str]]:
     for k in range(most):
         write(f"variant{k + 1}", {e: v[k] for e, v in module.VARIANTS.items() if k < len(v)},
               set())
+    chosen = None if every else sampled_groups(lab_id)
     for index, group in enumerate(mistake_groups(lab_id)):
+        if chosen is not None and index not in chosen:
+            continue
         write(submission_id(group, index), {m.exercise: m.source for m in group},
               {m.exercise for m in group})
     return expected

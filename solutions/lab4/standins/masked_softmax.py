@@ -1,5 +1,6 @@
 import keras
 from keras import ops
+from labkit.masking import large_negative
 
 
 def masked_softmax(scores, mask):
@@ -8,6 +9,6 @@ def masked_softmax(scores, mask):
     if not keras.backend.is_float_dtype(scores.dtype):
         scores = ops.cast(scores, "float32")
     allowed = ops.broadcast_to(ops.cast(mask, "bool"), ops.shape(scores))
-    hidden = ops.where(allowed, scores, ops.full_like(scores, -1e9))
+    hidden = ops.where(allowed, scores, large_negative(scores.dtype))
     weights = ops.softmax(hidden, axis=-1)
     return ops.where(allowed, weights, ops.zeros_like(weights))

@@ -2,6 +2,7 @@ import math
 
 import keras
 from keras import ops
+from labkit.masking import large_negative
 
 from ._provided import FeedForward, merge_heads, split_heads
 from .RotaryEmbedding import RotaryEmbedding
@@ -22,7 +23,7 @@ class DecoderOnlyBlock(keras.layers.Layer):
         self.rotary = RotaryEmbedding(self.head_dim, name="rotary")
         self.norm2 = keras.layers.LayerNormalization(epsilon=1e-6, name="norm2")
         self.ffn = FeedForward(d_model, dff, name="ffn")
-        self.last_attention_weights = None
+        self.last_attention_scores = None
 
     def call(self, x, cache=None, return_cache=False):
         x = ops.convert_to_tensor(x)
@@ -37,8 +38,8 @@ class DecoderOnlyBlock(keras.layers.Layer):
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) / math.sqrt(self.head_dim)
         allowed = ops.expand_dims(ops.arange(ops.shape(k)[2]), 0) <= \
             ops.expand_dims(ops.arange(ops.shape(q)[2]) + start, 1)
-        weights = ops.softmax(ops.where(allowed, scores, ops.cast(-1e9, scores.dtype)), axis=-1)
-        self.last_attention_weights = weights
+        weights = ops.softmax(ops.where(allowed, scores, large_negative(scores.dtype)), axis=-1)
+        self.last_attention_scores = weights
         h = x + self.output_dense(merge_heads(ops.matmul(weights, v)))
         out = h + self.ffn(self.norm2(h))
         return (out, (k, v)) if return_cache else out
