@@ -4,7 +4,9 @@
 #   make test-fast  lint, then the suite without the tests marked slow (batches graded,
 #               notebooks run): a few minutes
 #   make lint   ruff, with the rules of pyproject.toml's [tool.ruff], then mypy over
-#               autograder/ and student/labkit/ ([tool.mypy])
+#               autograder/, student/labkit/ and the hidden tests' modules ([tool.mypy])
+#   make test-verdicts  the verdict suite's kernel tier whole: every variant and mistake
+#               notebook graded through the CLI (make test grades a sample)
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
 #   make test-slurm  a class graded through a real one-node Slurm (own suite)
 #   make test-container  the user layer under a default Docker container's restrictions,

@@ -15,7 +15,7 @@ tests and tests/test_grading.py grade. It holds data only:
   the solution;
 - ``VARIANTS``: {name: (exercise, answer cell)}, more right answers, written
   yet another way;
-- ``MISTAKES``: {name: Mistake(exercise, answer cell, fails)}, the mistakes
+- ``MISTAKES``: {name: mistake(exercise, answer cell, fails)}, the mistakes
   students really make, each with the tests cells it fails (``fails`` empty:
   every tests cell of its exercise);
 - ``SAMPLES``: {file: {names of VARIANTS and MISTAKES}}: each sample is CORRECT
@@ -41,31 +41,22 @@ import importlib
 import shutil
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
 
 import nbformat
 
 from autograder.labs import KIT_ROOT, LABS
-from tests.verdicts import fill
+from tests.verdicts import Mistake, fill
+from tests.verdicts import swap as swap  # the samples' swap is the verdicts'
 
 #: Where the samples of each lab are written: <here>/<lab>/.
 SAMPLES_ROOT = KIT_ROOT / "data" / "sample_submissions"
 
 
-class Mistake(NamedTuple):
-    """A wrong answer cell and the tests cells it fails (none named: all of its exercise's)."""
-
-    exercise: str
-    source: str
-    fails: tuple[str, ...] = ()
-
-
-def swap(source: str, old: str, new: str) -> str:
-    """``source`` with the one occurrence of ``old`` replaced (fails loudly otherwise)."""
-    if source.count(old) != 1:
-        raise ValueError(f"expected {old!r} exactly once in the answer, found it "
-                         f"{source.count(old)} times: fix the sample's swap().")
-    return source.replace(old, new)
+def mistake(exercise: str, source: str, fails: tuple[str, ...] = ()) -> Mistake:
+    """A sample's mistake, as the verdict suite's `Mistake` (one type for both):
+    its wrong answer cell and the tests cells it fails (none named: all of its
+    exercise's). Its name is its key in the lab's ``MISTAKES``."""
+    return Mistake(exercise, name="", what="a sample's mistake", source=source, fails=fails)
 
 
 #: What every solutions/<lab>/samples.py defines (this module's docstring says what each is).
@@ -115,7 +106,9 @@ def answers(lab_id: str, changes: set[str]) -> dict[str, str]:
     filled = dict(samples.CORRECT)
     changed = {}
     for name in sorted(changes):
-        exercise, source = replacements[name][:2]
+        change = replacements[name]
+        exercise, source = ((change.exercise, change.source) if isinstance(change, Mistake)
+                            else change)
         if exercise in changed:
             raise ValueError(f"{lab_id}: {name!r} and {changed[exercise]!r} both answer "
                              f"{exercise}; a sample holds at most one change per exercise.")
@@ -129,7 +122,7 @@ def _failed_cells(lab_id: str, changes: set[str], cells: dict) -> set[str]:
     mistakes = load(lab_id).MISTAKES
     failed = set()
     for name in changes & set(mistakes):
-        exercise, _source, fails = mistakes[name]
+        exercise, fails = mistakes[name].exercise, mistakes[name].fails
         unknown = set(fails) - set(cells[exercise])
         if unknown:
             raise ValueError(f"{lab_id}: mistake {name!r} names tests cells {sorted(unknown)} "

@@ -10,9 +10,11 @@ hides it), and nothing of this package ships with labkit.
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.util
 import sys
+from types import ModuleType
 
 from autograder.labs import lab_folder
 
@@ -30,6 +32,16 @@ class _LabReferenceFinder(importlib.abc.MetaPathFinder):
         if folder is None or not (folder / "reference.py").is_file():
             return None
         return importlib.util.spec_from_file_location(fullname, folder / "reference.py")
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``from autograder.references import lab1``: the lab's module, imported by
+    the finder below. Declared so that the type checker reads such an import
+    (the hidden tests' modules are type-checked) as a module."""
+    folder = lab_folder(name) if not name.startswith("_") else None
+    if folder is None or not (folder / "reference.py").is_file():
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 if not any(isinstance(finder, _LabReferenceFinder) for finder in sys.meta_path):

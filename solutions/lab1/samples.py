@@ -8,7 +8,7 @@ and a download cut short. `python data/sample_submissions/build.py lab1`
 rebuilds data/sample_submissions/lab1/ after the lab changes.
 """
 
-from tests.samples import Mistake
+from tests.samples import mistake
 
 #: The points of each exercise, as the lab's source gives them.
 POINTS = {"dot_scores": 1, "softmax": 2, "attention_pool": 2, "bilinear_scores": 1,
@@ -77,25 +77,25 @@ VARIANTS: dict[str, tuple[str, str]] = {}
 
 # Each fails the tests cells it names (none named: every tests cell of its exercise).
 MISTAKES = {
-    "softmax_overflow": Mistake("softmax", '''
+    "softmax_overflow": mistake("softmax", '''
 def softmax(x, axis=-1):
     exponentials = np.exp(np.asarray(x))          # no max subtracted: overflows at 1000
     return exponentials / np.sum(exponentials, axis=axis, keepdims=True)
 ''', fails=("test_softmax__overflow",)),
-    "softmax_axis0": Mistake("softmax", '''
+    "softmax_axis0": mistake("softmax", '''
 def softmax(x, axis=-1):
     x = np.asarray(x)
     exponentials = np.exp(x - np.max(x, axis=0, keepdims=True))
     return exponentials / np.sum(exponentials, axis=0, keepdims=True)   # always axis 0
 '''),
-    "additive_no_tanh": Mistake("additive_scores", '''
+    "additive_no_tanh": mistake("additive_scores", '''
 def additive_scores(query, keys, W1, w2):
     query, keys = np.asarray(query), np.asarray(keys)
     pairs = np.concatenate(
         [np.broadcast_to(query[..., None, :], keys.shape[:-1] + query.shape[-1:]), keys], axis=-1)
     return (pairs @ W1) @ w2                      # tanh forgotten
 '''),
-    "sdpa_scale_by_dk": Mistake("scaled_dot_product_attention", '''
+    "sdpa_scale_by_dk": mistake("scaled_dot_product_attention", '''
 def scaled_dot_product_attention(query, key, value, mask=None):
     d_k = ops.shape(key)[-1]
     scores = ops.matmul(query, ops.swapaxes(key, -1, -2)) / d_k   # d_k, not sqrt(d_k)
@@ -104,7 +104,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     weights = ops.softmax(scores, axis=-1)
     return ops.matmul(weights, value), weights
 ''', fails=("test_scaled_dot_product_attention", "test_scaled_dot_product_attention__masks")),
-    "dot_scores_typo": Mistake("dot_scores", '''
+    "dot_scores_typo": mistake("dot_scores", '''
 def dot_scores(query, keys):
     return np.asarray(keys) @ np.asarray(queyr)   # typo: NameError when called
 '''),

@@ -4,6 +4,8 @@ its tests cell, its parameters the student names it calls (autograder.hidden).
 The release writes a call of each into its tests cell of the source notebook.
 """
 
+from typing import Any
+
 from autograder.hidden import graded
 
 
@@ -16,7 +18,7 @@ def test_mha_weight_shapes(mha_weight_shapes):
     names = ["query kernel", "query bias", "key kernel", "key bias", "value kernel",
              "value bias", "output kernel", "output bias"]
     r = rng("mha_weight_shapes")
-    cases = [((16, 1, 2), {}), ((16, 3, 2), {}), ((16, 3, 5), {}),
+    cases: list[tuple[tuple[int, ...], dict[str, Any]]] = [((16, 1, 2), {}), ((16, 3, 2), {}), ((16, 3, 5), {}),
              ((64, 8, 8), {}), ((10, 2, 3), {"value_dim": 7}),
              ((12, 4, 5), {"value_dim": None}), ((7, 5, 1), {"value_dim": 2})]
     for _ in range(3):
@@ -111,7 +113,7 @@ def test_SelfAttention(SelfAttention):
         output = assert_finite(output, f"{what}, output").astype(np.float64)
         allowed = np.ones(scores.shape, dtype=bool) if mask is None else \
             np.broadcast_to(np.asarray(mask, dtype=bool), scores.shape)
-        live = allowed.any(axis=-1)  # fully masked rows are not graded
+        live = np.asarray(allowed.any(axis=-1))  # fully masked rows are not graded
         sums = scores.sum(axis=-1)[live]
         assert_true(np.allclose(sums, 1.0, atol=1e-4),
                     f"{what}: a query's weights do not sum to 1 over the keys; take the "
@@ -455,8 +457,9 @@ def test_MultiHeadAttention__validation(MultiHeadAttention):
     x = np.zeros((1, 2, 6), dtype="float32")
     layer(x, x)  # built, so that what it is made of shows
     reference.assert_from_scratch(layer)
-    for arguments in [dict(num_heads=0, key_dim=4), dict(num_heads=2, key_dim=-1),
-                      dict(num_heads=2, key_dim=4, dropout=1.5)]:
+    invalid: list[dict[str, Any]] = [dict(num_heads=0, key_dim=4), dict(num_heads=2, key_dim=-1),
+                                     dict(num_heads=2, key_dim=4, dropout=1.5)]
+    for arguments in invalid:
         what = "MultiHeadAttention(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
         error, message = reference.raised(lambda: MultiHeadAttention(**arguments))
         assert_true(error is not None, f"{what} raised no error; check the arguments in "

@@ -11,7 +11,7 @@ else. `python data/sample_submissions/build.py lab2` rebuilds
 data/sample_submissions/lab2/ after the lab changes.
 """
 
-from tests.samples import Mistake, swap
+from tests.samples import mistake, swap
 
 #: The points of each exercise, as the lab's source gives them.
 POINTS = {"mha_weight_shapes": 1, "SelfAttention": 2, "split_heads": 1, "merge_heads": 1,
@@ -208,21 +208,21 @@ class MultiHeadAttention(keras.layers.Layer):
 '''),
 }
 
-# mistake -> Mistake(its exercise, the answer cell, the tests cells it fails: all
+# mistake -> mistake(its exercise, the answer cell, the tests cells it fails: all
 # of its exercise's unless named)
 MISTAKES = {
-    "split_heads_no_transpose": Mistake("split_heads", '''
+    "split_heads_no_transpose": mistake("split_heads", '''
 def split_heads(x, num_heads):
     batch, length, features = ops.shape(x)
     # right shape, wrong numbers: head 0 gets whole tokens
     return ops.reshape(x, (batch, num_heads, length, features // num_heads))
 '''),
-    "merge_heads_no_transpose": Mistake("merge_heads", '''
+    "merge_heads_no_transpose": mistake("merge_heads", '''
 def merge_heads(x):
     batch, heads, length, depth = ops.shape(x)
     return ops.reshape(x, (batch, length, heads * depth))   # forgot to move the heads back
 '''),
-    "self_attention_softmax_over_queries": Mistake("SelfAttention", '''
+    "self_attention_softmax_over_queries": mistake("SelfAttention", '''
 class SelfAttention(keras.layers.Layer):
     def __init__(self, key_dim, **kwargs):
         super().__init__(**kwargs)
@@ -252,12 +252,12 @@ class SelfAttention(keras.layers.Layer):
 ''', ("test_SelfAttention",)),   # the values only: the config and argument check are right
     # Every value is wrong (with masks, with dropout too); the config and the
     # argument checks are right.
-    "mha_scaled_by_d_model": Mistake("MultiHeadAttention", swap(
+    "mha_scaled_by_d_model": mistake("MultiHeadAttention", swap(
         CORRECT["MultiHeadAttention"], "/ math.sqrt(self.key_dim)",
         "/ math.sqrt(query.shape[-1])   # d_model, not key_dim"),
         ("test_MultiHeadAttention", "test_MultiHeadAttention__masks",
          "test_MultiHeadAttention__dropout")),
-    "mha_weight_shapes_output_kernel": Mistake("mha_weight_shapes", '''
+    "mha_weight_shapes_output_kernel": mistake("mha_weight_shapes", '''
 def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
     value_dim = key_dim if value_dim is None else value_dim
     return [(d_model, num_heads, key_dim), (num_heads, key_dim),
@@ -265,7 +265,7 @@ def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
             (d_model, num_heads, value_dim), (num_heads, value_dim),
             (d_model, num_heads, value_dim), (d_model,)]   # output kernel written like the others
 '''),
-    "mha_wraps_keras": Mistake("MultiHeadAttention", '''
+    "mha_wraps_keras": mistake("MultiHeadAttention", '''
 class MultiHeadAttention(keras.layers.Layer):
     """Keras's own layer inside: right numbers, not the exercise."""
 

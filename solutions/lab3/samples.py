@@ -9,7 +9,7 @@ names the tests cells it fails. `python data/sample_submissions/build.py lab3`
 rebuilds data/sample_submissions/lab3/ after the lab changes.
 """
 
-from tests.samples import Mistake, swap
+from tests.samples import mistake, swap
 
 #: The points of each exercise, as the lab's source gives them.
 POINTS = {"positional_encoding": 3, "PositionalEmbedding": 4, "LearnedPositionalEmbedding": 3.5}
@@ -123,31 +123,31 @@ def positional_encoding(length, depth):
     return table.astype("float32")
 '''
 
-# mistake -> Mistake(the exercise it is in, the answer cell with the mistake, the
+# mistake -> mistake(the exercise it is in, the answer cell with the mistake, the
 # hidden tests cells it fails)
 MISTAKES = {
     # cos in the even columns, sin in the odd ones: every value is wrong, for
     # even and odd depths; the table is still float32.
-    "sin_cos_swapped": Mistake("positional_encoding", swap(
+    "sin_cos_swapped": mistake("positional_encoding", swap(
         _SOLUTION_TABLE, "np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"),
         ("test_positional_encoding", "test_positional_encoding__odd_depth")),
     # pos / 10000^(i / depth) with i the pair index: the frequencies fall too slowly,
     # at any depth; still float32.
-    "exponent_i": Mistake("positional_encoding", swap(
+    "exponent_i": mistake("positional_encoding", swap(
         _SOLUTION_TABLE, "2 * i / depth", "i / depth"),
         ("test_positional_encoding", "test_positional_encoding__odd_depth")),
     # The right values in float64: only the dtype is wrong.
-    "float64_table": Mistake("positional_encoding", swap(
+    "float64_table": mistake("positional_encoding", swap(
         _SOLUTION_TABLE, 'return table.astype("float32")', "return table"),
         ("test_positional_encoding__dtype",)),
     # Token vectors added as they are: the values are wrong, the weights, the mask
     # and the config are right.
-    "no_sqrt_scaling": Mistake("PositionalEmbedding", swap(
+    "no_sqrt_scaling": mistake("PositionalEmbedding", swap(
         CORRECT["PositionalEmbedding"], "self.scale = math.sqrt(d_model)", "self.scale = 1.0"),
         ("test_PositionalEmbedding",)),
     # The sinusoidal table as a trainable weight: right numbers, wrong weights (the
     # values-and-weights cell), right mask and config.
-    "trainable_table": Mistake("PositionalEmbedding", swap(
+    "trainable_table": mistake("PositionalEmbedding", swap(
         CORRECT["PositionalEmbedding"],
         "self.table = ops.convert_to_tensor(positional_encoding(self.max_length, self.d_model))",
         "self.table = self.add_weight(shape=(self.max_length, self.d_model),\n"
@@ -156,7 +156,7 @@ MISTAKES = {
         ("test_PositionalEmbedding",)),
     # get_config left as the base config (the stub's lines kept, nothing added):
     # only the config is wrong.
-    "no_get_config": Mistake("PositionalEmbedding", swap(
+    "no_get_config": mistake("PositionalEmbedding", swap(
         CORRECT["PositionalEmbedding"],
         '''        config["vocab_size"] = self.vocab_size
         config["d_model"] = self.d_model
@@ -167,7 +167,7 @@ MISTAKES = {
     # No check of the length: the look-up past the table fails (TensorFlow) or
     # silently clamps (JAX), never with a clear ValueError. Only the length limit
     # is wrong.
-    "learned_no_length_check": Mistake("LearnedPositionalEmbedding", swap(
+    "learned_no_length_check": mistake("LearnedPositionalEmbedding", swap(
         CORRECT["LearnedPositionalEmbedding"],
         "        if T is not None and T > self.max_length:\n"
         "            raise ValueError(f\"sequence length {T} exceeds max_length={self.max_length}\")\n",
@@ -175,7 +175,7 @@ MISTAKES = {
         ("test_LearnedPositionalEmbedding__validation",)),
     # The scaling of the sinusoidal layer copied into the learned one: the values
     # are wrong; the length limit, the mask and the config are right.
-    "learned_scaled": Mistake("LearnedPositionalEmbedding", swap(
+    "learned_scaled": mistake("LearnedPositionalEmbedding", swap(
         CORRECT["LearnedPositionalEmbedding"],
         "return self.token_embedding(token_ids) + self.position_embedding(positions)",
         "return self.token_embedding(token_ids) * math.sqrt(self.d_model) + "

@@ -7,12 +7,7 @@ setup cell has already run `import math`, `import numpy as np`, `import keras`,
 `from labkit.validation import validate_layer_arguments`.
 """
 
-from tests.verdicts import Mistake
-
-
-def _swap(source: str, old: str, new: str) -> str:
-    assert source.count(old) == 1, old
-    return source.replace(old, new)
+from tests.verdicts import Mistake, swap
 
 
 # --- positional_encoding -----------------------------------------------------------------
@@ -512,14 +507,14 @@ MISTAKES = [
     # --- positional_encoding -----------------------------------------------------------
     Mistake("positional_encoding", "sin_cos_swapped",
             "cosine in the even columns and sine in the odd ones",
-            _swap(_TABLE_WHERE, "np.where(c % 2 == 0, np.sin(angle), np.cos(angle))",
+            swap(_TABLE_WHERE, "np.where(c % 2 == 0, np.sin(angle), np.cos(angle))",
                   "np.where(c % 2 == 0, np.cos(angle), np.sin(angle))")),
     Mistake("positional_encoding", "exponent_i",
             "exponent i / depth with i the pair index, instead of 2i / depth",
-            _swap(_TABLE_WHERE, "((c - c % 2) / depth)", "((c // 2) / depth)")),
+            swap(_TABLE_WHERE, "((c - c % 2) / depth)", "((c // 2) / depth)")),
     Mistake("positional_encoding", "exponent_column",
             "exponent c / depth with c the column index: the cosine gets its own angle",
-            _swap(_TABLE_WHERE, "((c - c % 2) / depth)", "(c / depth)")),
+            swap(_TABLE_WHERE, "((c - c % 2) / depth)", "(c / depth)")),
     Mistake("positional_encoding", "concatenated_layout",
             "the TensorFlow tutorial's [sin | cos] layout instead of interleaved columns",
             '''
@@ -532,7 +527,7 @@ def positional_encoding(length, depth):
 '''),
     Mistake("positional_encoding", "float64",
             "the table returned in float64 (the cast to float32 forgotten)",
-            _swap(_TABLE_WHERE, ".astype(np.float32)", ""),
+            swap(_TABLE_WHERE, ".astype(np.float32)", ""),
             fails=('test_positional_encoding__dtype',)),
     Mistake("positional_encoding", "odd_depth_breaks",
             "every cosine column filled from all the angles: breaks for an odd depth",
@@ -548,7 +543,7 @@ def positional_encoding(length, depth):
             fails=('test_positional_encoding__odd_depth',)),
     Mistake("positional_encoding", "positions_from_one",
             "positions counted from 1 instead of 0",
-            _swap(_TABLE_WHERE, "np.arange(length, dtype=np.float64)",
+            swap(_TABLE_WHERE, "np.arange(length, dtype=np.float64)",
                   "np.arange(1, length + 1, dtype=np.float64)")),
     Mistake("positional_encoding", "odd_depth_drops_last",
             "depth // 2 pairs only: an odd depth loses its last (sine) column",
@@ -563,25 +558,25 @@ def positional_encoding(length, depth):
             fails=("test_positional_encoding__odd_depth",)),
     Mistake("positional_encoding", "exponent_sign",
             "pos * 10000^(2i/d): the position multiplied instead of divided",
-            _swap(_TABLE_WHERE, "pos / 10000.0 **", "pos * 10000.0 **")),
+            swap(_TABLE_WHERE, "pos / 10000.0 **", "pos * 10000.0 **")),
     # --- PositionalEmbedding -----------------------------------------------------------
     Mistake("PositionalEmbedding", "no_sqrt_scaling",
             "the token vectors not multiplied by sqrt(d_model)",
-            _swap(_PE_SLICE, "        x = x * ops.sqrt(ops.cast(self.d_model, x.dtype))\n", "")),
+            swap(_PE_SLICE, "        x = x * ops.sqrt(ops.cast(self.d_model, x.dtype))\n", "")),
     Mistake("PositionalEmbedding", "scaled_by_d_model",
             "the token vectors multiplied by d_model instead of its square root",
-            _swap(_PE_SLICE, "x * ops.sqrt(ops.cast(self.d_model, x.dtype))",
+            swap(_PE_SLICE, "x * ops.sqrt(ops.cast(self.d_model, x.dtype))",
                   "x * ops.cast(self.d_model, x.dtype)")),
     Mistake("PositionalEmbedding", "sum_scaled",
             "the sum scaled: (tokens + table) * sqrt(d_model)",
-            _swap(_PE_OWN_TABLE, "        tokens = self.token_embedding(token_ids) * math.sqrt(self.d_model)\n"
+            swap(_PE_OWN_TABLE, "        tokens = self.token_embedding(token_ids) * math.sqrt(self.d_model)\n"
                                  "        return tokens + ops.slice(self.table, (0, 0), (T, self.d_model))",
                   "        tokens = self.token_embedding(token_ids)\n"
                   "        return (tokens + ops.slice(self.table, (0, 0), (T, self.d_model))) * "
                   "math.sqrt(self.d_model)")),
     Mistake("PositionalEmbedding", "trainable_table",
             "the sinusoidal table made a trainable weight (initialised with the table)",
-            _swap(_PE_TILE,
+            swap(_PE_TILE,
                   "        self.table = ops.cast(positional_encoding(self.max_length, self.d_model), \"float32\")",
                   "        self.table = self.add_weight(\n"
                   "            shape=(self.max_length, self.d_model), name=\"positional_table\",\n"
@@ -589,7 +584,7 @@ def positional_encoding(length, depth):
                   "                positional_encoding(self.max_length, self.d_model)))")),
     Mistake("PositionalEmbedding", "non_trainable_weight",
             "the table a non-trainable weight: still a weight, which the layer must not have",
-            _swap(_PE_TILE,
+            swap(_PE_TILE,
                   "        self.table = ops.cast(positional_encoding(self.max_length, self.d_model), \"float32\")",
                   "        self.table = self.add_weight(\n"
                   "            shape=(self.max_length, self.d_model), name=\"positional_table\",\n"
@@ -597,49 +592,49 @@ def positional_encoding(length, depth):
                   "                positional_encoding(self.max_length, self.d_model)))")),
     Mistake("PositionalEmbedding", "table_by_token_ids",
             "the table's rows looked up with the token ids instead of the positions",
-            _swap(_PE_TILE, "ops.take(self.table, position_ids, axis=0)",
+            swap(_PE_TILE, "ops.take(self.table, position_ids, axis=0)",
                   "ops.take(self.table, token_ids, axis=0)")),
     Mistake("PositionalEmbedding", "mask_inverted",
             "compute_mask True on the padding (token_ids == 0)",
-            _swap(_PE_SLICE, "return token_ids != 0", "return token_ids == 0"),
+            swap(_PE_SLICE, "return token_ids != 0", "return token_ids == 0"),
             fails=('test_PositionalEmbedding__mask',)),
     Mistake("PositionalEmbedding", "mask_zero_ignored",
             "compute_mask returns the padding mask even with mask_zero=False",
-            _swap(_PE_TILE, "return ops.not_equal(token_ids, 0) if self.mask_zero else None",
+            swap(_PE_TILE, "return ops.not_equal(token_ids, 0) if self.mask_zero else None",
                   "return ops.not_equal(token_ids, 0)"),
             fails=('test_PositionalEmbedding__mask',)),
     Mistake("PositionalEmbedding", "float_mask",
             "compute_mask cast to float32 (as in older TensorFlow tutorials): masks are boolean",
-            _swap(_PE_SLICE, "return token_ids != 0",
+            swap(_PE_SLICE, "return token_ids != 0",
                   "return ops.cast(ops.not_equal(token_ids, 0), \"float32\")"),
             fails=('test_PositionalEmbedding__mask',)),
     Mistake("PositionalEmbedding", "build_forgotten",
             "build does not build token_embedding: no weight until the first call",
-            _swap(_PE_SLICE, "        self.token_embedding.build(input_shape)\n", "        pass\n"),
+            swap(_PE_SLICE, "        self.token_embedding.build(input_shape)\n", "        pass\n"),
             fails=("test_PositionalEmbedding__weights",)),
     # Issue 32: the values are right, so they keep their points (the grader calls
     # the layer once before it sets its weights); only the build cell is lost.
     Mistake("PositionalEmbedding", "no_build",
             "token_embedding made in __init__ and build left out: the weights appear at the "
             "first call, not in build",
-            _swap(_PE_SLICE, "    def build(self, input_shape):\n"
+            swap(_PE_SLICE, "    def build(self, input_shape):\n"
                              "        self.token_embedding.build(input_shape)\n\n", ""),
             fails=("test_PositionalEmbedding__weights",)),
     Mistake("PositionalEmbedding", "config_incomplete",
             "get_config leaves out max_length and mask_zero",
-            _swap(_PE_SLICE, "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
+            swap(_PE_SLICE, "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
                              "                      max_length=self.max_length, mask_zero=self.mask_zero)",
                   "        config.update(vocab_size=self.vocab_size, d_model=self.d_model)"),
             fails=('test_PositionalEmbedding__config',)),
     Mistake("PositionalEmbedding", "no_get_config",
             "get_config left as the base config: the four arguments are not added",
-            _swap(_PE_SLICE, "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
+            swap(_PE_SLICE, "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
                              "                      max_length=self.max_length, mask_zero=self.mask_zero)\n",
                   ""),
             fails=("test_PositionalEmbedding__config",)),
     Mistake("PositionalEmbedding", "arguments_renamed",
             "the arguments kept under other names (self._d_model, ...), get_config right",
-            _swap(_swap(_swap(_PE_NUMPY_TABLE,
+            swap(swap(swap(_PE_NUMPY_TABLE,
                               "        self.vocab_size = vocab_size\n"
                               "        self.d_model = d_model\n"
                               "        self.max_length = max_length\n"
@@ -654,7 +649,7 @@ def positional_encoding(length, depth):
             fails=("test_PositionalEmbedding__config",)),
     Mistake("PositionalEmbedding", "weights_in_init",
             "token_embedding built in __init__: the weights exist before build",
-            _swap(_swap(_PE_SLICE,
+            swap(swap(_PE_SLICE,
                         "        self.pos_encoding = ops",
                         "        self.token_embedding.build((None, None))\n"
                         "        self.pos_encoding = ops"),
@@ -664,57 +659,57 @@ def positional_encoding(length, depth):
     # --- LearnedPositionalEmbedding ----------------------------------------------------
     Mistake("LearnedPositionalEmbedding", "no_length_check",
             "no length check: a look-up past the table, never a clear ValueError",
-            _swap(_LPE_TAKE, "        if length is not None and length > self.max_length:\n"
+            swap(_LPE_TAKE, "        if length is not None and length > self.max_length:\n"
                              "            raise ValueError(f\"got {length} tokens but max_length is {self.max_length}\")\n",
                   ""),
             fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "check_off_by_one",
             "length >= max_length rejected: a sequence of exactly max_length raises",
-            _swap(_LPE_TAKE, "length > self.max_length", "length >= self.max_length"),
+            swap(_LPE_TAKE, "length > self.max_length", "length >= self.max_length"),
             fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "assert_not_valueerror",
             "the length checked with assert: an AssertionError instead of a ValueError",
-            _swap(_LPE_TAKE, "        if length is not None and length > self.max_length:\n"
+            swap(_LPE_TAKE, "        if length is not None and length > self.max_length:\n"
                              "            raise ValueError(f\"got {length} tokens but max_length is {self.max_length}\")\n",
                   "        assert length is None or length <= self.max_length, \"sequence too long\"\n"),
             fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "scaled_sqrt_d_model",
             "the token vectors multiplied by sqrt(d_model), copied from the sinusoidal layer",
-            _swap(_LPE_BROADCAST, "ops.add(self.token_embedding(token_ids), ",
+            swap(_LPE_BROADCAST, "ops.add(self.token_embedding(token_ids), ",
                   "ops.add(self.token_embedding(token_ids) * math.sqrt(self.d_model), ")),
     Mistake("LearnedPositionalEmbedding", "positions_by_token_ids",
             "the position table looked up with the token ids instead of 0..T-1",
-            _swap(_LPE_BROADCAST, "self.position_embedding(position_ids)",
+            swap(_LPE_BROADCAST, "self.position_embedding(position_ids)",
                   "self.position_embedding(token_ids)")),
     Mistake("LearnedPositionalEmbedding", "vocab_rows_positions",
             "the position table given vocab_size rows instead of max_length",
-            _swap(_LPE_BROADCAST, "keras.layers.Embedding(input_dim=max_length,",
+            swap(_LPE_BROADCAST, "keras.layers.Embedding(input_dim=max_length,",
                   "keras.layers.Embedding(input_dim=vocab_size,")),
     Mistake("LearnedPositionalEmbedding", "positions_not_added",
             "the position vectors computed but never added",
-            _swap(_LPE_ONEHOT, "return self.token_embedding(token_ids) + ops.expand_dims(positions, axis=0)",
+            swap(_LPE_ONEHOT, "return self.token_embedding(token_ids) + ops.expand_dims(positions, axis=0)",
                   "return self.token_embedding(token_ids)")),
     Mistake("LearnedPositionalEmbedding", "position_not_built",
             "build builds only the token table: the position table appears at the first call",
-            _swap(_LPE_ONEHOT, "        self.position_embedding.build((None,))\n", ""),
+            swap(_LPE_ONEHOT, "        self.position_embedding.build((None,))\n", ""),
             fails=("test_LearnedPositionalEmbedding__weights",)),
     Mistake("LearnedPositionalEmbedding", "no_build",
             "both sublayers made in __init__ and build left out: the tables appear at the "
             "first call, not in build",
-            _swap(_LPE_BROADCAST, "    def build(self, input_shape):\n"
+            swap(_LPE_BROADCAST, "    def build(self, input_shape):\n"
                                   "        for sublayer in (self.token_embedding, "
                                   "self.position_embedding):\n"
                                   "            sublayer.build(input_shape)\n\n", ""),
             fails=("test_LearnedPositionalEmbedding__weights",)),
     Mistake("LearnedPositionalEmbedding", "mask_always",
             "compute_mask ignores mask_zero: a mask even when mask_zero=False",
-            _swap(_LPE_TAKE, "        if self.mask_zero:\n            return ops.not_equal(token_ids, 0)\n"
+            swap(_LPE_TAKE, "        if self.mask_zero:\n            return ops.not_equal(token_ids, 0)\n"
                              "        return None",
                   "        return ops.not_equal(token_ids, 0)"),
             fails=('test_LearnedPositionalEmbedding__mask',)),
     Mistake("LearnedPositionalEmbedding", "weights_in_init",
             "both tables built in __init__: the weights exist before build",
-            _swap(_swap(_LPE_TAKE,
+            swap(swap(_LPE_TAKE,
                         "        self.position_embedding = keras.layers.Embedding(max_length, d_model)\n",
                         "        self.position_embedding = keras.layers.Embedding(max_length, d_model)\n"
                         "        self.token_embedding.build((None, None))\n"
@@ -725,7 +720,7 @@ def positional_encoding(length, depth):
             fails=("test_LearnedPositionalEmbedding__weights",)),
     Mistake("LearnedPositionalEmbedding", "length_check_in_build",
             "the length checked only in build: a built layer no longer checks it",
-            _swap(_swap(_LPE_TAKE,
+            swap(swap(_LPE_TAKE,
                         "        if length is not None and length > self.max_length:\n"
                         "            raise ValueError(f\"got {length} tokens but max_length is {self.max_length}\")\n",
                         ""),
@@ -736,16 +731,16 @@ def positional_encoding(length, depth):
             fails=('test_LearnedPositionalEmbedding__validation',)),
     Mistake("LearnedPositionalEmbedding", "int_mask",
             "compute_mask cast to int32 (1 for real tokens): masks are boolean",
-            _swap(_LPE_TAKE, "return ops.not_equal(token_ids, 0)",
+            swap(_LPE_TAKE, "return ops.not_equal(token_ids, 0)",
                   "return ops.cast(ops.not_equal(token_ids, 0), \"int32\")"),
             fails=('test_LearnedPositionalEmbedding__mask',)),
     Mistake("LearnedPositionalEmbedding", "config_no_mask_zero",
             "get_config leaves out mask_zero",
-            _swap(_LPE_ONEHOT, "        config[\"mask_zero\"] = self.mask_zero\n", ""),
+            swap(_LPE_ONEHOT, "        config[\"mask_zero\"] = self.mask_zero\n", ""),
             fails=('test_LearnedPositionalEmbedding__config',)),
     Mistake("LearnedPositionalEmbedding", "no_get_config",
             "get_config left as the base config: the four arguments are not added",
-            _swap(_LPE_BROADCAST, '''        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
+            swap(_LPE_BROADCAST, '''        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
                 "max_length": self.max_length, "mask_zero": self.mask_zero}''',
                   "        return super().get_config()"),
             fails=("test_LearnedPositionalEmbedding__config",)),

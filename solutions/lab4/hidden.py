@@ -4,6 +4,8 @@ its tests cell, its parameters the student names it calls (autograder.hidden).
 The release writes a call of each into its tests cell of the source notebook.
 """
 
+from typing import Any
+
 from autograder.hidden import graded
 
 
@@ -191,7 +193,7 @@ def test_masked_softmax(masked_softmax):
             result = masked_softmax(scores, mask)
         weights = assert_shape(reference.to_numpy(result), scores.shape, what)
         allowed = np.broadcast_to(mask, scores.shape)
-        live = allowed.any(axis=-1)  # rows with at least one key (the others: their own cell)
+        live = np.asarray(allowed.any(axis=-1))  # rows with at least one key (the others: their own cell)
         assert_finite(weights[live], what + " (rows with an allowed key)")
         weights = weights.astype(np.float64)
         hidden = ~allowed & live[..., None]
@@ -367,8 +369,9 @@ def test_FeedForward__config(FeedForward):
                     f"{clone.get(name)!r}, expected {value!r}.")
 
     # Invalid arguments: a ValueError at once (any message).
-    for arguments in [dict(d_model=0, dff=8), dict(d_model=4, dff=-2),
-                      dict(d_model=4, dff=8, dropout_rate=1.5)]:
+    invalid: list[dict[str, Any]] = [dict(d_model=0, dff=8), dict(d_model=4, dff=-2),
+                                     dict(d_model=4, dff=8, dropout_rate=1.5)]
+    for arguments in invalid:
         text = ", ".join(f"{k}={v}" for k, v in arguments.items())
         name, _ = reference.raised(lambda: FeedForward(**arguments))
         assert_true(name == "ValueError",
@@ -480,7 +483,7 @@ def test_EncoderLayer__training(EncoderLayer):
     from autograder.references import lab4 as reference
 
     r = rng("EncoderLayer/training")
-    close = dict(rtol=1e-4, atol=1e-5)
+    close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     layer = EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
     x = r.normal(size=(3, 5, 8)).astype("float32")
     on_x = f"EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}"
@@ -531,8 +534,9 @@ def test_EncoderLayer__config(EncoderLayer):
                     f"{clone.get(name)!r}, expected {value!r}.")
 
     # Invalid arguments: a ValueError at once (any message).
-    for arguments in [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
-                      dict(d_model=8, num_heads=2, dff=16, dropout_rate=1.5)]:
+    invalid: list[dict[str, Any]] = [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
+                                     dict(d_model=8, num_heads=2, dff=16, dropout_rate=1.5)]
+    for arguments in invalid:
         text = ", ".join(f"{k}={v}" for k, v in arguments.items())
         name, _ = reference.raised(lambda: EncoderLayer(**arguments))
         assert_true(name == "ValueError",
@@ -548,7 +552,7 @@ def test_DecoderLayer(DecoderLayer):
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer")
-    close = dict(rtol=1e-4, atol=1e-5)
+    close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     for d_model, num_heads, dff, batch, length, source_length in [(8, 2, 16, 2, 4, 6),
                                                                   (12, 3, 20, 3, 5, 7)]:
         what = f"DecoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
@@ -647,7 +651,7 @@ def test_DecoderLayer__padding(DecoderLayer):
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer/padding")
-    close = dict(rtol=1e-4, atol=1e-5)
+    close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     for d_model, num_heads, dff, batch, length, source_length in [(8, 2, 16, 2, 4, 6),
                                                                   (12, 3, 20, 3, 5, 7)]:
         what = f"DecoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
@@ -713,7 +717,7 @@ def test_DecoderLayer__training(DecoderLayer):
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer/training")
-    close = dict(rtol=1e-4, atol=1e-5)
+    close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     layer = DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
     x = r.normal(size=(2, 4, 8)).astype("float32")
     context = r.normal(size=(2, 6, 8)).astype("float32")
@@ -770,8 +774,9 @@ def test_DecoderLayer__config(DecoderLayer):
                     f"{clone.get(name)!r}, expected {value!r}.")
 
     # Invalid arguments: a ValueError at once (any message).
-    for arguments in [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
-                      dict(d_model=8, num_heads=2, dff=16, dropout_rate=-0.1)]:
+    invalid: list[dict[str, Any]] = [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
+                                     dict(d_model=8, num_heads=2, dff=16, dropout_rate=-0.1)]
+    for arguments in invalid:
         text = ", ".join(f"{k}={v}" for k, v in arguments.items())
         name, _ = reference.raised(lambda: DecoderLayer(**arguments))
         assert_true(name == "ValueError",

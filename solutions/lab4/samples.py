@@ -19,7 +19,7 @@ breaks. `python data/sample_submissions/build.py lab4` rebuilds
 data/sample_submissions/lab4/ after the lab changes.
 """
 
-from tests.samples import Mistake, swap
+from tests.samples import mistake, swap
 
 #: The points of each exercise, as the lab's source gives them.
 POINTS = {"causal_mask": 1, "padding_mask": 1, "combine_masks": 2, "masked_softmax": 2,
@@ -184,21 +184,21 @@ class DecoderLayer(keras.layers.Layer):
 
 VARIANTS: dict[str, tuple[str, str]] = {}
 
-# mistake name -> Mistake(the exercise it is in, the answer cell with the mistake,
+# mistake name -> mistake(the exercise it is in, the answer cell with the mistake,
 # the tests cells it fails: all of its exercise's unless named)
 MISTAKES = {
     # The diagonal left out: a token may not look at itself.
-    "causal_no_diagonal": Mistake("causal_mask", '''
+    "causal_no_diagonal": mistake("causal_mask", '''
 def causal_mask(length):
     return ops.cast(ops.tril(ops.ones((length, length)), k=-1), "bool")
 '''),
     # pad_id ignored: always compares with 0.
-    "padding_fixed_zero": Mistake("padding_mask", '''
+    "padding_fixed_zero": mistake("padding_mask", '''
 def padding_mask(token_ids, pad_id=0):
     return ops.not_equal(ops.convert_to_tensor(token_ids), 0)
 '''),
     # Padding mask on the wrong axis: the key mask hides rows, the query mask columns.
-    "combine_wrong_axis": Mistake("combine_masks", '''
+    "combine_wrong_axis": mistake("combine_masks", '''
 def combine_masks(query_mask=None, key_mask=None, causal=False):
     mask = None
     for m, axis in ((query_mask, 1), (key_mask, 2)):
@@ -212,7 +212,7 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
 '''),
     # The softmax is taken first and the masked weights zeroed: rows no longer sum to 1
     # (fully masked rows are 0, finite: that share is kept).
-    "softmax_not_renormalised": Mistake("masked_softmax", '''
+    "softmax_not_renormalised": mistake("masked_softmax", '''
 def masked_softmax(scores, mask):
     weights = ops.softmax(ops.convert_to_tensor(scores), axis=-1)
     return weights * ops.cast(mask, weights.dtype)
@@ -221,7 +221,7 @@ def masked_softmax(scores, mask):
     # of 2): the residual changes the outputs at inference, and while training the
     # outputs are no longer "0 or the inference value / (1 - rate)" (x is added
     # after the dropout).
-    "ffn_residual_inside": Mistake("FeedForward", swap(
+    "ffn_residual_inside": mistake("FeedForward", swap(
         CORRECT["FeedForward"],
         "        return self.dropout(self.dense2(ops.relu(self.dense1(x))), training=training)",
         "        return x + self.dropout(self.dense2(ops.relu(self.dense1(x))), training=training)"),
@@ -229,7 +229,7 @@ def masked_softmax(scores, mask):
     # Padding mask on the wrong axis in the layer: (B, T, 1) hides padded queries,
     # not padded keys. It only matters with padding: the padding cell (0.5) is lost,
     # 3.5 of 4 kept.
-    "encoder_padding_wrong_axis": Mistake("EncoderLayer", swap(
+    "encoder_padding_wrong_axis": mistake("EncoderLayer", swap(
         CORRECT["EncoderLayer"],
         "            mask = combine_masks(query_mask=padding_mask, key_mask=padding_mask)",
         "            mask = ops.expand_dims(ops.cast(padding_mask, 'bool'), -1)  # (B, T, 1)"),
@@ -238,7 +238,7 @@ def masked_softmax(scores, mask):
     # without padding, and with the FFN silenced (dense2 all zeros) the output is
     # norm2(0), a constant, so the attention's dropout cannot show: only the config
     # cell is kept (0.5 of 4).
-    "encoder_no_residual": Mistake("EncoderLayer", swap(
+    "encoder_no_residual": mistake("EncoderLayer", swap(
         CORRECT["EncoderLayer"],
         "        return self.norm2(ops.add(x, self.ffn(x, training=training)))",
         "        return self.norm2(self.ffn(x, training=training))"),
@@ -246,7 +246,7 @@ def masked_softmax(scores, mask):
     # Cross-attention with its queries from the encoder, keys and values from the
     # decoder. The queries from the encoder (S != T) break every call: only
     # get_config and the argument checks are kept (0.5 of 4).
-    "cross_queries_from_encoder": Mistake("DecoderLayer", swap(
+    "cross_queries_from_encoder": mistake("DecoderLayer", swap(
         CORRECT["DecoderLayer"],
         "            query=x, key=context, value=context, attention_mask=cross_mask,",
         "            query=context, key=x, value=x, attention_mask=cross_mask,"),
@@ -254,7 +254,7 @@ def masked_softmax(scores, mask):
     # Pre-norm (normalise before each sublayer) instead of the paper's post-norm:
     # wrong values with and without padding, but dropout and get_config are right:
     # 0.25 + 0.5 = 0.75 of 4.
-    "decoder_pre_norm": Mistake("DecoderLayer", '''
+    "decoder_pre_norm": mistake("DecoderLayer", '''
 class DecoderLayer(keras.layers.Layer):
     def __init__(self, d_model, num_heads, dff, dropout_rate=0.1, **kwargs):
         super().__init__(**kwargs)
@@ -298,7 +298,7 @@ class DecoderLayer(keras.layers.Layer):
     # Without a padding mask Keras gets query_mask twice and raises (values,
     # training), with one it attends to padded source tokens (padding): only the
     # config cell is kept.
-    "cross_mask_positional": Mistake("DecoderLayer", swap(
+    "cross_mask_positional": mistake("DecoderLayer", swap(
         CORRECT["DecoderLayer"],
         "            query=x, key=context, value=context, attention_mask=cross_mask,",
         "            x, context, context, cross_mask,"),

@@ -20,16 +20,7 @@ empty).
 
 from __future__ import annotations
 
-from tests.verdicts import Mistake
-
-
-def _swap(source: str, *pairs: str) -> str:
-    """``source`` with each ``old`` of ``(old, new, old, new, ...)`` replaced once."""
-    assert len(pairs) % 2 == 0
-    for old, new in zip(pairs[::2], pairs[1::2]):
-        assert source.count(old) == 1, old
-        source = source.replace(old, new)
-    return source
+from tests.verdicts import Mistake, swap
 
 
 # --- causal_mask ------------------------------------------------------------------
@@ -874,22 +865,22 @@ def padding_mask(token_ids, pad_id=0):
 
     # combine_masks
     Mistake("combine_masks", "or-instead-of-and", "rows and columns combined with OR: a "
-            "padded key is visible from real queries", _swap(
+            "padded key is visible from real queries", swap(
                 COMBINE_ONES, "mask = ops.logical_and(rows, cols)",
                 "mask = ops.logical_or(rows, cols)")),
     Mistake("combine_masks", "rows-columns-swapped", "the query mask gives the columns and "
-            "the key mask the rows", _swap(
+            "the key mask the rows", swap(
                 COMBINE_ONES,
                 'rows = ops.expand_dims(ops.cast(query_mask, "bool"), -1)',
                 'rows = ops.expand_dims(ops.cast(key_mask, "bool"), -1)',
                 'cols = ops.expand_dims(ops.cast(key_mask, "bool"), -2)',
                 'cols = ops.expand_dims(ops.cast(query_mask, "bool"), -2)')),
-    Mistake("combine_masks", "causal-ignored", "the causal flag is never used", _swap(
+    Mistake("combine_masks", "causal-ignored", "the causal flag is never used", swap(
         COMBINE_ONES,
         "    if causal:\n        mask = ops.logical_and(mask, causal_mask(ops.shape(given)[1])[None])\n",
         "")),
     Mistake("combine_masks", "causal-transposed", "the look-ahead part is the upper triangle "
-            "(transposed)", _swap(
+            "(transposed)", swap(
                 COMBINE_ONES, "causal_mask(ops.shape(given)[1])[None]",
                 "ops.transpose(causal_mask(ops.shape(given)[1]))[None]")),
     Mistake("combine_masks", "query-mask-ignored", "only the key mask is used: padded query "
@@ -903,7 +894,7 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
     return mask
 '''),
     Mistake("combine_masks", "missing-mask-hides-all", "a missing mask is taken as all False "
-            "instead of all True", _swap(
+            "instead of all True", swap(
                 COMBINE_ONES,
                 'query_mask = ops.ones((batch, 1), dtype="bool")',
                 'query_mask = ops.zeros((batch, 1), dtype="bool")',
@@ -914,7 +905,7 @@ def combine_masks(query_mask=None, key_mask=None, causal=False):
             "fit a cross-attention with T_q != T_k", COMBINE_SQUARE,
             fails=("test_combine_masks__broadcast",)),
     Mistake("combine_masks", "float-result", "float 0/1 masks multiplied and never cast back "
-            "to bool", _swap(COMBINE_EINSUM, "    return mask > 0.5", "    return mask")),
+            "to bool", swap(COMBINE_EINSUM, "    return mask > 0.5", "    return mask")),
 
     Mistake("combine_masks", "causal-needs-key-mask", "the look-ahead length is read from "
             "key_mask: fails when only query_mask is given with causal=True", '''
@@ -939,7 +930,7 @@ def masked_softmax(scores, mask):
     return ops.softmax(hidden, axis=-1)
 '''),
     Mistake("masked_softmax", "softmax-over-queries", "the softmax runs over axis -2 (the "
-            "queries) instead of the keys", _swap(
+            "queries) instead of the keys", swap(
                 SOFTMAX_INF, "float(\"-inf\")), axis=-1)", "float(\"-inf\")), axis=-2)")),
     Mistake("masked_softmax", "nan-rows", "-inf for masked scores and nothing more: a fully "
             "masked row is NaN", '''
@@ -960,50 +951,50 @@ def masked_softmax(scores, mask):
     return ops.softmax(scores * ops.cast(mask, scores.dtype), axis=-1)
 '''),
     Mistake("masked_softmax", "scaled-again", "the scores are divided by sqrt(T_k) inside "
-            "the softmax", _swap(
+            "the softmax", swap(
                 SOFTMAX_ADDITIVE, "weights = ops.softmax(scores + (1.0 - keep) * -1e9, axis=-1)",
                 "scale = ops.sqrt(ops.cast(ops.shape(scores)[-1], scores.dtype))\n"
                 "    weights = ops.softmax(scores / scale + (1.0 - keep) * -1e9, axis=-1)")),
 
     # FeedForward
-    Mistake("FeedForward", "no-activation", "dense1 without the ReLU", _swap(
+    Mistake("FeedForward", "no-activation", "dense1 without the ReLU", swap(
         FFN_BASE, 'keras.layers.Dense(dff, activation="relu")', "keras.layers.Dense(dff)")),
-    Mistake("FeedForward", "relu-on-output", "dense2 has a ReLU too", _swap(
+    Mistake("FeedForward", "relu-on-output", "dense2 has a ReLU too", swap(
         FFN_BASE, "keras.layers.Dense(d_model)", 'keras.layers.Dense(d_model, activation="relu")')),
     Mistake("FeedForward", "residual-inside", "x is added to the output inside the block",
-            _swap(FFN_BASE, "return self.dropout(out, training=training)",
+            swap(FFN_BASE, "return self.dropout(out, training=training)",
                   "return x + self.dropout(out, training=training)")),
     Mistake("FeedForward", "dropout-at-inference", "training=True passed to dropout: it "
-            "drops at inference too", _swap(
+            "drops at inference too", swap(
                 FFN_BASE, "return self.dropout(out, training=training)",
                 "return self.dropout(out, training=True)")),
-    Mistake("FeedForward", "sizes-swapped", "dense1 has d_model units and dense2 dff", _swap(
+    Mistake("FeedForward", "sizes-swapped", "dense1 has d_model units and dense2 dff", swap(
         FFN_BASE, 'keras.layers.Dense(dff, activation="relu")',
         'keras.layers.Dense(d_model, activation="relu")',
         "self.dense2 = keras.layers.Dense(d_model)", "self.dense2 = keras.layers.Dense(dff)",
         "self.dense2.build(tuple(input_shape)[:-1] + (self.dff,))",
         "self.dense2.build(tuple(input_shape)[:-1] + (self.d_model,))")),
     Mistake("FeedForward", "config-without-arguments", "get_config returns only the base "
-            "config: from_config cannot rebuild the layer", _swap(
+            "config: from_config cannot rebuild the layer", swap(
                 FFN_BASE, '        config.update({"d_model": self.d_model, "dff": self.dff,\n'
                           '                       "dropout_rate": self.dropout_rate})\n', ""),
             fails=("test_FeedForward__config",)),
-    Mistake("FeedForward", "dropout-rate-fixed", "Dropout(0.1) whatever dropout_rate is", _swap(
+    Mistake("FeedForward", "dropout-rate-fixed", "Dropout(0.1) whatever dropout_rate is", swap(
         FFN_BASE, "keras.layers.Dropout(dropout_rate)", "keras.layers.Dropout(0.1)"),
             fails=("test_FeedForward__training",)),
 
     Mistake("FeedForward", "keep-prob", "Dropout(1 - dropout_rate): the rate taken as a keep "
-            "probability", _swap(
+            "probability", swap(
                 FFN_BASE, "keras.layers.Dropout(dropout_rate)",
                 "keras.layers.Dropout(1 - dropout_rate)"),
             fails=("test_FeedForward__training",)),
-    Mistake("FeedForward", "no-bias", "Dense layers built with use_bias=False", _swap(
+    Mistake("FeedForward", "no-bias", "Dense layers built with use_bias=False", swap(
         FFN_BASE, 'keras.layers.Dense(dff, activation="relu")',
         'keras.layers.Dense(dff, activation="relu", use_bias=False)',
         "self.dense2 = keras.layers.Dense(d_model)",
         "self.dense2 = keras.layers.Dense(d_model, use_bias=False)")),
     Mistake("FeedForward", "dff-ignored", "dense1 has 4 * d_model units (the paper's ratio) "
-            "whatever dff is", _swap(
+            "whatever dff is", swap(
                 FFN_BASE, 'keras.layers.Dense(dff, activation="relu")',
                 'keras.layers.Dense(4 * d_model, activation="relu")',
                 "self.dense2.build(tuple(input_shape)[:-1] + (self.dff,))",
@@ -1011,11 +1002,11 @@ def masked_softmax(scores, mask):
 
     # EncoderLayer
     Mistake("EncoderLayer", "no-attention-residual", "norm1(dropout(attention)) without "
-            "adding x back", _swap(
+            "adding x back", swap(
                 ENCODER_BASE, "x = self.norm1(x + self.dropout(attention, training=training))",
                 "x = self.norm1(self.dropout(attention, training=training))")),
     Mistake("EncoderLayer", "pre-norm", "normalises before each sublayer (pre-norm) instead "
-            "of after the residual", _swap(
+            "of after the residual", swap(
                 ENCODER_BASE,
                 _ENC_CALL + "\n        x = self.norm1(x + self.dropout(attention, training=training))\n"
                 "        return self.norm2(x + self.ffn(x, training=training))",
@@ -1025,53 +1016,53 @@ def masked_softmax(scores, mask):
                 "        x = x + self.dropout(attention, training=training)\n"
                 "        return x + self.ffn(self.norm2(x), training=training)")),
     Mistake("EncoderLayer", "padding-ignored", "the padding mask is built but never given to "
-            "the attention", _swap(ENCODER_BASE, "attention_mask=mask, ", ""),
+            "the attention", swap(ENCODER_BASE, "attention_mask=mask, ", ""),
             fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "mask-positional", "self_attention(x, x, x, padding_mask): the "
-            "fourth positional argument is query_mask", _swap(
+            "fourth positional argument is query_mask", swap(
                 ENCODER_BASE, _ENC_CALL,
                 "        attention = self.self_attention(x, x, x, padding_mask, "
                 "training=training)")),
     Mistake("EncoderLayer", "padding-inverted", "the padding mask is negated: only padded "
-            "keys are attended to", _swap(
+            "keys are attended to", swap(
                 ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
                 "mask = combine_masks(key_mask=ops.logical_not(padding_mask))"),
             fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "dropout-at-inference", "training=True passed to the dropout "
-            "after attention", _swap(
+            "after attention", swap(
                 ENCODER_BASE, "x = self.norm1(x + self.dropout(attention, training=training))",
                 "x = self.norm1(x + self.dropout(attention, training=True))")),
     Mistake("EncoderLayer", "one-norm-twice", "norm1 used after both sublayers, norm2 never",
-            _swap(ENCODER_BASE, "return self.norm2(x + self.ffn(x, training=training))",
+            swap(ENCODER_BASE, "return self.norm2(x + self.ffn(x, training=training))",
                   "return self.norm1(x + self.ffn(x, training=training))")),
     Mistake("EncoderLayer", "key-dim-d-model", "key_dim=d_model instead of d_model // "
-            "num_heads", _swap(ENCODER_BASE, "key_dim=d_model // num_heads", "key_dim=d_model")),
+            "num_heads", swap(ENCODER_BASE, "key_dim=d_model // num_heads", "key_dim=d_model")),
 
     Mistake("EncoderLayer", "no-attention-dropout", "the attention output is added without "
-            "dropout (only the FFN drops while training)", _swap(
+            "dropout (only the FFN drops while training)", swap(
                 ENCODER_BASE, "x = self.norm1(x + self.dropout(attention, training=training))",
                 "x = self.norm1(x + attention)"),
             fails=("test_EncoderLayer__training",)),
     Mistake("EncoderLayer", "mask-not-expanded", "the (B, T) padding mask given as the "
-            "attention mask without the query axis", _swap(
+            "attention mask without the query axis", swap(
                 ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
                 "mask = padding_mask"),
             fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "padding-on-queries", "the padding mask hides query rows "
-            "(B, T, 1) instead of key columns", _swap(
+            "(B, T, 1) instead of key columns", swap(
                 ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
                 "mask = combine_masks(query_mask=padding_mask)"),
             fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "padding-as-lengths", "the padding mask turned into sentence "
             "lengths (padding assumed last): a sentence padded first hides its real tokens",
-            _swap(ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
+            swap(ENCODER_BASE, "mask = combine_masks(key_mask=padding_mask)",
                   "lengths = ops.sum(ops.cast(padding_mask, \"int32\"), axis=1)  # real tokens\n"
                   "            positions = ops.arange(ops.shape(x)[1])\n"
                   "            mask = (positions[None, :] < lengths[:, None])[:, None, :]"),
             fails=("test_EncoderLayer__padding",)),
     Mistake("EncoderLayer", "config-without-arguments", "get_config as given, with only the "
             "NotImplementedError removed: get_config()['d_model'] is None and from_config "
-            "cannot rebuild the layer", _swap(
+            "cannot rebuild the layer", swap(
                 ENCODER_BASE,
                 '        config.update({"d_model": self.d_model, "num_heads": self.num_heads,\n'
                 '                       "dff": self.dff, "dropout_rate": self.dropout_rate})\n',
@@ -1080,51 +1071,51 @@ def masked_softmax(scores, mask):
 
     # DecoderLayer
     Mistake("DecoderLayer", "no-causal-mask", "self-attention gets the padding mask only: "
-            "queries see the future", _swap(
+            "queries see the future", swap(
                 DECODER_BASE, "self_mask = causal_mask(length)[None, :, :]",
                 "self_mask = None",
                 "self_mask = ops.logical_and(self_mask, combine_masks(key_mask=x_padding_mask))",
                 "self_mask = combine_masks(key_mask=x_padding_mask)")),
     Mistake("DecoderLayer", "causal-upper-triangle", "the look-ahead mask is built with triu "
-            "(queries see only the future)", _swap(
+            "(queries see only the future)", swap(
                 DECODER_BASE, "self_mask = causal_mask(length)[None, :, :]",
                 'self_mask = ops.cast(ops.triu(ops.ones((length, length))), "bool")[None, :, :]')),
     Mistake("DecoderLayer", "queries-from-encoder", "cross-attention takes its queries from "
-            "the encoder output and keys/values from the decoder", _swap(
+            "the encoder output and keys/values from the decoder", swap(
                 DECODER_BASE, "query=x, value=context, key=context,",
                 "query=context, value=x, key=x,")),
     Mistake("DecoderLayer", "context-padding-ignored", "no mask in the cross-attention: "
-            "padded source tokens get weight", _swap(
+            "padded source tokens get weight", swap(
                 DECODER_BASE, "key=context, attention_mask=cross_mask, ", "key=context, "),
             fails=("test_DecoderLayer__padding",)),
     Mistake("DecoderLayer", "target-padding-ignored", "self-attention is causal but ignores "
-            "x_padding_mask", _swap(
+            "x_padding_mask", swap(
                 DECODER_BASE,
                 "        if x_padding_mask is not None:\n"
                 "            self_mask = ops.logical_and(self_mask, combine_masks(key_mask=x_padding_mask))\n",
                 ""),
             fails=("test_DecoderLayer__padding",)),
     Mistake("DecoderLayer", "no-cross-residual", "norm2(dropout(cross-attention)) without "
-            "adding x back", _swap(
+            "adding x back", swap(
                 DECODER_BASE,
                 "        self.last_attention_scores = scores\n"
                 "        x = self.norm2(x + self.dropout(attention, training=training))",
                 "        self.last_attention_scores = scores\n"
                 "        x = self.norm2(self.dropout(attention, training=training))")),
     Mistake("DecoderLayer", "keeps-self-attention-scores", "last_attention_scores holds the "
-            "self-attention weights (B, H, T, T)", _swap(
+            "self-attention weights (B, H, T, T)", swap(
                 DECODER_BASE, _DEC_SELF,
                 "        attention, self_scores = self.self_attention(query=x, value=x, key=x, "
                 "attention_mask=self_mask, return_attention_scores=True, training=training)",
                 "        self.last_attention_scores = scores\n",
                 "        self.last_attention_scores = self_scores\n")),
     Mistake("DecoderLayer", "dropout-at-inference", "training=True passed to the dropout "
-            "after the self-attention", _swap(
+            "after the self-attention", swap(
                 DECODER_BASE,
                 "        x = self.norm1(x + self.dropout(attention, training=training))",
                 "        x = self.norm1(x + self.dropout(attention, training=True))")),
     Mistake("DecoderLayer", "no-cross-attention-dropout", "the cross-attention output is "
-            "added without dropout", _swap(
+            "added without dropout", swap(
                 DECODER_BASE,
                 "        self.last_attention_scores = scores\n"
                 "        x = self.norm2(x + self.dropout(attention, training=training))",
@@ -1132,7 +1123,7 @@ def masked_softmax(scores, mask):
                 "        x = self.norm2(x + attention)"),
             fails=("test_DecoderLayer__training",)),
     Mistake("DecoderLayer", "cross-query-before-norm1", "the cross-attention queries are the "
-            "layer's input, not the output of the first sublayer", _swap(
+            "layer's input, not the output of the first sublayer", swap(
                 DECODER_BASE,
                 "        x = self.norm1(x + self.dropout(attention, training=training))\n",
                 "        x1 = self.norm1(x + self.dropout(attention, training=training))\n",
@@ -1141,18 +1132,18 @@ def masked_softmax(scores, mask):
                 "        x = self.norm2(x + self.dropout(attention, training=training))",
                 "        x = self.norm2(x1 + self.dropout(attention, training=training))")),
     Mistake("DecoderLayer", "no-self-attention-dropout", "the causal self-attention's output "
-            "is added without dropout", _swap(
+            "is added without dropout", swap(
                 DECODER_BASE,
                 "        x = self.norm1(x + self.dropout(attention, training=training))",
                 "        x = self.norm1(x + attention)"),
             fails=("test_DecoderLayer__training",)),
     Mistake("DecoderLayer", "causal-no-diagonal", "the look-ahead mask hides the diagonal "
-            "(tril with k=-1): a token may not attend to itself", _swap(
+            "(tril with k=-1): a token may not attend to itself", swap(
                 DECODER_BASE, "self_mask = causal_mask(length)[None, :, :]",
                 'self_mask = ops.cast(ops.tril(ops.ones((length, length)), k=-1), "bool")'
                 "[None, :, :]")),
     Mistake("DecoderLayer", "pre-norm", "normalises before each sublayer (pre-norm) instead "
-            "of after each residual sum", _swap(
+            "of after each residual sum", swap(
                 DECODER_BASE,
                 _DEC_SELF + "\n"
                 "        x = self.norm1(x + self.dropout(attention, training=training))\n"
@@ -1175,7 +1166,7 @@ def masked_softmax(scores, mask):
                 "        return x + self.ffn(self.norm3(x), training=training)")),
     Mistake("DecoderLayer", "config-without-arguments", "get_config as given, with only the "
             "NotImplementedError removed: get_config()['d_model'] is None and from_config "
-            "cannot rebuild the layer", _swap(
+            "cannot rebuild the layer", swap(
                 DECODER_BASE,
                 '        config.update({"d_model": self.d_model, "num_heads": self.num_heads,\n'
                 '                       "dff": self.dff, "dropout_rate": self.dropout_rate})\n',

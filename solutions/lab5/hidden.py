@@ -4,6 +4,8 @@ its tests cell, its parameters the student names it calls (autograder.hidden).
 The release writes a call of each into its tests cell of the source notebook.
 """
 
+from typing import Any
+
 from autograder.hidden import graded
 
 
@@ -247,7 +249,7 @@ def test_Transformer(Transformer, namespace):
 
     construct = reference.constructor(namespace)
     r = rng("Transformer")
-    arguments = {"num_layers": 1, "d_model": 16, "num_heads": 2, "dff": 24}
+    arguments: dict[str, Any] = {"num_layers": 1, "d_model": 16, "num_heads": 2, "dff": 24}
     arguments.update(input_vocab_size=13, target_vocab_size=9, max_length=40, dropout_rate=0.1)
     what = "Transformer(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
     model = Transformer(**arguments)
@@ -467,7 +469,8 @@ def test_greedy_decode(greedy_decode, namespace):
     # A batch where three rows end early and two never end within max_length.
     seed = int(r.integers(1_000_000))
     table = fixtures["make_model"]("table", seed=seed)
-    ending, endless = [], []
+    ending: list[Any] = []
+    endless: list[Any] = []
     while len(ending) < 3 or len(endless) < 2:
         row = r.integers(3, 7, size=5)
         row[int(r.integers(2, 6)):] = 0
@@ -569,13 +572,14 @@ def test_beam_search(beam_search, namespace):
     # of probabilities ranks another one first; logits shifted after some prefixes
     # (the same probabilities) trip a sum of raw logits.
     shifted = {prefix: 3.0 for prefix in ("a", "aa", "ab", "ac")}
-    for kind, options, start_id, end_id in [
-            ("greedy_misses", {}, 1, 2),
-            ("greedy_misses", {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3),
-            ("total_matters", {}, 1, 2),
-            ("short_wins", {}, 1, 2),
-            ("short_wins_late", {}, 1, 2),
-            ("greedy_misses", {"offsets": shifted}, 1, 2)]:
+    models: list[tuple[str, dict[str, Any], int, int]] = [
+        ("greedy_misses", {}, 1, 2),
+        ("greedy_misses", {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3),
+        ("total_matters", {}, 1, 2),
+        ("short_wins", {}, 1, 2),
+        ("short_wins_late", {}, 1, 2),
+        ("greedy_misses", {"offsets": shifted}, 1, 2)]
+    for kind, options, start_id, end_id in models:
         here = fixtures["make_model"](kind, **options)
         tokens = [here.ids[s] for s in ("a", "b", "c", "$")]
         best, best_score = reference.best_sequence(here, context[0], 4, start_id, end_id, tokens)

@@ -10,7 +10,7 @@ cells it fails. `python data/sample_submissions/build.py lab5` rebuilds
 data/sample_submissions/lab5/ after the lab changes.
 """
 
-from tests.samples import Mistake, swap
+from tests.samples import mistake, swap
 
 #: The points of each exercise, as the lab's source gives them.
 POINTS = {"Encoder": 2.5, "Decoder": 2.5, "Transformer": 2.5, "masked_loss": 2,
@@ -188,23 +188,23 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
 
 VARIANTS: dict[str, tuple[str, str]] = {}
 
-# mistake -> Mistake(the exercise it is in, the answer cell with the mistake, the
+# mistake -> mistake(the exercise it is in, the answer cell with the mistake, the
 # tests cells it fails: all of its exercise's unless named)
 MISTAKES = {
     # The mean over all B*T positions: padding counts.
-    "loss_counts_padding": Mistake("masked_loss", '''
+    "loss_counts_padding": mistake("masked_loss", '''
 def masked_loss(y_true, y_pred):
     losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
     return ops.mean(losses)
 '''),
     # The padded positions, predicted as padding, count as hits.
-    "accuracy_counts_padding": Mistake("masked_accuracy", '''
+    "accuracy_counts_padding": mistake("masked_accuracy", '''
 def masked_accuracy(y_true, y_pred):
     guesses = ops.cast(ops.argmax(y_pred, axis=-1), "int32")
     return ops.mean(ops.cast(ops.equal(ops.cast(y_true, "int32"), guesses), "float32"))
 '''),
     # Always max_length tokens: end_id is never looked at.
-    "greedy_never_stops": Mistake("greedy_decode", '''
+    "greedy_never_stops": mistake("greedy_decode", '''
 def greedy_decode(model, context_ids, max_length, start_id, end_id):
     tokens = np.full((len(context_ids), 1), start_id)
     for _ in range(max_length):
@@ -213,10 +213,10 @@ def greedy_decode(model, context_ids, max_length, start_id, end_id):
     return tokens[:, 1:]
 '''),
     # The start id left at the front of every row.
-    "greedy_keeps_start": Mistake("greedy_decode", swap(
+    "greedy_keeps_start": mistake("greedy_decode", swap(
         CORRECT["greedy_decode"], "return buffer[:, 1:]", "return buffer")),
     # logits * T: a high temperature sharpens, T = 0 is uniform.
-    "temperature_multiplies": Mistake("sample_with_temperature", '''
+    "temperature_multiplies": mistake("sample_with_temperature", '''
 def sample_with_temperature(logits, temperature, seed=None):
     scaled = ops.convert_to_tensor(logits, "float32") * temperature
     return keras.random.categorical(scaled, 1, seed=seed)[:, 0]
@@ -224,30 +224,30 @@ def sample_with_temperature(logits, temperature, seed=None):
     # Each candidate scored by its last token's log-probability only: it also
     # returns a longer sentence when a finished one is best (the finished-beams
     # cell): nothing kept.
-    "beam_last_step_only": Mistake("beam_search", swap(
+    "beam_last_step_only": mistake("beam_search", swap(
         CORRECT["beam_search"], "(score + log_p[token], tokens + [token])",
         "(log_p[token], tokens + [token])")),
     # The encoder's layers never see the padding mask: its outputs cost 1.5; its
     # training mode (tested without padding) and its config keep 0.5 each.
-    "encoder_no_mask": Mistake("Encoder", swap(
+    "encoder_no_mask": mistake("Encoder", swap(
         CORRECT["Encoder"], "x = layer(x, padding_mask=real)", "x = layer(x)"),
         ("test_Encoder",)),
     # The decoder attends to the padded positions of the context: only the outputs'
     # 1.5 are lost (training mode is tested without padding).
-    "transformer_no_context_mask": Mistake("Transformer", swap(
+    "transformer_no_context_mask": mistake("Transformer", swap(
         CORRECT["Transformer"], "decoded = self.decoder(target_ids, encoded, training=training,\n"
         "                               context_padding_mask=ops.greater(context_ids, 0))",
         "decoded = self.decoder(target_ids, encoded, training=training)"),
         ("test_Transformer",)),
     # The first layer's cross-attention weights kept instead of the last one's:
     # the outputs' 1.5 are lost.
-    "decoder_first_scores": Mistake("Decoder", swap(
+    "decoder_first_scores": mistake("Decoder", swap(
         CORRECT["Decoder"], "last = self.dec_layers[len(self.dec_layers) - 1]",
         "last = self.dec_layers[0]"),
         ("test_Decoder",)),
     # get_config left as the stub's `super().get_config()`: no constructor argument;
     # the computation is right (0.5 lost).
-    "decoder_config_stub": Mistake("Decoder", swap(
+    "decoder_config_stub": mistake("Decoder", swap(
         CORRECT["Decoder"], """        for name in ["num_layers", "d_model", "num_heads", "dff", "vocab_size", "max_length",
                      "dropout_rate"]:
             config[name] = getattr(self, name)
@@ -255,7 +255,7 @@ def sample_with_temperature(logits, temperature, seed=None):
         ("test_Decoder__config",)),
     # At max_length, any finished sentence is preferred to a better unfinished one:
     # the ranking is right, the finished-beams cell (1) lost.
-    "beam_prefers_finished": Mistake("beam_search", swap(
+    "beam_prefers_finished": mistake("beam_search", swap(
         CORRECT["beam_search"], "    return np.array(beams[0][1][1:])",
         "    finished = [beam for beam in beams if beam[1][-1] == end_id]\n"
         "    return np.array((finished or beams)[0][1][1:])"),

@@ -24,12 +24,7 @@ they must fail (`fails`); the others keep their points. Every mistake fails its
 exercise's visible check too.
 """
 
-from tests.verdicts import Mistake
-
-
-def _swap(source: str, old: str, new: str) -> str:
-    assert source.count(old) == 1, old
-    return source.replace(old, new)
+from tests.verdicts import Mistake, swap
 
 
 # --- Encoder ---------------------------------------------------------------------------
@@ -824,7 +819,7 @@ MISTAKES = [
     # --- Encoder
     Mistake("Encoder", "no-sqrt-scaling",
             "embeds by hand without the sqrt(d_model) scaling of the token vectors",
-            _swap(ENCODER_LOOP, _ENCODER_EMBED, '''
+            swap(ENCODER_LOOP, _ENCODER_EMBED, '''
         length = token_ids.shape[1]
         x = self.pos_embedding.token_embedding(token_ids)
         x = x + positional_encoding(length, self.d_model)[None, :, :]
@@ -832,28 +827,28 @@ MISTAKES = [
 ''')),
     Mistake("Encoder", "no-positional-encoding",
             "scaled token vectors only: the sinusoidal positions are never added",
-            _swap(ENCODER_LOOP, _ENCODER_EMBED, '''
+            swap(ENCODER_LOOP, _ENCODER_EMBED, '''
         x = self.pos_embedding.token_embedding(token_ids) * math.sqrt(self.d_model)
         x = self.dropout(x, training=training)
 ''')),
     Mistake("Encoder", "dropout-always-on",
             "dropout after the embedding with training=True, also at inference",
-            _swap(ENCODER_LOOP, "x = self.dropout(x, training=training)",
+            swap(ENCODER_LOOP, "x = self.dropout(x, training=training)",
                   "x = self.dropout(x, training=True)")),
     Mistake("Encoder", "no-padding-mask",
             "the layers never get the padding mask: tokens attend to padding",
-            _swap(ENCODER_LOOP, "x = layer(x, padding_mask=mask, training=training)",
+            swap(ENCODER_LOOP, "x = layer(x, padding_mask=mask, training=training)",
                   "x = layer(x, training=training)")),
     Mistake("Encoder", "one-layer-repeated",
             "[EncoderLayer(...)] * num_layers: one layer (one set of weights) used num_layers times",
-            _swap(ENCODER_LOOP, '''        self.enc_layers = []
+            swap(ENCODER_LOOP, '''        self.enc_layers = []
         for i in range(num_layers):
             self.enc_layers.append(EncoderLayer(d_model, num_heads, dff, dropout_rate=dropout_rate))
 ''', '''        self.enc_layers = [EncoderLayer(d_model, num_heads, dff, dropout_rate=dropout_rate)] * num_layers
 ''')),
     Mistake("Encoder", "extra-final-norm",
             "a final LayerNormalization after the stack (pre-norm habit); the post-norm contract has none",
-            _swap(_swap(ENCODER_LOOP, "        self.enc_layers = []\n",
+            swap(swap(ENCODER_LOOP, "        self.enc_layers = []\n",
                         "        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6)\n"
                         "        self.enc_layers = []\n"),
                   "            x = layer(x, padding_mask=mask, training=training)\n        return x\n",
@@ -862,33 +857,33 @@ MISTAKES = [
     # training mode and the config (secondary properties: their own tests cells)
     Mistake("Encoder", "no-embedding-dropout",
             "never applies self.dropout: no dropout after the embedding while training",
-            _swap(ENCODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
+            swap(ENCODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
             fails=("test_Encoder__training",)),
     Mistake("Encoder", "layers-at-inference",
             "calls every layer with training=False: the layers never drop while training",
-            _swap(ENCODER_LOOP, "x = layer(x, padding_mask=mask, training=training)",
+            swap(ENCODER_LOOP, "x = layer(x, padding_mask=mask, training=training)",
                   "x = layer(x, padding_mask=mask, training=False)"),
             fails=("test_Encoder__training",)),
     Mistake("Encoder", "dropout-after-stack",
             "the dropout after the last layer instead of after the embedding",
-            _swap(_swap(ENCODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
+            swap(swap(ENCODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
                   "            x = layer(x, padding_mask=mask, training=training)\n        return x\n",
                   "            x = layer(x, padding_mask=mask, training=training)\n"
                   "        return self.dropout(x, training=training)\n"),
             fails=("test_Encoder__training",)),
     Mistake("Encoder", "training-default-true",
             "call(self, token_ids, training=True): dropout acts when training is left out",
-            _swap(ENCODER_LOOP, "def call(self, token_ids, training=None):",
+            swap(ENCODER_LOOP, "def call(self, token_ids, training=None):",
                   "def call(self, token_ids, training=True):"),
             fails=("test_Encoder__training",)),
     Mistake("Encoder", "config-stub-empty",
             "get_config returns super().get_config() only: none of the seven arguments",
-            _swap(ENCODER_LOOP, _ARGUMENTS_LOOP, ""),
+            swap(ENCODER_LOOP, _ARGUMENTS_LOOP, ""),
             fails=("test_Encoder__config",)),
     # --- Decoder
     Mistake("Decoder", "no-sqrt-scaling",
             "embeds by hand without the sqrt(d_model) scaling of the token vectors",
-            _swap(DECODER_LOOP, _DECODER_EMBED, '''
+            swap(DECODER_LOOP, _DECODER_EMBED, '''
         length = token_ids.shape[1]
         x = self.pos_embedding.token_embedding(token_ids)
         x = x + positional_encoding(length, self.d_model)[None, :, :]
@@ -896,77 +891,77 @@ MISTAKES = [
 ''')),
     Mistake("Decoder", "dropout-always-on",
             "dropout after the embedding with training=True, also at inference",
-            _swap(DECODER_LOOP, "x = self.dropout(x, training=training)",
+            swap(DECODER_LOOP, "x = self.dropout(x, training=training)",
                   "x = self.dropout(x, training=True)")),
     Mistake("Decoder", "context-mask-dropped",
             "the layers never get context_padding_mask: the decoder attends to padded source tokens",
-            _swap(DECODER_LOOP, "context_padding_mask=context_padding_mask,\n"
+            swap(DECODER_LOOP, "context_padding_mask=context_padding_mask,\n"
                   "                      x_padding_mask=target_mask)",
                   "x_padding_mask=target_mask)")),
     Mistake("Decoder", "context-mask-positional",
             "context_padding_mask passed positionally, where DecoderLayer takes x_padding_mask",
-            _swap(DECODER_LOOP, '''            x = layer(x, context, training=training, context_padding_mask=context_padding_mask,
+            swap(DECODER_LOOP, '''            x = layer(x, context, training=training, context_padding_mask=context_padding_mask,
                       x_padding_mask=target_mask)''', '''            x = layer(x, context, context_padding_mask, training=training)''')),
     Mistake("Decoder", "first-layer-scores",
             "keeps the first layer's cross-attention weights, not the last one's",
-            _swap(DECODER_BUILD, "last = self.dec_layers[len(self.dec_layers) - 1]",
+            swap(DECODER_BUILD, "last = self.dec_layers[len(self.dec_layers) - 1]",
                   "last = self.dec_layers[0]")),
     Mistake("Decoder", "scores-not-kept",
             "never sets last_attention_scores (it stays None)",
-            _swap(DECODER_LOOP, "            self.last_attention_scores = layer.last_attention_scores\n",
+            swap(DECODER_LOOP, "            self.last_attention_scores = layer.last_attention_scores\n",
                   "")),
     # training mode and the config (secondary properties: their own tests cells)
     Mistake("Decoder", "no-embedding-dropout",
             "never applies self.dropout: no dropout after the embedding while training",
-            _swap(DECODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
+            swap(DECODER_LOOP, "        x = self.dropout(x, training=training)\n", ""),
             fails=("test_Decoder__training",)),
     Mistake("Decoder", "layers-at-inference",
             "calls every layer with training=False: the layers never drop while training",
-            _swap(DECODER_LOOP, "x = layer(x, context, training=training,",
+            swap(DECODER_LOOP, "x = layer(x, context, training=training,",
                   "x = layer(x, context, training=False,"),
             fails=("test_Decoder__training",)),
     Mistake("Decoder", "dropout-after-each-layer",
             "applies self.dropout again after every layer, the last one included",
-            _swap(DECODER_LOOP, "            self.last_attention_scores = layer.last_attention_scores\n",
+            swap(DECODER_LOOP, "            self.last_attention_scores = layer.last_attention_scores\n",
                   "            self.last_attention_scores = layer.last_attention_scores\n"
                   "            x = self.dropout(x, training=training)\n"),
             fails=("test_Decoder__training",)),
     Mistake("Decoder", "config-stub-empty",
             "get_config returns super().get_config() only (the issue's Decoder without get_config)",
-            _swap(DECODER_LOOP, _ARGUMENTS_LOOP, ""),
+            swap(DECODER_LOOP, _ARGUMENTS_LOOP, ""),
             fails=("test_Decoder__config",)),
     Mistake("Decoder", "config-missing-arguments",
             "get_config forgets max_length and dropout_rate",
-            _swap(DECODER_LOOP, '"dff", "vocab_size", "max_length",\n                     "dropout_rate"]',
+            swap(DECODER_LOOP, '"dff", "vocab_size", "max_length",\n                     "dropout_rate"]',
                   '"dff", "vocab_size"]'),
             fails=("test_Decoder__config",)),
     # --- Transformer
     Mistake("Transformer", "no-context-mask",
             "the decoder gets no context_padding_mask: it attends to the padded source tokens",
-            _swap(TRANSFORMER_INDEXED, _TRANSFORMER_CALL, '''
+            swap(TRANSFORMER_INDEXED, _TRANSFORMER_CALL, '''
         decoded = self.decoder(target_ids, encoded, training=training)
 ''')),
     Mistake("Transformer", "mask-inverted",
             "context_padding_mask is True at the padding (context_ids == 0)",
-            _swap(TRANSFORMER_INDEXED, "source_mask = ops.greater(context_ids, 0)",
+            swap(TRANSFORMER_INDEXED, "source_mask = ops.greater(context_ids, 0)",
                   "source_mask = ops.equal(context_ids, 0)")),
     Mistake("Transformer", "softmax-output",
             "final_layer with a softmax: returns probabilities, not logits",
-            _swap(TRANSFORMER_INDEXED, "self.final_layer = keras.layers.Dense(target_vocab_size)",
+            swap(TRANSFORMER_INDEXED, "self.final_layer = keras.layers.Dense(target_vocab_size)",
                   'self.final_layer = keras.layers.Dense(target_vocab_size, activation="softmax")')),
     Mistake("Transformer", "inputs-swapped",
             "unpacks inputs as (target_ids, context_ids)",
-            _swap(_swap(TRANSFORMER_INDEXED, "context_ids = inputs[0]", "context_ids = inputs[1]"),
+            swap(swap(TRANSFORMER_INDEXED, "context_ids = inputs[0]", "context_ids = inputs[1]"),
                   "target_ids = inputs[1]", "target_ids = inputs[0]")),
     Mistake("Transformer", "encoder-output-not-passed",
             "the decoder's context is the source ids, not the encoder's output",
-            _swap(TRANSFORMER_INDEXED, _TRANSFORMER_CALL, '''
+            swap(TRANSFORMER_INDEXED, _TRANSFORMER_CALL, '''
         decoded = self.decoder(target_ids, context_ids, context_padding_mask=source_mask,
                                training=training)
 ''')),
     Mistake("Transformer", "dropout-always-on",
             "calls the encoder and decoder with training=True, also at inference",
-            _swap(_swap(TRANSFORMER_INDEXED, "encoded = self.encoder(context_ids, training=training)",
+            swap(swap(TRANSFORMER_INDEXED, "encoded = self.encoder(context_ids, training=training)",
                         "encoded = self.encoder(context_ids, training=True)"),
                   _TRANSFORMER_CALL, '''
         decoded = self.decoder(target_ids, encoded, context_padding_mask=source_mask,
@@ -975,17 +970,17 @@ MISTAKES = [
     # training mode and the config (secondary properties: their own tests cells)
     Mistake("Transformer", "encoder-at-inference",
             "calls the encoder with training=False: it never drops while training",
-            _swap(TRANSFORMER_INDEXED, "encoded = self.encoder(context_ids, training=training)",
+            swap(TRANSFORMER_INDEXED, "encoded = self.encoder(context_ids, training=training)",
                   "encoded = self.encoder(context_ids, training=False)"),
             fails=("test_Transformer__training",)),
     Mistake("Transformer", "decoder-at-inference",
             "calls the decoder with training=False: it never drops while training",
-            _swap(TRANSFORMER_INDEXED, _TRANSFORMER_CALL, _TRANSFORMER_CALL.replace(
+            swap(TRANSFORMER_INDEXED, _TRANSFORMER_CALL, _TRANSFORMER_CALL.replace(
                 "training=training)", "training=False)")),
             fails=("test_Transformer__training",)),
     Mistake("Transformer", "no-get-config",
             "no get_config at all: a keras.Model cannot build its config (NotImplementedError)",
-            _swap(TRANSFORMER_INDEXED, _TRANSFORMER_CONFIG, "\n"),
+            swap(TRANSFORMER_INDEXED, _TRANSFORMER_CONFIG, "\n"),
             fails=("test_Transformer__config",)),
     # --- masked_loss
     Mistake("masked_loss", "mean-over-all-tokens",
@@ -997,7 +992,7 @@ def masked_loss(y_true, y_pred):
 '''),
     Mistake("masked_loss", "divides-by-all-positions",
             "masks the terms but divides by B*T instead of the number of real tokens",
-            _swap(LOSS_ONE_HOT, "return ops.divide(ops.sum(per_token * mask), ops.sum(mask))",
+            swap(LOSS_ONE_HOT, "return ops.divide(ops.sum(per_token * mask), ops.sum(mask))",
                   "return ops.mean(per_token * mask)")),
     Mistake("masked_loss", "sample-weight-reduction",
             "the loss object with sample_weight=mask: Keras divides by B*T, not by the real tokens",
@@ -1045,15 +1040,15 @@ def masked_accuracy(y_true, y_pred):
 '''),
     Mistake("masked_accuracy", "divides-by-all-positions",
             "masks the hits but divides by B*T",
-            _swap(ACCURACY_KERAS, "return ops.sum(per_token * mask) / ops.sum(mask)",
+            swap(ACCURACY_KERAS, "return ops.sum(per_token * mask) / ops.sum(mask)",
                   "return ops.mean(per_token * mask)")),
     Mistake("masked_accuracy", "hits-not-masked",
             "divides by the real tokens but counts the hits at padded positions too",
-            _swap(ACCURACY_KERAS, "return ops.sum(per_token * mask) / ops.sum(mask)",
+            swap(ACCURACY_KERAS, "return ops.sum(per_token * mask) / ops.sum(mask)",
                   "return ops.sum(per_token) / ops.sum(mask)")),
     Mistake("masked_accuracy", "argmax-wrong-axis",
             "argmax over the time axis (axis=1) instead of the vocabulary",
-            _swap(ACCURACY_MEANS, "guesses = ops.argmax(y_pred, axis=-1)",
+            swap(ACCURACY_MEANS, "guesses = ops.argmax(y_pred, axis=-1)",
                   "guesses = ops.argmax(y_pred, axis=1)")),
     Mistake("masked_accuracy", "mean-of-sentence-means",
             "averages each sentence's accuracy, then the sentences: short ones weigh more",
@@ -1078,20 +1073,20 @@ def greedy_decode(model, context_ids, max_length, start_id, end_id):
 '''),
     Mistake("greedy_decode", "no-padding-after-end",
             "stops when every row has ended but keeps writing tokens after a row's end_id",
-            _swap(GREEDY_OPS, "        next_ids = ops.where(finished, ops.zeros_like(next_ids), next_ids)\n",
+            swap(GREEDY_OPS, "        next_ids = ops.where(finished, ops.zeros_like(next_ids), next_ids)\n",
                   "")),
     Mistake("greedy_decode", "stops-at-first-end",
             "stops the whole batch as soon as one row writes end_id",
-            _swap(GREEDY_OPS, "ops.all(finished)", "ops.any(finished)")),
+            swap(GREEDY_OPS, "ops.all(finished)", "ops.any(finished)")),
     Mistake("greedy_decode", "keeps-start-id",
             "returns the start id at the front of every row",
-            _swap(GREEDY_OPS, "return generated[:, 1:]", "return generated")),
+            swap(GREEDY_OPS, "return generated[:, 1:]", "return generated")),
     Mistake("greedy_decode", "first-position-logits",
             "takes the argmax at position 0 instead of the last position",
-            _swap(GREEDY_OPS, "logits[:, -1, :]", "logits[:, 0, :]")),
+            swap(GREEDY_OPS, "logits[:, -1, :]", "logits[:, 0, :]")),
     Mistake("greedy_decode", "one-step-short",
             "range(max_length - 1): rows that never end get one id too few",
-            _swap(GREEDY_OPS, "for _ in range(max_length):", "for _ in range(max_length - 1):")),
+            swap(GREEDY_OPS, "for _ in range(max_length):", "for _ in range(max_length - 1):")),
     # --- sample_with_temperature
     Mistake("sample_with_temperature", "multiplies",
             "logits * temperature: a high temperature sharpens, 0 gives uniform draws",
@@ -1109,7 +1104,7 @@ def sample_with_temperature(logits, temperature, seed=None):
 '''),
     Mistake("sample_with_temperature", "seed-ignored",
             "never passes the seed on: the same seed gives different draws",
-            _swap(SAMPLE_LOG_PROBABILITIES, "keras.random.categorical(log_p / temperature, 1, seed=seed)",
+            swap(SAMPLE_LOG_PROBABILITIES, "keras.random.categorical(log_p / temperature, 1, seed=seed)",
                   "keras.random.categorical(log_p / temperature, 1)")),
     Mistake("sample_with_temperature", "probabilities-as-logits",
             "passes softmax(logits) / T to keras.random.categorical, which expects logits",
@@ -1146,29 +1141,29 @@ def sample_with_temperature(logits, temperature, seed=None):
     # --- beam_search
     Mistake("beam_search", "last-step-only",
             "ranks the candidates by the new token's log-probability, not the total",
-            _swap(BEAM_FLAT, "total = (scores[:, None] + log_p).reshape(-1)",
+            swap(BEAM_FLAT, "total = (scores[:, None] + log_p).reshape(-1)",
                   "total = (0 * scores[:, None] + log_p).reshape(-1)")),
     Mistake("beam_search", "one-beam-kept",
             "keeps only the best candidate at each step (greedy decoding)",
-            _swap(BEAM_FLAT, "order = np.argsort(-total, kind=\"stable\")[:beam_width]",
+            swap(BEAM_FLAT, "order = np.argsort(-total, kind=\"stable\")[:beam_width]",
                   "order = np.argsort(-total, kind=\"stable\")[:1]")),
     Mistake("beam_search", "probabilities-summed",
             "adds probabilities (softmax) instead of log-probabilities",
-            _swap(BEAM_FLAT, "total = (scores[:, None] + log_p).reshape(-1)",
+            swap(BEAM_FLAT, "total = (scores[:, None] + log_p).reshape(-1)",
                   "total = (scores[:, None] + np.exp(log_p)).reshape(-1)")),
     Mistake("beam_search", "raw-logits-summed",
             "adds the raw logits of each step, never normalised with log_softmax",
-            _swap(BEAM_FLAT, '''        log_p = z - z.max(axis=1, keepdims=True)
+            swap(BEAM_FLAT, '''        log_p = z - z.max(axis=1, keepdims=True)
         log_p = log_p - np.log(np.exp(log_p).sum(axis=1, keepdims=True))
 ''', '''        log_p = z
 ''')),
     Mistake("beam_search", "stops-at-first-finished",
             "stops the search as soon as one beam writes end_id, though open beams may still win",
-            _swap(BEAM_FLAT, "        if finished and max(score for score, _ in finished) >= scores.max():\n",
+            swap(BEAM_FLAT, "        if finished and max(score for score, _ in finished) >= scores.max():\n",
                   "        if finished:\n")),
     Mistake("beam_search", "finished-beams-extended",
             "no end bookkeeping: beams that wrote end_id keep being extended",
-            _swap(BEAM_FLAT, '''            if token == end_id:
+            swap(BEAM_FLAT, '''            if token == end_id:
                 finished.append((float(total[flat]), sequence))
             else:
                 keep_sequences.append(sequence)
@@ -1178,25 +1173,25 @@ def sample_with_temperature(logits, temperature, seed=None):
 ''')),
     Mistake("beam_search", "length-normalised",
             "ranks by the average log-probability per token instead of the total",
-            _swap(BEAM_STAY, "best_score, best_tokens = max(beams, key=lambda beam: beam[0])",
+            swap(BEAM_STAY, "best_score, best_tokens = max(beams, key=lambda beam: beam[0])",
                   "best_score, best_tokens = max(beams, key=lambda beam: beam[0] / (len(beam[1]) - 1))")),
     Mistake("beam_search", "mean-log-probability",
             "returns the sentence with the best AVERAGE log-probability per token, though it "
             "stops by the total as the text says (3/3 before the short-wins-late model)",
-            _swap(BEAM_FLAT, "best = max(candidates, key=lambda pair: pair[0])[1]",
+            swap(BEAM_FLAT, "best = max(candidates, key=lambda pair: pair[0])[1]",
                   "best = max(candidates, key=lambda pair: pair[0] / (len(pair[1]) - 1))[1]")),
     Mistake("beam_search", "stop-rule-worst-open",
             "stops once the best finished beam beats the WORST open beam, not the best one",
-            _swap(BEAM_FLAT, "if finished and max(score for score, _ in finished) >= scores.max():",
+            swap(BEAM_FLAT, "if finished and max(score for score, _ in finished) >= scores.max():",
                   "if finished and max(score for score, _ in finished) >= scores.min():")),
     Mistake("beam_search", "finished-dropped",
             "a beam that writes end_id is dropped, never kept: only unfinished beams come back",
-            _swap(BEAM_FLAT, "                finished.append((float(total[flat]), sequence))\n",
+            swap(BEAM_FLAT, "                finished.append((float(total[flat]), sequence))\n",
                   "                pass\n")),
     Mistake("beam_search", "finished-preferred",
             "returns the best finished sentence whenever there is one, even when max_length "
             "stopped the search and an unfinished beam scores higher",
-            _swap(BEAM_FLAT, "    candidates = finished + [",
+            swap(BEAM_FLAT, "    candidates = finished + [",
                   "    candidates = finished or ["),
             fails=("test_beam_search__finished",)),
     # Issue 32: the text says a finished beam kept among the beams "competes for a
@@ -1204,7 +1199,7 @@ def sample_with_temperature(logits, temperature, seed=None):
     Mistake("beam_search", "finished-hold-places",
             "finished beams stay in the beam and keep their places for good, without "
             "competing for them: only the places left go to the open candidates",
-            _swap(_swap(BEAM_STAY,
+            swap(swap(BEAM_STAY,
                         "        candidates = [beam for beam in beams if beam[1][-1] == end_id]\n",
                         "        held = [beam for beam in beams if beam[1][-1] == end_id]\n"
                         "        candidates = []\n"),

@@ -574,18 +574,18 @@ def test_generate__sampling(generate, namespace):
     options = {"seed": int(r.integers(1_000_000)), "margin": 0.0}
     model = host(here["make_model"](**options))
     hand = here["make_model"](**options)
-    prompt = [int(t) for t in r.integers(3, 9, size=3)]
+    prompt_ids = [int(t) for t in r.integers(3, 9, size=3)]
     draw_seed = int(r.integers(1_000_000))
     what = f"generate(model, {rows} copies of a prompt, max_new_tokens=2, temperature=1.0, " \
            f"seed={draw_seed})"
     pairs = reference.pad_generated(
-        generate(model, np.repeat([prompt], rows, axis=0), 2, temperature=1.0,
+        generate(model, np.repeat([prompt_ids], rows, axis=0), 2, temperature=1.0,
                  seed=draw_seed), 5, what)[:, 3:]
-    first = reference.sampling_distribution(hand.logits_after(prompt))
+    first = reference.sampling_distribution(hand.logits_after(prompt_ids))
     vocab = len(first)
     assert_true(np.all((pairs >= 0) & (pairs < vocab)), f"{what}: ids outside the vocabulary.")
     expected = np.stack([first[a] * reference.sampling_distribution(
-        hand.logits_after(prompt + [a])) for a in range(vocab)])  # (first, second)
+        hand.logits_after(prompt_ids + [a])) for a in range(vocab)])  # (first, second)
     frequencies = np.zeros((vocab, vocab))
     np.add.at(frequencies, (pairs[:, 0], pairs[:, 1]), 1.0 / rows)
     allowed = 4 * np.sqrt(expected * (1 - expected) / rows) + 0.004

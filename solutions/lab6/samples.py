@@ -19,7 +19,7 @@ costs points in its own exercise only. `python data/sample_submissions/build.py
 lab6` rebuilds data/sample_submissions/lab6/ after the lab changes.
 """
 
-from tests.samples import Mistake, swap
+from tests.samples import mistake, swap
 
 #: The points of each exercise, as the lab's source gives them.
 POINTS = {"RotaryEmbedding": 2.5, "DecoderOnlyBlock": 3.5, "MiniGPT": 2.5,
@@ -245,24 +245,24 @@ def generate(model, prompt_ids, max_new_tokens, temperature=0.0, top_k=None, top
 
 VARIANTS: dict[str, tuple[str, str]] = {}
 
-# mistake -> Mistake(the exercise it is in, the answer cell with the mistake, the
+# mistake -> mistake(the exercise it is in, the answer cell with the mistake, the
 # tests cells it fails: all of its exercise's unless named)
 MISTAKES = {
     # Each pair turned clockwise, (1, 0) -> (cos, -sin): the values and the values
     # from `start` are wrong; the config keeps its 0.5.
-    "rotary_clockwise": Mistake("RotaryEmbedding", swap(
+    "rotary_clockwise": mistake("RotaryEmbedding", swap(
         CORRECT["RotaryEmbedding"], "ops.stack([-x[..., 1::2], x[..., 0::2]], axis=-1)",
         "ops.stack([x[..., 1::2], -x[..., 0::2]], axis=-1)"),
         ("test_RotaryEmbedding", "test_RotaryEmbedding__start")),
     # `start` accepted and ignored: every call counts its rows from position 0. Only
     # the start cell (0.5) is lost.
-    "rotary_ignores_start": Mistake("RotaryEmbedding", swap(
+    "rotary_ignores_start": mistake("RotaryEmbedding", swap(
         CORRECT["RotaryEmbedding"], "ops.arange(start, start + ops.shape(x)[-2])",
         "ops.arange(ops.shape(x)[-2])"),
         ("test_RotaryEmbedding__start",)),
     # The upper triangle instead of the lower: each query sees itself and every
     # LATER key. Everything but the config is wrong.
-    "block_sees_future": Mistake("DecoderOnlyBlock", swap(
+    "block_sees_future": mistake("DecoderOnlyBlock", swap(
         CORRECT["DecoderOnlyBlock"], "ops.tril(ops.ones((total, total)))",
         "ops.triu(ops.ones((total, total)))"),
         ("test_DecoderOnlyBlock", "test_DecoderOnlyBlock__causal",
@@ -270,7 +270,7 @@ MISTAKES = {
     # Post-norm, as lab 4: the sublayers read x itself and the residual stream is
     # normalised after each. Still causal: the outputs and the cache's outputs are
     # wrong, causality and the config keep their points.
-    "block_post_norm": Mistake("DecoderOnlyBlock", swap(swap(
+    "block_post_norm": mistake("DecoderOnlyBlock", swap(swap(
         CORRECT["DecoderOnlyBlock"], "normed = self.norm1(x)", "normed = x"),
         "        h = x + self.output_dense(attended)\n"
         "        out = h + self.ffn(self.norm2(h))",
@@ -279,14 +279,14 @@ MISTAKES = {
         ("test_DecoderOnlyBlock", "test_DecoderOnlyBlock__cache")),
     # After a cache, the new tokens rotated from the LAST cached position (P - 1)
     # instead of the next one (P): right without a cache, the cache cell (1) lost.
-    "block_cache_off_by_one": Mistake("DecoderOnlyBlock", swap(
+    "block_cache_off_by_one": mistake("DecoderOnlyBlock", swap(
         CORRECT["DecoderOnlyBlock"], "past = 0 if cache is None else int(cache[0].shape[2])",
         "past = 0 if cache is None else int(cache[0].shape[2]) - 1"),
         ("test_DecoderOnlyBlock__cache",)),
     # An output Dense of its own instead of the tied embedding: vocab_size * (d_model
     # + 1) weights too many, logits the grader's weights do not give; the config
     # keeps its 0.5.
-    "minigpt_untied_dense": Mistake("MiniGPT", swap(swap(
+    "minigpt_untied_dense": mistake("MiniGPT", swap(swap(
         CORRECT["MiniGPT"],
         "        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6)\n",
         "        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6)\n"
@@ -296,20 +296,20 @@ MISTAKES = {
         ("test_MiniGPT", "test_MiniGPT__cache")),
     # get_config left as the stub's `super().get_config()`: no constructor argument;
     # the computation is right (0.5 lost).
-    "minigpt_config_stub": Mistake("MiniGPT", swap(
+    "minigpt_config_stub": mistake("MiniGPT", swap(
         CORRECT["MiniGPT"], "return {**super().get_config(), **self.sizes}",
         "return super().get_config()"),
         ("test_MiniGPT__config",)),
     # No shift: the logits at t compared with the token at t (padding left out). The
     # value is wrong (1.5 lost); still keras.ops, so differentiable (0.5 kept).
-    "loss_no_shift": Mistake("next_token_loss", '''
+    "loss_no_shift": mistake("next_token_loss", '''
 def next_token_loss(logits, token_ids, pad_id=0):
     losses = keras.losses.sparse_categorical_crossentropy(token_ids, logits, from_logits=True)
     mask = ops.cast(ops.not_equal(token_ids, pad_id), losses.dtype)
     return ops.sum(losses * mask) / ops.sum(mask)
 ''', ("test_next_token_loss",)),
     # The mean of the batches' losses: a short last batch weighs as much as a full one.
-    "perplexity_mean_of_means": Mistake("perplexity", '''
+    "perplexity_mean_of_means": mistake("perplexity", '''
 def perplexity(model, token_ids, batch_size=64, pad_id=0):
     losses = []
     for start in range(0, len(token_ids), batch_size):
@@ -319,7 +319,7 @@ def perplexity(model, token_ids, batch_size=64, pad_id=0):
     return math.exp(np.mean(losses))
 '''),
     # argsort's last k: exactly k logits, the ties with the k-th one dropped.
-    "top_k_drops_ties": Mistake("top_k_filter", '''
+    "top_k_drops_ties": mistake("top_k_filter", '''
 def top_k_filter(logits, k):
     values = np.asarray(ops.convert_to_numpy(logits), "float32")
     keep = np.argsort(values, axis=-1)[..., -k:]
@@ -329,7 +329,7 @@ def top_k_filter(logits, k):
 '''),
     # Tokens kept while the running total INCLUDING them is at most p: the token
     # that crosses p is dropped (and with a small p, every token).
-    "top_p_drops_crossing": Mistake("top_p_filter", '''
+    "top_p_drops_crossing": mistake("top_p_filter", '''
 def top_p_filter(logits, p):
     values = np.asarray(ops.convert_to_numpy(logits), "float32")
     probabilities = np.exp(values - values.max(axis=-1, keepdims=True))
@@ -342,7 +342,7 @@ def top_p_filter(logits, p):
 '''),
     # No cache: the whole prefix recomputed at every step. The same tokens, the
     # sampling right; only the cache cell (1) lost.
-    "generate_no_cache": Mistake("generate", swap(
+    "generate_no_cache": mistake("generate", swap(
         CORRECT["generate"],
         """        if step == 0:
             logits, caches = model(prompt, return_cache=True, training=False)
@@ -355,7 +355,7 @@ def top_p_filter(logits, p):
     # The filters on the raw logits, the temperature after them: top-p keeps the
     # tokens of the unscaled distribution. Greedy and the cache are right; the
     # sampling cell (1) lost.
-    "generate_filters_before_temperature": Mistake("generate", swap(swap(
+    "generate_filters_before_temperature": mistake("generate", swap(swap(
         CORRECT["generate"], "            scores = scores / temperature\n", ""),
         "            token = np.argmax(",
         "            scores = scores / temperature\n            token = np.argmax("),

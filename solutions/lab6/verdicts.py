@@ -24,12 +24,7 @@ the others keep their points. Every mistake fails its exercise's visible check
 too.
 """
 
-from tests.verdicts import Mistake
-
-
-def _swap(source: str, old: str, new: str) -> str:
-    assert source.count(old) == 1, old
-    return source.replace(old, new)
+from tests.verdicts import Mistake, swap
 
 
 # --- RotaryEmbedding -----------------------------------------------------------------
@@ -861,7 +856,7 @@ MISTAKES = [
     # --- RotaryEmbedding
     Mistake("RotaryEmbedding", "clockwise",
             "turns each pair clockwise: (x0 cos + x1 sin, x1 cos - x0 sin)",
-            _swap(ROTARY_TABLES, _TABLES_TURN,
+            swap(ROTARY_TABLES, _TABLES_TURN,
                   "ops.stack([first * cos + second * sin, second * cos - first * sin], axis=-1)")),
     Mistake("RotaryEmbedding", "halves",
             "pairs feature i with feature i + head_dim/2 (the two halves, GPT-NeoX's layout), "
@@ -879,78 +874,78 @@ MISTAKES = [
 ''' + _ROTARY_CONFIG),
     Mistake("RotaryEmbedding", "start-ignored",
             "the positions are always 0 .. T-1: start is never used",
-            _swap(ROTARY_INTERLEAVE, "steps = ops.arange(start, start + n, dtype=\"float32\")",
+            swap(ROTARY_INTERLEAVE, "steps = ops.arange(start, start + n, dtype=\"float32\")",
                   "steps = ops.arange(0, n, dtype=\"float32\")"),
             fails=("test_RotaryEmbedding__start",)),
     Mistake("RotaryEmbedding", "frequency-exponent-i",
             "theta_i = base ** (-i / head_dim) with i the pair's index: the factor 2 lost",
-            _swap(ROTARY_MATRIX,
+            swap(ROTARY_MATRIX,
                   "-2.0 * ops.arange(half, dtype=\"float32\") / self.head_dim)",
                   "-ops.arange(half, dtype=\"float32\") / self.head_dim)")),
     Mistake("RotaryEmbedding", "positions-from-one",
             "the first row is position start + 1: arange(1, T + 1)",
-            _swap(ROTARY_MATRIX, "ops.cast(ops.arange(length) + start, \"float32\")",
+            swap(ROTARY_MATRIX, "ops.cast(ops.arange(length) + start, \"float32\")",
                   "ops.cast(ops.arange(1, length + 1) + start, \"float32\")")),
     Mistake("RotaryEmbedding", "length-from-axis-2",
             "reads T as axis 2 (the model's (B, H, T, D) only), not the second-to-last axis",
-            _swap(ROTARY_TABLES, "length = ops.shape(x)[-2]", "length = ops.shape(x)[2]")),
+            swap(ROTARY_TABLES, "length = ops.shape(x)[-2]", "length = ops.shape(x)[2]")),
     Mistake("RotaryEmbedding", "config-without-base",
             "get_config holds head_dim but not base",
-            _swap(ROTARY_MATRIX, "config.update(head_dim=self.head_dim, base=self.base)",
+            swap(ROTARY_MATRIX, "config.update(head_dim=self.head_dim, base=self.base)",
                   "config.update(head_dim=self.head_dim)"),
             fails=("test_RotaryEmbedding__config",)),
 
     # --- DecoderOnlyBlock
     Mistake("DecoderOnlyBlock", "no-mask",
             "no causal mask: every query sees every key, the later ones too",
-            _swap(BLOCK_NEG_INF, " * (self.head_dim ** -0.5) + bias", " * (self.head_dim ** -0.5)")),
+            swap(BLOCK_NEG_INF, " * (self.head_dim ** -0.5) + bias", " * (self.head_dim ** -0.5)")),
     Mistake("DecoderOnlyBlock", "strictly-before",
             "key position < query position: a token does not see itself",
-            _swap(BLOCK_NEG_INF, _NEG_INF_MASK, _NEG_INF_MASK.replace("<=", "<"))),
+            swap(BLOCK_NEG_INF, _NEG_INF_MASK, _NEG_INF_MASK.replace("<=", "<"))),
     Mistake("DecoderOnlyBlock", "tril-for-triu",
             "ops.tril where ops.triu is meant: hides the past and the position itself, shows "
             "the future",
-            _swap(BLOCK_EINSUM, "ops.triu(ops.ones((length, past + length)), k=past + 1)",
+            swap(BLOCK_EINSUM, "ops.triu(ops.ones((length, past + length)), k=past + 1)",
                   "ops.tril(ops.ones((length, past + length)), k=past)")),
     Mistake("DecoderOnlyBlock", "future-visible",
             "the mask the wrong way round: the query sees the keys at and after its position",
-            _swap(BLOCK_NEG_INF, _NEG_INF_MASK, _NEG_INF_MASK.replace("key_at <= query_at",
+            swap(BLOCK_NEG_INF, _NEG_INF_MASK, _NEG_INF_MASK.replace("key_at <= query_at",
                                                                      "key_at >= query_at"))),
     Mistake("DecoderOnlyBlock", "post-norm",
             "lab 4's post-norm: norm1(x + attention(x)), norm2(h + ffn(h))",
-            _swap(_swap(BLOCK_NEG_INF, "normed = self.norm1(x)", "normed = x"),
+            swap(swap(BLOCK_NEG_INF, "normed = self.norm1(x)", "normed = x"),
                   _NEG_INF_RESIDUALS, '''        h = self.norm1(ops.add(x, self.output_dense(attended)))
         out = self.norm2(h + self.ffn(h))
 ''')),
     Mistake("DecoderOnlyBlock", "values-rotated",
             "rotates v as well as q and k",
-            _swap(BLOCK_NEG_INF, "        k = self.rotary(k, start=offset)\n",
+            swap(BLOCK_NEG_INF, "        k = self.rotary(k, start=offset)\n",
                   "        k = self.rotary(k, start=offset)\n"
                   "        v = self.rotary(v, start=offset)\n")),
     Mistake("DecoderOnlyBlock", "no-scaling",
             "the scores q k^T are not divided by sqrt(head_dim)",
-            _swap(BLOCK_NEG_INF, " * (self.head_dim ** -0.5) + bias", " + bias")),
+            swap(BLOCK_NEG_INF, " * (self.head_dim ** -0.5) + bias", " + bias")),
     Mistake("DecoderOnlyBlock", "scaled-by-d-model",
             "the scores divided by sqrt(d_model) instead of sqrt(head_dim)",
-            _swap(BLOCK_NEG_INF, " * (self.head_dim ** -0.5) + bias",
+            swap(BLOCK_NEG_INF, " * (self.head_dim ** -0.5) + bias",
                   " * (self.d_model ** -0.5) + bias")),
     Mistake("DecoderOnlyBlock", "softmax-over-queries",
             "the softmax over the queries' axis instead of the keys'",
-            _swap(BLOCK_NEG_INF, "ops.softmax(scores, axis=-1)", "ops.softmax(scores, axis=-2)")),
+            swap(BLOCK_NEG_INF, "ops.softmax(scores, axis=-1)", "ops.softmax(scores, axis=-2)")),
     # the cache (its own tests cell)
     Mistake("DecoderOnlyBlock", "cache-start-minus-one",
             "after a cache of P positions the new ones are rotated from P - 1",
-            _swap(BLOCK_NEG_INF, "offset = int(cached_keys.shape[2])",
+            swap(BLOCK_NEG_INF, "offset = int(cached_keys.shape[2])",
                   "offset = int(cached_keys.shape[2]) - 1"),
             fails=("test_DecoderOnlyBlock__cache",)),
     Mistake("DecoderOnlyBlock", "cache-start-plus-one",
             "after a cache of P positions the new ones are rotated from P + 1",
-            _swap(BLOCK_HEAD_LOOP, "start = 0 if cache is None else int(ops.shape(cache[0])[2])",
+            swap(BLOCK_HEAD_LOOP, "start = 0 if cache is None else int(ops.shape(cache[0])[2])",
                   "start = 0 if cache is None else int(ops.shape(cache[0])[2]) + 1"),
             fails=("test_DecoderOnlyBlock__cache",)),
     Mistake("DecoderOnlyBlock", "cache-keys-unrotated",
             "caches the keys before the rotation and rotates all of them from 0 at each call",
-            _swap(BLOCK_NEG_INF, _NEG_INF_ROTATE, '''        q = self.rotary(q, start=offset)
+            swap(BLOCK_NEG_INF, _NEG_INF_ROTATE, '''        q = self.rotary(q, start=offset)
         if cache is not None:
             k = ops.concatenate([ops.cast(cached_keys, k.dtype), k], axis=2)
             v = ops.concatenate([ops.cast(cached_values, v.dtype), v], axis=2)
@@ -961,7 +956,7 @@ MISTAKES = [
             fails=("test_DecoderOnlyBlock__cache",)),
     Mistake("DecoderOnlyBlock", "cache-new-keys-only",
             "returns the keys and values of the new positions only, not of all P + T",
-            _swap(BLOCK_NEG_INF, _NEG_INF_ROTATE, '''        q = self.rotary(q, start=offset)
+            swap(BLOCK_NEG_INF, _NEG_INF_ROTATE, '''        q = self.rotary(q, start=offset)
         k = self.rotary(k, start=offset)
         new_keys, new_values = k, v
         if cache is not None:
@@ -972,12 +967,12 @@ MISTAKES = [
             fails=("test_DecoderOnlyBlock__cache",)),
     Mistake("DecoderOnlyBlock", "mask-not-shifted",
             "the mask ignores the cache: the new query t sees the keys 0 .. t, not 0 .. P + t",
-            _swap(BLOCK_NEG_INF, "query_at = offset + np.arange(new)[:, None]",
+            swap(BLOCK_NEG_INF, "query_at = offset + np.arange(new)[:, None]",
                   "query_at = np.arange(new)[:, None]"),
             fails=("test_DecoderOnlyBlock__cache",)),
     Mistake("DecoderOnlyBlock", "cache-after-new",
             "puts the cached keys and values after the new ones",
-            _swap(BLOCK_EINSUM, '''            k = ops.concatenate([ops.convert_to_tensor(cache[0], dtype=k.dtype), k], axis=2)
+            swap(BLOCK_EINSUM, '''            k = ops.concatenate([ops.convert_to_tensor(cache[0], dtype=k.dtype), k], axis=2)
             v = ops.concatenate([ops.convert_to_tensor(cache[1], dtype=v.dtype), v], axis=2)
 ''', '''            k = ops.concatenate([k, ops.convert_to_tensor(cache[0], dtype=k.dtype)], axis=2)
             v = ops.concatenate([v, ops.convert_to_tensor(cache[1], dtype=v.dtype)], axis=2)
@@ -985,63 +980,63 @@ MISTAKES = [
             fails=("test_DecoderOnlyBlock__cache",)),
     Mistake("DecoderOnlyBlock", "config-without-dff",
             "get_config holds d_model and num_heads but not dff",
-            _swap(BLOCK_EINSUM, '''"num_heads": self.num_heads, "dff": self.dff})''',
+            swap(BLOCK_EINSUM, '''"num_heads": self.num_heads, "dff": self.dff})''',
                   '''"num_heads": self.num_heads})'''),
             fails=("test_DecoderOnlyBlock__config",)),
 
     # --- MiniGPT
     Mistake("MiniGPT", "untied-output",
             "an output Dense(vocab_size) of its own instead of the embedding's table",
-            _swap(_swap(MINIGPT_EINSUM,
+            swap(swap(MINIGPT_EINSUM,
                         "        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6)\n",
                         "        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6)\n"
                         "        self.output_layer = keras.layers.Dense(vocab_size)\n"),
                   _EINSUM_OUTPUT, "        logits = self.output_layer(hidden)\n")),
     Mistake("MiniGPT", "no-final-norm",
             "no final LayerNormalization: the logits come from the blocks' raw output",
-            _swap(_swap(MINIGPT_EINSUM,
+            swap(swap(MINIGPT_EINSUM,
                         "        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6)\n",
                         ""),
                   "        hidden = self.final_norm(hidden)\n", "")),
     Mistake("MiniGPT", "one-block-shared",
             "[DecoderOnlyBlock(...)] * num_layers: one block (one set of weights) used num_layers "
             "times",
-            _swap(MINIGPT_ONLY_WHEN_ASKED, '''        self.blocks = [DecoderOnlyBlock(d_model=d_model, num_heads=num_heads, dff=dff)
+            swap(MINIGPT_ONLY_WHEN_ASKED, '''        self.blocks = [DecoderOnlyBlock(d_model=d_model, num_heads=num_heads, dff=dff)
                        for _ in range(num_layers)]''',
                   '''        self.blocks = [DecoderOnlyBlock(d_model=d_model, num_heads=num_heads,
                                         dff=dff)] * num_layers''')),
     Mistake("MiniGPT", "embedding-scaled",
             "scales the token vectors by sqrt(d_model), lab 5's habit",
-            _swap(MINIGPT_EINSUM, "hidden = self.token_embedding(token_ids)",
+            swap(MINIGPT_EINSUM, "hidden = self.token_embedding(token_ids)",
                   "hidden = self.token_embedding(token_ids) * math.sqrt(self.d_model)")),
     Mistake("MiniGPT", "softmax-output",
             "returns the softmax of the logits (probabilities)",
-            _swap(MINIGPT_EINSUM, _EINSUM_OUTPUT,
+            swap(MINIGPT_EINSUM, _EINSUM_OUTPUT,
                   _EINSUM_OUTPUT + "        logits = ops.softmax(logits, axis=-1)\n")),
     # the cache and the config (their own tests cells)
     Mistake("MiniGPT", "whole-cache-to-each-block",
             "gives every block the whole list of caches, not its own cache[i]",
-            _swap(MINIGPT_ONLY_WHEN_ASKED,
+            swap(MINIGPT_ONLY_WHEN_ASKED,
                   "block_cache = cache[index] if cache is not None else None",
                   "block_cache = cache"),
             fails=("test_MiniGPT__cache",)),
     Mistake("MiniGPT", "first-cache-for-all",
             "gives every block the first block's cache",
-            _swap(MINIGPT_BUILD, "cache=cache[i] if cache is not None else None",
+            swap(MINIGPT_BUILD, "cache=cache[i] if cache is not None else None",
                   "cache=cache[0] if cache is not None else None"),
             fails=("test_MiniGPT__cache",)),
     Mistake("MiniGPT", "last-cache-only",
             "returns the last block's cache alone, not one per block",
-            _swap(_swap(MINIGPT_EINSUM, "            new_caches.append(kv)\n",
+            swap(swap(MINIGPT_EINSUM, "            new_caches.append(kv)\n",
                         "            new_caches = kv\n"),
                   "        new_caches = []\n", "")),
     Mistake("MiniGPT", "no-get-config",
             "no get_config at all: a keras.Model cannot build its config (NotImplementedError)",
-            _swap(MINIGPT_EINSUM, _MINIGPT_CONFIG, "\n"),
+            swap(MINIGPT_EINSUM, _MINIGPT_CONFIG, "\n"),
             fails=("test_MiniGPT__config",)),
     Mistake("MiniGPT", "config-without-num-heads",
             "get_config forgets num_heads",
-            _swap(MINIGPT_BUILD, '''"d_model": self.d_model,
+            swap(MINIGPT_BUILD, '''"d_model": self.d_model,
                 "num_heads": self.num_heads, "dff": self.dff}''',
                   '''"d_model": self.d_model,
                 "dff": self.dff}'''),
@@ -1058,7 +1053,7 @@ def next_token_loss(logits, token_ids, pad_id=0):
 '''),
     Mistake("next_token_loss", "shift-backwards",
             "compares logits[:, 1:] with token_ids[:, :-1]",
-            _swap(_swap(_LOSS_BASE, "[:, :-1], axis=-1)", "[:, 1:], axis=-1)"),
+            swap(swap(_LOSS_BASE, "[:, :-1], axis=-1)", "[:, 1:], axis=-1)"),
                   "ops.convert_to_tensor(token_ids)[:, 1:]",
                   "ops.convert_to_tensor(token_ids)[:, :-1]")),
     Mistake("next_token_loss", "padding-counted",
@@ -1070,15 +1065,15 @@ def next_token_loss(logits, token_ids, pad_id=0):
 '''),
     Mistake("next_token_loss", "mean-per-sentence",
             "averages each sentence's real targets, then the sentences",
-            _swap(_LOSS_BASE, "return -ops.sum(picked * real) / ops.sum(real)",
+            swap(_LOSS_BASE, "return -ops.sum(picked * real) / ops.sum(real)",
                   "return ops.mean(-ops.sum(picked * real, axis=1) / ops.sum(real, axis=1))")),
     Mistake("next_token_loss", "pad-id-ignored",
             "masks the id 0 whatever pad_id says",
-            _swap(_LOSS_BASE, "real = ops.cast(targets != pad_id, picked.dtype)",
+            swap(_LOSS_BASE, "real = ops.cast(targets != pad_id, picked.dtype)",
                   "real = ops.cast(targets != 0, picked.dtype)")),
     Mistake("next_token_loss", "mask-of-inputs",
             "leaves out the positions whose INPUT token is padding, not those whose target is",
-            _swap(_LOSS_BASE, "real = ops.cast(targets != pad_id, picked.dtype)",
+            swap(_LOSS_BASE, "real = ops.cast(targets != pad_id, picked.dtype)",
                   "real = ops.cast(ops.convert_to_tensor(token_ids)[:, :-1] != pad_id, "
                   "picked.dtype)")),
     Mistake("next_token_loss", "probabilities-assumed",
@@ -1092,7 +1087,7 @@ def next_token_loss(logits, token_ids, pad_id=0):
 '''),
     Mistake("next_token_loss", "divides-by-all",
             "masks the terms but divides by every position, B * (T - 1)",
-            _swap(_LOSS_BASE, "return -ops.sum(picked * real) / ops.sum(real)",
+            swap(_LOSS_BASE, "return -ops.sum(picked * real) / ops.sum(real)",
                   "return -ops.mean(picked * real)")),
     # differentiable (its own tests cell): the right value, but no gradient for fit
     Mistake("next_token_loss", "numpy-loss",
@@ -1102,18 +1097,18 @@ def next_token_loss(logits, token_ids, pad_id=0):
     Mistake("next_token_loss", "numpy-then-tensor",
             "computed in NumPy, then turned back into a tensor: no gradient reaches the "
             "logits",
-            _swap(_NUMPY_LOSS, "return float(-picked[real].mean())",
+            swap(_NUMPY_LOSS, "return float(-picked[real].mean())",
                   "return ops.convert_to_tensor(-picked[real].mean(), dtype=\"float32\")"),
             fails=("test_next_token_loss__differentiable",)),
 
     # --- perplexity
     Mistake("perplexity", "mean-of-batch-means",
             "exp of the mean of the batches' losses: every batch weighs the same",
-            _swap(_swap(_PERPLEXITY_BASE, "total += loss * targets", "total += loss"),
+            swap(swap(_PERPLEXITY_BASE, "total += loss * targets", "total += loss"),
                   "count += targets", "count += 1")),
     Mistake("perplexity", "exp-per-batch",
             "the mean of the batches' perplexities, exp taken batch by batch",
-            _swap(_swap(_swap(_PERPLEXITY_BASE, "total += loss * targets",
+            swap(swap(swap(_PERPLEXITY_BASE, "total += loss * targets",
                               "total += math.exp(loss)"),
                         "count += targets", "count += 1"),
                   "return math.exp(total / count)", "return total / count")),
@@ -1133,20 +1128,20 @@ def perplexity(model, token_ids, batch_size=64, pad_id=0):
 '''),
     Mistake("perplexity", "pad-id-ignored",
             "next_token_loss called without pad_id (0 always) and targets counted against 0",
-            _swap(_swap(_PERPLEXITY_BASE, "targets = int(np.sum(batch[:, 1:] != pad_id))",
+            swap(swap(_PERPLEXITY_BASE, "targets = int(np.sum(batch[:, 1:] != pad_id))",
                         "targets = int(np.sum(batch[:, 1:] != 0))"),
                   "next_token_loss(logits, batch, pad_id=pad_id)",
                   "next_token_loss(logits, batch)")),
     Mistake("perplexity", "last-batch-dropped",
             "only whole batches: the rows after the last full batch are left out",
-            _swap(_PERPLEXITY_BASE, "range(0, len(ids), batch_size)",
+            swap(_PERPLEXITY_BASE, "range(0, len(ids), batch_size)",
                   "range(0, len(ids) - batch_size + 1, batch_size)")),
     Mistake("perplexity", "loss-returned",
             "returns the mean cross-entropy, not its exponential",
-            _swap(_PERPLEXITY_BASE, "return math.exp(total / count)", "return total / count")),
+            swap(_PERPLEXITY_BASE, "return math.exp(total / count)", "return total / count")),
     Mistake("perplexity", "weighed-by-rows",
             "weighs each batch's loss by its rows times T - 1, not by its real targets",
-            _swap(_PERPLEXITY_BASE, "targets = int(np.sum(batch[:, 1:] != pad_id))",
+            swap(_PERPLEXITY_BASE, "targets = int(np.sum(batch[:, 1:] != pad_id))",
                   "targets = batch[:, 1:].size")),
 
     # --- top_k_filter
@@ -1162,10 +1157,10 @@ def top_k_filter(logits, k):
 '''),
     Mistake("top_k_filter", "strictly-larger",
             "keeps the logits strictly larger than the k-th largest: k - 1 of them",
-            _swap(TOP_K_OPS, "logits >= largest[..., -1:]", "logits > largest[..., -1:]")),
+            swap(TOP_K_OPS, "logits >= largest[..., -1:]", "logits > largest[..., -1:]")),
     Mistake("top_k_filter", "k-smallest",
             "keeps the k smallest logits",
-            _swap(TOP_K_ROWS, "sorted(row.tolist(), reverse=True)", "sorted(row.tolist())")
+            swap(TOP_K_ROWS, "sorted(row.tolist(), reverse=True)", "sorted(row.tolist())")
             .replace("if value >= threshold:", "if value <= threshold:")),
     Mistake("top_k_filter", "k-not-clamped",
             "indexes the sorted row at -k without clamping k to V: k > V raises",
@@ -1177,7 +1172,7 @@ def top_k_filter(logits, k):
 '''),
     Mistake("top_k_filter", "zeros-not-minus-inf",
             "sets the removed logits to 0 instead of -inf: they keep their probability",
-            _swap(TOP_K_PARTITION, "values[values < kth] = -np.inf", "values[values < kth] = 0.0")),
+            swap(TOP_K_PARTITION, "values[values < kth] = -np.inf", "values[values < kth] = 0.0")),
     Mistake("top_k_filter", "batch-threshold",
             "one threshold for the whole batch (the k-th largest of all the logits)",
             '''
@@ -1191,13 +1186,13 @@ def top_k_filter(logits, k):
     Mistake("top_p_filter", "crossing-dropped",
             "keeps the tokens whose running total, their own included, is below p: the "
             "crossing token removed (the most probable kept)",
-            _swap(_TOP_P_BASE, "keep_sorted = np.cumsum(ranked, axis=-1) - ranked < p",
+            swap(_TOP_P_BASE, "keep_sorted = np.cumsum(ranked, axis=-1) - ranked < p",
                   "keep_sorted = np.cumsum(ranked, axis=-1) < p\n"
                   "    keep_sorted[..., 0] = True")),
     Mistake("top_p_filter", "cumsum-at-most-p",
             "keeps the tokens whose running total is at most p: the crossing token removed, "
             "and nothing left when the most probable alone passes p",
-            _swap(_TOP_P_BASE, "keep_sorted = np.cumsum(ranked, axis=-1) - ranked < p",
+            swap(_TOP_P_BASE, "keep_sorted = np.cumsum(ranked, axis=-1) - ranked < p",
                   "keep_sorted = np.cumsum(ranked, axis=-1) <= p")),
     Mistake("top_p_filter", "unsorted",
             "running totals in the ids' order, never sorted by probability",
@@ -1211,47 +1206,47 @@ def top_p_filter(logits, p):
 '''),
     Mistake("top_p_filter", "least-probable-first",
             "sorts the probabilities in increasing order",
-            _swap(_TOP_P_BASE, "order = np.argsort(-probs, axis=-1, kind=\"stable\")",
+            swap(_TOP_P_BASE, "order = np.argsort(-probs, axis=-1, kind=\"stable\")",
                   "order = np.argsort(probs, axis=-1, kind=\"stable\")")),
     Mistake("top_p_filter", "not-normalised",
             "exp(logits) as the probabilities, never divided by their sum",
-            _swap(_TOP_P_BASE, "    probs /= probs.sum(axis=-1, keepdims=True)\n", "")
+            swap(_TOP_P_BASE, "    probs /= probs.sum(axis=-1, keepdims=True)\n", "")
             .replace("probs = np.exp(z - z.max(axis=-1, keepdims=True))", "probs = np.exp(z)")),
     Mistake("top_p_filter", "mask-not-unsorted",
             "the mask found in sorted order applied to the ids' order as it is",
-            _swap(_TOP_P_BASE, '''    keep = np.zeros_like(keep_sorted)
+            swap(_TOP_P_BASE, '''    keep = np.zeros_like(keep_sorted)
     np.put_along_axis(keep, order, keep_sorted, axis=-1)
 ''', '''    keep = keep_sorted
 ''')),
     Mistake("top_p_filter", "ties-higher-id-first",
             "sorts upwards and reverses: equal probabilities come the higher id first",
-            _swap(_TOP_P_BASE, "order = np.argsort(-probs, axis=-1, kind=\"stable\")",
+            swap(_TOP_P_BASE, "order = np.argsort(-probs, axis=-1, kind=\"stable\")",
                   "order = np.argsort(probs, axis=-1, kind=\"stable\")[..., ::-1]")),
 
     # --- generate
     Mistake("generate", "no-cache",
             "recomputes the whole prefix at every step, never passing the cache",
-            _swap(_GENERATE_BASE, _GENERATE_NEXT_CALL, '''            logits = model(tokens, training=False)
+            swap(_GENERATE_BASE, _GENERATE_NEXT_CALL, '''            logits = model(tokens, training=False)
 '''),
             fails=("test_generate__cache",)),
     Mistake("generate", "whole-sequence-with-cache",
             "feeds the whole sequence so far with the cache, not the new token alone",
-            _swap(_GENERATE_BASE, "logits, caches = model(chosen[:, None], cache=caches,",
+            swap(_GENERATE_BASE, "logits, caches = model(chosen[:, None], cache=caches,",
                   "logits, caches = model(tokens, cache=caches,")),
     Mistake("generate", "first-position",
             "chooses from the logits at the first position, not the last",
-            _swap(_GENERATE_BASE, 'dtype="float64")[:, -1, :]', 'dtype="float64")[:, 0, :]')),
+            swap(_GENERATE_BASE, 'dtype="float64")[:, -1, :]', 'dtype="float64")[:, 0, :]')),
     Mistake("generate", "writes-after-end",
             "a row that wrote end_id goes on writing tokens (no 0 after it)",
-            _swap(_GENERATE_BASE, "chosen = np.where(finished, 0, np.minimum(chosen, z.shape[-1] - 1))",
+            swap(_GENERATE_BASE, "chosen = np.where(finished, 0, np.minimum(chosen, z.shape[-1] - 1))",
                   "chosen = np.minimum(chosen, z.shape[-1] - 1)")),
     Mistake("generate", "stops-at-first-end",
             "stops the whole batch as soon as one row writes end_id",
-            _swap(_GENERATE_BASE, "if finished.all():", "if finished.any():")),
+            swap(_GENERATE_BASE, "if finished.all():", "if finished.any():")),
     # sampling (its own tests cell)
     Mistake("generate", "filters-before-temperature",
             "top-k and top-p applied to the raw logits, the temperature after",
-            _swap(_GENERATE_BASE, _GENERATE_FILTERS, '''            if top_k is not None:
+            swap(_GENERATE_BASE, _GENERATE_FILTERS, '''            if top_k is not None:
                 z = np.asarray(top_k_filter(z, top_k), dtype="float64")
             if top_p is not None:
                 z = np.asarray(top_p_filter(z, top_p), dtype="float64")
@@ -1260,7 +1255,7 @@ def top_p_filter(logits, p):
             fails=("test_generate__sampling",)),
     Mistake("generate", "top-p-before-top-k",
             "top-p first, then top-k",
-            _swap(_GENERATE_BASE, _GENERATE_FILTERS, '''            z = z / temperature
+            swap(_GENERATE_BASE, _GENERATE_FILTERS, '''            z = z / temperature
             if top_p is not None:
                 z = np.asarray(top_p_filter(z, top_p), dtype="float64")
             if top_k is not None:
@@ -1269,15 +1264,15 @@ def top_p_filter(logits, p):
             fails=("test_generate__sampling",)),
     Mistake("generate", "temperature-ignored",
             "samples from softmax(logits): the temperature only switches greedy off",
-            _swap(_GENERATE_BASE, "            z = z / temperature\n", ""),
+            swap(_GENERATE_BASE, "            z = z / temperature\n", ""),
             fails=("test_generate__sampling",)),
     Mistake("generate", "seed-ignored",
             "np.random.default_rng() without the seed: a seed does not repeat the tokens",
-            _swap(_GENERATE_BASE, "rng = np.random.default_rng(seed)", "rng = np.random.default_rng()"),
+            swap(_GENERATE_BASE, "rng = np.random.default_rng(seed)", "rng = np.random.default_rng()"),
             fails=("test_generate__sampling",)),
     Mistake("generate", "generator-per-step",
             "a new np.random.default_rng(seed) at every step: the same draws at each step",
-            _swap(_swap(_GENERATE_BASE, "    rng = np.random.default_rng(seed)\n", ""),
+            swap(swap(_GENERATE_BASE, "    rng = np.random.default_rng(seed)\n", ""),
                   "            u = rng.random(len(tokens))[:, None]\n",
                   "            rng = np.random.default_rng(seed)\n"
                   "            u = rng.random(len(tokens))[:, None]\n"),

@@ -8,7 +8,7 @@ from tests.hostile.cases import SAMPLES, Case, lab_notebook
 
 #: lab2's MultiHeadAttention as a wrapper of Keras's own layer: every number
 #: right, nothing written from scratch (grace's mistake in the lab2 samples).
-KERAS_MHA_WRAPPER = SAMPLES.LAB2_MISTAKES["mha_wraps_keras"][1]
+KERAS_MHA_WRAPPER = SAMPLES.LAB2_MISTAKES["mha_wraps_keras"].source
 
 #: Keras's class made to look like the notebook's own (its path under __main__).
 FORGED_MODULE = '''

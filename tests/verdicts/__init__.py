@@ -56,6 +56,20 @@ class Mistake:
     fails: tuple[str, ...] = ()
 
 
+def swap(source: str, *pairs: str) -> str:
+    """``source`` with each ``old`` of ``(old, new, old, new, ...)`` replaced; each
+    must occur exactly once (a mistake or sample written as a change to an
+    answer fails loudly when that answer changes)."""
+    if len(pairs) % 2:
+        raise ValueError("swap(source, old, new, old, new, ...): pairs of texts")
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        if source.count(old) != 1:
+            raise ValueError(f"expected {old!r} exactly once in the answer, found it "
+                             f"{source.count(old)} times: fix the swap().")
+        source = source.replace(old, new)
+    return source
+
+
 def spec(lab_id: str):
     """The lab's module of variants and mistakes, or None when it has none."""
     try:
