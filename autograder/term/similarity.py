@@ -83,7 +83,6 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
-from copydetect.utils import winnow
 from pygments import lexers, token
 
 from autograder.labs import Lab, get_lab
@@ -459,6 +458,10 @@ def _fingerprints(filtered: str, k: int, window: int) -> tuple[list[int], list[i
         return [], []
     hashes = np.array([_hash(filtered[i:i + k]) for i in range(len(filtered) - k + 1)],
                       dtype=np.int64)
+    # Imported here: copydetect's package imports matplotlib.pyplot (0.3 s), which
+    # a run without --similarity never needs.
+    from copydetect.utils import winnow
+
     hashes, positions = winnow(hashes, window, remove_duplicates=False)
     return np.asarray(hashes).tolist(), np.asarray(positions).tolist()
 

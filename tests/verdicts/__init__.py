@@ -163,8 +163,8 @@ def fill(notebook, answers: dict[str, str]):
 
 
 def sampled_groups(lab_id: str) -> set[int]:
-    """The indices (in `mistake_groups`) of the kernel tier's sample in ``make
-    test``: for each exercise, a notebook holding one of its mistakes; pairs
+    """The indices (in `mistake_groups`) of the kernel tier's sample of mistake
+    notebooks in ``make test``: for each exercise, a notebook holding one of its mistakes; pairs
     first, then a secondary-property mistake (``fails``) where the lab has one,
     so that both kinds are graded by the kernels. Every entry is also run in
     process (tests/test_verdicts_inprocess.py), and ``make test-verdicts``
@@ -182,10 +182,15 @@ def sampled_groups(lab_id: str) -> set[int]:
     return chosen
 
 
+#: Variant notebooks the kernel tier's sample grades (variant1, variant2: two
+#: correct answers of every exercise through the kernels; all of them in process).
+SAMPLED_VARIANTS = 2
+
+
 def build(lab_id: str, folder: Path, every: bool = True) -> dict[str, dict[str, str]]:
-    """Write the lab's verdict submissions into ``folder``: every variant
-    notebook, and every mistake notebook (``every``) or the sample of them
-    (`sampled_groups`).
+    """Write the lab's verdict submissions into ``folder``: every notebook
+    (``every``), or the sample: the first `SAMPLED_VARIANTS` variant notebooks
+    and the mistake notebooks of `sampled_groups`.
 
     Returns:
         {student id: {exercise: "kept" | "lost"}} for every notebook written.
@@ -203,6 +208,8 @@ def build(lab_id: str, folder: Path, every: bool = True) -> dict[str, dict[str, 
         expected[student_id] = {e: ("lost" if e in losing else "kept") for e in lab.exercises}
 
     most = max(len(v) for v in module.VARIANTS.values())
+    if not every:
+        most = min(most, SAMPLED_VARIANTS)
     for k in range(most):
         write(f"variant{k + 1}", {e: v[k] for e, v in module.VARIANTS.items() if k < len(v)},
               set())

@@ -1,10 +1,11 @@
 import keras
 from keras import ops
-from labkit.masking import large_negative
 
 
 def masked_softmax(scores, mask):
     """Softmax over the last axis; mask False gets exactly 0; an all-False row -> 0."""
+    from labkit.masking import large_negative
+
     scores = ops.convert_to_tensor(scores)
     if not keras.backend.is_float_dtype(scores.dtype):
         scores = ops.cast(scores, "float32")
