@@ -110,6 +110,10 @@ def kit(lab, batch: Path, work: Path, jobs: int, kernels: str = "fork",
     timings = [entry for entry in timings if "student_cells" in entry]   # notebooks that ran
     phases = {phase: sum(entry.get(phase, 0.0) for entry in timings) / max(len(timings), 1)
               for phase in PHASES}
+    # Each hidden test's mean seconds (the worker times each tests cell: "test:<grade id>").
+    tests = sorted({key for entry in timings for key in entry if key.startswith("test:")})
+    phases.update({key: sum(entry.get(key, 0.0) for entry in timings) / max(len(timings), 1)
+                   for key in tests})
     return seconds, sum(float(row["score"]) for row in rows) / len(rows), phases
 
 
@@ -195,6 +199,20 @@ def main() -> None:
         other = phases["total"] - sum(phases[p] for p in PHASES if p != "total")
         out(f"| {lab_id} | {kernels} | " + " | ".join(f"{phases[p]:.2f}" for p in PHASES)
             + f" | {other:.2f} |")
+    out("\nThe hidden tests, slowest first (mean seconds a submission in the test kernel, "
+        "forked kernels; the rest of the lab's tests together):\n")
+    out("| lab | tests | slowest | second | third | the others |")
+    out("| --- | --- | --- | --- | --- | --- |")
+    for lab_id, kernels, phases in phase_rows:
+        if kernels != "fork":
+            continue
+        tests = sorted(((seconds, key.removeprefix("test:")) for key, seconds in phases.items()
+                        if key.startswith("test:")), reverse=True)
+        top = [f"`{name}` {seconds:.2f}" for seconds, name in tests[:3]]
+        top += ["-"] * (3 - len(top))
+        rest = sum(seconds for seconds, _ in tests[3:])
+        out(f"| {lab_id} | {sum(s for s, _ in tests):.2f} | " + " | ".join(top)
+            + f" | {rest:.2f} ({max(len(tests) - 3, 0)}) |")
     if args.write_docs:
         _docs.write("grading_speed", out.text(), machine_line=_docs.machine(versions))
 

@@ -30,12 +30,14 @@ def wheel(root, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_wheel_holds_only_the_labkit_package(wheel):
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     assert all(name.startswith(("labkit/", "labkit-")) for name in names), names
 
 
+@pytest.mark.slow
 def test_wheel_carries_each_labs_visible_checks_for_its_last_cell(wheel):
     """labkit.ready() reads labkit/labs/<lab>.json: package data that must ship."""
     with zipfile.ZipFile(wheel) as archive:
@@ -44,6 +46,7 @@ def test_wheel_carries_each_labs_visible_checks_for_its_last_cell(wheel):
     assert wanted <= names, sorted(wanted - names)
 
 
+@pytest.mark.slow
 def test_wheel_holds_no_solution_or_reference_code(wheel):
     # The scanner publish uses: solution, hidden-test, reference and stand-in lines.
     scanner = Scanner(available_labs())

@@ -51,6 +51,7 @@ def overlay(tmp_path_factory):
     return studentenv.overlay_env(tmp_path_factory.mktemp("overlay") / "env")
 
 
+@pytest.mark.slow
 def test_overlay_sees_the_kits_packages_but_not_labkit(overlay):
     seen = probe(overlay.python)
     assert seen["labkit"] is False and seen["autograder"] is False
@@ -68,6 +69,7 @@ def test_overlay_reports_the_kits_versions(overlay):
     assert "labkit" not in overlay.versions
 
 
+@pytest.mark.slow
 def test_overlay_without_colab_has_no_google_colab(tmp_path):
     env = studentenv.overlay_env(tmp_path / "env", colab=False)
     seen = probe(env.python)
@@ -92,6 +94,7 @@ def _kit_labkit_state() -> dict[str, str]:
     return state
 
 
+@pytest.mark.slow
 def test_pip_install_student_goes_into_the_overlay_only(tmp_path):
     env = studentenv.overlay_env(tmp_path / "env")
     before = _kit_labkit_state()

@@ -239,6 +239,7 @@ def _grades(out: Path) -> dict[str, dict]:
         return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
+@pytest.mark.slow
 def test_every_enrolled_student_has_one_row_and_strangers_are_not_graded(canvas_class):
     _, out, status = canvas_class
     assert status == 0
@@ -260,6 +261,7 @@ def test_every_enrolled_student_has_one_row_and_strangers_are_not_graded(canvas_
     assert "id 555" in unmatched[0]["whose"] and "matches nobody" in unmatched[0]["reason"]
 
 
+@pytest.mark.slow
 def test_late_work_is_penalised_by_the_course_policy(canvas_class):
     _, out, _ = canvas_class
     grades = _grades(out)
@@ -281,6 +283,7 @@ def test_late_work_is_penalised_by_the_course_policy(canvas_class):
         in report
 
 
+@pytest.mark.slow
 def test_overrides_are_in_the_gradebook_the_report_and_the_feedback(canvas_class):
     _, out, _ = canvas_class
     alice = _grades(out)["aable"]
@@ -296,6 +299,7 @@ def test_overrides_are_in_the_gradebook_the_report_and_the_feedback(canvas_class
     assert "Dr Smith" not in page
 
 
+@pytest.mark.slow
 def test_the_class_goes_into_canvas_as_canvas_imports_it(canvas_class):
     _, out, _ = canvas_class
     # the roster's column of lab 1 is the default
@@ -317,6 +321,7 @@ def test_the_class_goes_into_canvas_as_canvas_imports_it(canvas_class):
     assert "brownbob_102_9002_feedback.html" in names and len(names) == 5
 
 
+@pytest.mark.slow
 def test_only_one_student_is_graded_again_and_overrides_stay(canvas_class, tmp_path):
     folder, out, _ = canvas_class
     before = {p.name: p.stat().st_mtime_ns for p in (out / "results").iterdir()}
@@ -354,6 +359,7 @@ def _member(archive: zipfile.ZipFile, name: str, sample: str, when: tuple) -> No
     archive.writestr(info, (SAMPLES / sample).read_bytes())
 
 
+@pytest.mark.slow
 def test_a_moodle_class_from_download_to_grade_import(tmp_path):
     """Moodle's zip has a folder per participant (file and online text
     folders of one participant are one student); the grades go back keyed
@@ -413,6 +419,7 @@ submission_1002:
 """
 
 
+@pytest.mark.slow
 def test_a_gradescope_export_carries_its_own_submission_times(tmp_path):
     """Gradescope's metadata gives the submitters' sids (matched to the
     roster's student_id) and the times, late by the course's policy."""

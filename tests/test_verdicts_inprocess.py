@@ -91,7 +91,7 @@ def test_every_mistake_loses_points_where_it_should(outcomes, lab_id):
     for mistake in verdicts.spec(lab_id).MISTAKES:
         outcome = outcomes[(lab_id, verdicts.mistake_id(mistake), mistake.exercise)]
         if not _caught(mistake, outcome):
-            cells = ", ".join(f"{cell} {outcome.scores[cell]:g}/{points:g}"
+            cells = ", ".join(f"{cell} {outcome.scores.get(cell, 0):g}/{points:g}"
                               for cell, points in outcome.points.items())
             want = (f"0 in {', '.join(mistake.fails)} only" if mistake.fails
                     else "points lost")

@@ -29,7 +29,7 @@ import symtable
 import numpy as np
 
 from autograder.testkernel.layers import describe
-from autograder.testkernel.testing import raised, tensor
+from autograder.testkernel.testing import computed_once, raised, tensor
 
 __all__ = [
     "mha_weight_shapes",
@@ -226,6 +226,26 @@ def multi_head_attention(query, value, weights, key=None, attention_mask=None,
     return output, probabilities
 
 
+@functools.lru_cache(maxsize=64)
+def keras_weight_shapes(num_heads, key_dim, value_dim, use_bias, query_dim, value_dim_in,
+                        key_dim_in=None) -> list[tuple[int, ...]]:
+    """The shapes of `keras.layers.MultiHeadAttention`'s weights, in its order, for
+    inputs whose last axes are ``query_dim``, ``value_dim_in`` (and ``key_dim_in``):
+    they depend on nothing else, so a layer is built once per configuration."""
+    import keras
+
+    built = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
+                                            value_dim=value_dim, use_bias=use_bias)
+    query = np.zeros((1, 1, query_dim), dtype="float32")
+    value = np.zeros((1, 1, value_dim_in), dtype="float32")
+    key = {} if key_dim_in is None else {"key": np.zeros((1, 1, key_dim_in), dtype="float32")}
+    # (the path with scores: Keras 3.15's JAX backend fails without it when
+    # value_dim != key_dim)
+    built(query, value, return_attention_scores=True, **key)
+    return [tuple(int(n) for n in w.shape) for w in built.weights]
+
+
+@computed_once
 def keras_multi_head_attention(weights, query, value, key=None, *, num_heads, key_dim,
                                value_dim=None, use_bias=True, attention_mask=None,
                                use_causal_mask=False):
@@ -503,8 +523,6 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
     ``mask``: "none", "random" (with a fully masked row) or "padding" (sequence b
     has T_k - b real keys). Returns (layer, query, value, key, weights).
     """
-    import keras
-
     from autograder.testkernel.testing import as_array, assert_close, assert_finite, assert_shape, \
         assert_true
 
@@ -531,13 +549,9 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
     assert_shape(output, query.shape, f"{what}: output (the query's shape)")
     assert_from_scratch(layer)
 
-    # Weight shapes and order, against Keras's own layer on the same inputs.
-    built = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
-                                            value_dim=value_dim, use_bias=use_bias)
-    # (the path with scores: Keras 3.15's JAX backend fails without it when
-    # value_dim != key_dim)
-    built(query, value, return_attention_scores=True, **key_argument)
-    keras_shapes = [tuple(w.shape) for w in built.weights]
+    # Weight shapes and order, against Keras's own layer on inputs of the same sizes.
+    keras_shapes = keras_weight_shapes(num_heads, key_dim, value_dim, use_bias, query.shape[-1],
+                                       value.shape[-1], None if key is None else key.shape[-1])
     current = [as_array(w, f"{what}: get_weights()") for w in layer.get_weights()]
     shapes = [tuple(w.shape) for w in current]
     assert_true(shapes == keras_shapes,

@@ -90,8 +90,8 @@ class Outcome:
 
     @property
     def full(self) -> bool:
-        """Full marks in every tests cell of the exercise."""
-        return all(self.scores[name] >= self.points[name] for name in self.points)
+        """Full marks in every tests cell of the exercise (a cell not run has none)."""
+        return all(self.scores.get(name, 0.0) >= self.points[name] for name in self.points)
 
 
 class LabRunner:
@@ -129,8 +129,10 @@ class LabRunner:
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
         self._cells_file = Path(folder) / "cells.json"
 
-    def test(self, exercise: str, source: str) -> Outcome:
-        """``source`` as ``exercise``'s answer cell: its visible check and its hidden tests."""
+    def test(self, exercise: str, source: str, every_cell: bool = True) -> Outcome:
+        """``source`` as ``exercise``'s answer cell: its visible check and its hidden
+        tests; without ``every_cell``, the tests stop at the first cell that fails
+        (what a mistake with no ``fails`` needs: points lost), the others unscored."""
         namespace = dict(self.base)
         # The solution's object goes: an answer that raises before defining its
         # name leaves it undefined, as in the student's notebook.
@@ -175,6 +177,8 @@ class LabRunner:
                 outcome.messages[name] = f"{type(error).__name__}: {error}"[:2000]
             else:
                 outcome.scores[name] = float(declared.points)
+            if not every_cell and outcome.scores[name] < outcome.points[name]:
+                break
         return outcome
 
 
@@ -190,6 +194,9 @@ class Entry:
     name: str
     exercise: str
     source: str
+    #: Score every tests cell (variants, secondary-property mistakes), or stop at
+    #: the first that fails (a mistake that must only lose points).
+    every_cell: bool = True
 
 
 def entries(lab_id: str) -> list[Entry]:
@@ -198,7 +205,8 @@ def entries(lab_id: str) -> list[Entry]:
     found = [Entry(lab_id, f"variant{k + 1}", exercise, source)
              for exercise, sources in module.VARIANTS.items()
              for k, source in enumerate(sources)]
-    found += [Entry(lab_id, verdicts.mistake_id(m), m.exercise, m.source) for m in module.MISTAKES]
+    found += [Entry(lab_id, verdicts.mistake_id(m), m.exercise, m.source, every_cell=bool(m.fails))
+              for m in module.MISTAKES]
     return found
 
 
@@ -211,7 +219,8 @@ def run_entries(batch: list[Entry]) -> list[tuple[Entry, Outcome]]:
     for entry in batch:
         if entry.lab_id not in _RUNNERS:
             _RUNNERS[entry.lab_id] = LabRunner(entry.lab_id)
-        results.append((entry, _RUNNERS[entry.lab_id].test(entry.exercise, entry.source)))
+        results.append((entry, _RUNNERS[entry.lab_id].test(entry.exercise, entry.source,
+                                                            entry.every_cell)))
     return results
 
 
