@@ -236,7 +236,7 @@ def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
     for option in ([], ["--run-demos"]):
         out = tmp_path / ("run" if option else "skip")
         result = run_cli("grade", "lab4", str(batch), "--out", str(out), "--quiet",
-                         "--seed", "same", "--jobs", "1", *option)
+                         "--seed", "same", "--jobs", "2", *option)
         assert result.returncode == 0, result.stderr[-2000:]
         grades = {row["student_id"]: row["score"] for row in csv.DictReader(open(out / "grades.csv"))}
         skipped = {json.loads(path.read_text())["timings"]["cells_skipped"]

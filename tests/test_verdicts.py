@@ -12,8 +12,9 @@ CLI, under the Keras backend of the environment (KERAS_BACKEND, TensorFlow by
 default); the table (exercise, variants passed, mistakes caught) is printed
 at the end of the run.
 
-This is the kernel tier. ``make test`` grades a sample: the first two variant
-notebooks (two correct answers of every exercise) and the mistake notebooks (`verdicts.sampled_groups`: every exercise's
+This is the kernel tier. ``make test`` grades a sample: the first variant
+notebook (a correct answer of every exercise, besides the samples' own that
+tests/test_grading.py grades) and the mistake notebooks (`verdicts.sampled_groups`: every exercise's
 mistakes in at least one, pairs and secondary-property mistakes among them);
 every entry also runs in process there (tests/test_verdicts_inprocess.py, the
 fast tier). ``make test-verdicts`` (VERDICT_SAMPLE=all) grades every notebook.

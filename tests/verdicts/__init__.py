@@ -182,9 +182,9 @@ def sampled_groups(lab_id: str) -> set[int]:
     return chosen
 
 
-#: Variant notebooks the kernel tier's sample grades (variant1, variant2: two
-#: correct answers of every exercise through the kernels; all of them in process).
-SAMPLED_VARIANTS = 2
+#: Variant notebooks the kernel tier's sample grades (variant1: a correct answer of
+#: every exercise through the kernels besides the samples' own; all of them in process).
+SAMPLED_VARIANTS = 1
 
 
 def build(lab_id: str, folder: Path, every: bool = True) -> dict[str, dict[str, str]]:
