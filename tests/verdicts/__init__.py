@@ -70,6 +70,23 @@ def swap(source: str, *pairs: str) -> str:
     return source
 
 
+def assert_visible_checks_catch(lab_id: str, caught: dict) -> None:
+    """Both tiers' promise on visible checks: each mistake in ``caught`` (Mistake
+    -> whether its exercise's visible check failed) is caught unless the lab's
+    HIDDEN_ONLY lists it, and nothing HIDDEN_ONLY lists is caught."""
+    module = spec(lab_id)
+    hidden_only = getattr(module, "HIDDEN_ONLY", {})
+    names = {m.name for m in module.MISTAKES}
+    assert not set(hidden_only) - names, f"HIDDEN_ONLY names no mistake: {set(hidden_only) - names}"
+    slipped = [f"{m.exercise}/{m.name}: {m.what}" for m, seen in caught.items()
+               if not seen and m.name not in hidden_only]
+    listed_but_caught = [m.name for m, seen in caught.items() if seen and m.name in hidden_only]
+    assert not slipped, (f"{len(slipped)} mistakes pass their visible check (make the check "
+                         "catch them, or list them in HIDDEN_ONLY with the reason):\n"
+                         + "\n".join(slipped))
+    assert not listed_but_caught, f"in HIDDEN_ONLY but caught by the visible check: {listed_but_caught}"
+
+
 def spec(lab_id: str):
     """The lab's module of variants and mistakes, or None when it has none."""
     try:
