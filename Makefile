@@ -131,8 +131,14 @@ demo: env labs
 lint: $(STAMP)
 	$(PY) -m ruff check . && $(PY) -m mypy
 
+# The suites run in two pytest-xdist workers, a test file to a worker (its
+# module fixtures, a lab's CLI batch, computed once): one worker alone left a
+# core idle half the time (kernels waiting on each other, CLI start-ups).
+# PARALLEL= runs them in one process, PARALLEL="-n 4 --dist loadfile" in four.
+PARALLEL ?= -n 2 --dist loadfile
+
 test: env lint postgres
-	$(PY) -m pytest -m "not backends and not compat and not slurm and not container"
+	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container"
 
 # A class graded through a real one-node Slurm (tests/test_slurm.py's cluster
 # test, tests/test_slurm_cluster.py): Slurm and munge from Debian's packages,
@@ -155,21 +161,21 @@ test-compat: env
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint
-	$(PY) -m pytest -m "not slow and not backends and not slurm and not container"
+	$(PY) -m pytest $(PARALLEL) -m "not slow and not backends and not slurm and not container"
 
 # The verdict suite's kernel tier whole: every variant and mistake notebook of
 # every lab graded through the CLI (make test grades a sample of the mistake
 # notebooks; every entry runs in process in make test and make test-fast).
 test-verdicts: env
-	VERDICT_SAMPLE=all $(PY) -m pytest tests/test_verdicts.py
+	VERDICT_SAMPLE=all $(PY) -m pytest $(PARALLEL) tests/test_verdicts.py
 
 # The verdict suite and every lab's grading tests under another backend.
 BACKEND_TESTS = tests/test_verdicts.py tests/test_verdicts_inprocess.py tests/test_grading.py
 test-torch: env torch
-	KERAS_BACKEND=torch VERDICT_SAMPLE=all $(PY) -m pytest $(BACKEND_TESTS)
+	KERAS_BACKEND=torch VERDICT_SAMPLE=all $(PY) -m pytest $(PARALLEL) $(BACKEND_TESTS)
 
 test-jax: env jax
-	KERAS_BACKEND=jax VERDICT_SAMPLE=all $(PY) -m pytest $(BACKEND_TESTS)
+	KERAS_BACKEND=jax VERDICT_SAMPLE=all $(PY) -m pytest $(PARALLEL) $(BACKEND_TESTS)
 
 # Grading speed against plain serial nbgrader (issue 9): labs 1-4, 40
 # submissions each; BENCH_ARGS="--labs lab1 --count 10" for a quick look.

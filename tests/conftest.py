@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,6 +35,27 @@ VERDICT_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
 #: The same rows from the fast tier (tests/test_verdicts_inprocess.py): every
 #: entry, its hidden tests run in process.
 INPROCESS_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
+
+
+#: The tables above by name, for the trip from pytest-xdist's workers (each
+#: fills its own) to the controller, which prints them (`make test` runs two
+#: workers, `-n 2`).
+_TABLES = {"inprocess": INPROCESS_TABLE, "verdicts": VERDICT_TABLE, "hostile": HOSTILE_TABLE}
+
+
+def pytest_sessionfinish(session):
+    """In an xdist worker: hand this worker's table rows to the controller."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["tables"] = json.dumps(_TABLES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """In the controller: gather a finished worker's table rows (an xdist hook)."""
+    rows = json.loads(getattr(node, "workeroutput", {}).get("tables", "{}"))
+    for name, table in rows.items():
+        _TABLES[name].extend(tuple(row) for row in table)
 
 
 def pytest_terminal_summary(terminalreporter):

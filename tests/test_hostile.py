@@ -15,7 +15,8 @@ import pytest
 
 from autograder.grader.sandbox import bubblewrap_works
 from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
-from tests.hostile.cases import PLANTED, all_cases, labs, write_batch
+from tests.hostile.cases import (CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_DEFAULT_S, NOTEBOOK_TIMEOUT_S,
+                                 PLANTED, all_cases, labs, write_batch)
 from tests.verdicts import test_cell_points as cell_points
 
 pytestmark = [pytest.mark.slow, pytest.mark.hostile]
@@ -34,7 +35,8 @@ def _grade(tmp_path_factory, lab: str) -> dict:
                     str(ROOT / "autograder" / "references"), str(batch)]
     write_batch(batch, secret_paths, lab)
     result = run_cli("grade", lab, str(batch), "--out", str(out), "--quiet",
-                     "--cell-timeout", "15", "--notebook-timeout", "75" if lab == "lab1" else "300",
+                     "--cell-timeout", str(CELL_TIMEOUT_S), "--notebook-timeout",
+                     str(NOTEBOOK_TIMEOUT_S.get(lab, NOTEBOOK_TIMEOUT_DEFAULT_S)),
                      env={"AUTOGRADER_TEST_SECRET": SECRET}, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out / "grades.csv", encoding="utf-8", newline="") as handle:
