@@ -47,6 +47,7 @@ import nbformat  # noqa: E402
 
 from autograder.labs import LABS  # noqa: E402
 from autograder.grader.source import build_source_notebook  # noqa: E402
+from autograder.grader.worker import PROFILE_PARTS  # noqa: E402
 import plain_nbgrader as plain  # noqa: E402
 import _docs  # noqa: E402
 
@@ -110,8 +111,10 @@ def kit(lab, batch: Path, work: Path, jobs: int, kernels: str = "fork",
     timings = [entry for entry in timings if "student_cells" in entry]   # notebooks that ran
     phases = {phase: sum(entry.get(phase, 0.0) for entry in timings) / max(len(timings), 1)
               for phase in PHASES}
-    # Each hidden test's mean seconds (the worker times each tests cell: "test:<grade id>").
-    tests = sorted({key for entry in timings for key in entry if key.startswith("test:")})
+    # Each hidden test's mean seconds (the worker times each tests cell: "test:<grade id>")
+    # and its profile ("calls:<grade id>"..., autograder.grader.worker.PROFILE_PARTS).
+    prefixes = tuple(f"{part}:" for part in ("test", *PROFILE_PARTS))
+    tests = sorted({key for entry in timings for key in entry if key.startswith(prefixes)})
     phases.update({key: sum(entry.get(key, 0.0) for entry in timings) / max(len(timings), 1)
                    for key in tests})
     return seconds, sum(float(row["score"]) for row in rows) / len(rows), phases
@@ -208,11 +211,30 @@ def main() -> None:
             continue
         tests = sorted(((seconds, key.removeprefix("test:")) for key, seconds in phases.items()
                         if key.startswith("test:")), reverse=True)
-        top = [f"`{name}` {seconds:.2f}" for seconds, name in tests[:3]]
+        top = [f"`{name}` {seconds:.2f} ({phases.get(f'calls:{name}', 0):.0f} calls)"
+               for seconds, name in tests[:3]]
         top += ["-"] * (3 - len(top))
         rest = sum(seconds for seconds, _ in tests[3:])
         out(f"| {lab_id} | {sum(s for s, _ in tests):.2f} | " + " | ".join(top)
             + f" | {rest:.2f} ({max(len(tests) - 3, 0)}) |")
+    out("\nWhere the hidden tests' time goes (mean seconds a submission, forked kernels, the "
+        "tests cells that passed): the calls to the student's kernel, the seconds writing "
+        "them, the student's code running (as its kernel reports it), the rest of the "
+        "wait (the kernels' messages, the glue, encoding the answers), reading the answers, "
+        "and the test kernel's own work (references, comparisons, binding names):\n")
+    out("| lab | tests cells | calls | writing | student's code | rest of the wait | reading "
+        "| test kernel's own |")
+    out("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for lab_id, kernels, phases in phase_rows:
+        if kernels != "fork":
+            continue
+        profiled = [key.removeprefix("calls:") for key in phases if key.startswith("calls:")]
+        part = {name: sum(phases.get(f"{name}:{test}", 0.0) for test in profiled)
+                for name in ("test", *PROFILE_PARTS)}
+        own = part["test"] - part["send"] - part["wait"] - part["decode"]
+        out(f"| {lab_id} | {part['test']:.2f} | {part['calls']:.0f} | {part['send']:.2f} | "
+            f"{part['student']:.2f} | {part['wait'] - part['student']:.2f} | "
+            f"{part['decode']:.2f} | {own:.2f} |")
     if args.write_docs:
         _docs.write("grading_speed", out.text(), machine_line=_docs.machine(versions))
 

@@ -74,6 +74,24 @@ STUDENT_CODE = textwrap.dedent('''
             return model(object())
         return None
 
+    def closes_the_pipes():
+        # Closes the glue's ends of the grader's pipes.
+        import glob, os
+        pipes = set()
+        for path in glob.glob(os.path.join(os.getcwd(), "exchange*", "*.*s")):
+            found = os.stat(path)
+            pipes.add((found.st_dev, found.st_ino))
+        closed = 0
+        for fd in range(3, 1024):
+            try:
+                found = os.fstat(fd)
+            except OSError:
+                continue
+            if (found.st_dev, found.st_ino) in pipes:
+                os.close(fd)
+                closed += 1
+        return closed
+
     def reads_requests(x):
         # What a student's code can read of the request: the exchange folder's
         # files and the stand-ins' objects.
@@ -358,3 +376,58 @@ def test_a_forged_callback_file_gets_an_error_reply_and_nothing_runs(kernel, tmp
     assert "names no object" in replies[0]["message"]
     assert "does not take" in replies[1]["message"]
     assert model.calls == []
+
+
+def _fresh(kernel, tmp_path, name: str) -> StudentKernel:
+    """Another test kernel's client of the same student kernel (a submission's
+    tests start with one: serving not yet tried)."""
+    folder = kernel.exchange.parent / f"exchange-{name}"
+    return StudentKernel(kernel.connection_file, str(folder), timeout=5)
+
+
+def _runs_a_cell(client) -> bool:
+    """Whether the student's kernel runs a cell again (serving has ended)."""
+    message = client.execute("_ran = 1", silent=True)
+    while True:
+        try:
+            reply = client.get_shell_msg(timeout=5)
+        except Exception:  # noqa: BLE001 - queue.Empty
+            return False
+        if reply["parent_header"].get("msg_id") == message:
+            return reply["content"]["status"] == "ok"
+
+
+def test_a_tests_cells_calls_go_on_a_pipe_and_end_with_the_cell(kernel, tmp_path):
+    student = _fresh(kernel, tmp_path, "served")
+    namespace: dict = {}
+    student.bind(namespace, ["pair", "Wrapper"])
+    for step in range(20):
+        doubled, _ = namespace["pair"](np.full(2, float(step)))
+        assert doubled.tolist() == [2.0 * step] * 2
+    layer = namespace["Wrapper"]()
+    assert layer(np.ones((2, 4), "float32")).shape == (2, 3)
+    pipes = sorted(path.suffix for path in student.exchange.iterdir() if path.is_fifo())
+    assert pipes == [".answers", ".requests"]
+    profile = json.loads(student.end_cell())
+    assert profile["requests"] == 22 and profile["ops"] == {"call": 22}, profile
+    assert not [path for path in student.exchange.iterdir() if path.is_fifo()]
+    assert _runs_a_cell(student.client)
+    # The next tests cell serves again, on new pipes.
+    student.bind(namespace, ["pair"])
+    assert namespace["pair"](np.ones(1))[0][0] == 2.0
+    assert json.loads(student.end_cell())["requests"] == 1
+    student.close()
+
+
+def test_a_notebook_that_closes_the_pipes_is_still_tested(kernel, tmp_path):
+    """Serving ends with the pipes; the tests go on one execute request a
+    call, and the kernel runs cells after."""
+    student = _fresh(kernel, tmp_path, "closed")
+    namespace: dict = {}
+    student.bind(namespace, ["closes_the_pipes", "pair"])
+    assert namespace["closes_the_pipes"]() == 2
+    for _ in range(3):
+        assert namespace["pair"](np.ones(1))[0][0] == 2.0
+    student.end_cell()
+    assert _runs_a_cell(student.client)
+    student.close()

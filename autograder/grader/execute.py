@@ -86,6 +86,23 @@ def construct_in_student_kernel(source, name, *args, **kwargs):
     return __autograder_kernel__.construct(source, name, *args, **kwargs)
 """
 
+#: Evaluated in the test kernel after each tests cell (a user expression of
+#: the cell, or of an empty request after a cell that failed): the student's
+#: kernel stops serving the cell's requests, and what they cost
+#: (StudentKernel.end_cell) is kept with the cell's seconds for `make bench`.
+TESTS_CELL_END = "__autograder_kernel__.end_cell()"
+
+
+def _read_profile(expressions) -> dict:
+    """The profile TESTS_CELL_END returned; {} when none."""
+    try:
+        found = json.loads(ast.literal_eval(
+            expressions["profile"]["data"]["text/plain"]))
+    except (KeyError, TypeError, ValueError, SyntaxError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 #: While a test runs, how often the grader drops what the student's kernel
 #: printed meanwhile (IsolatedExecute._drop_student_output).
 STUDENT_OUTPUT_DROP_S = 0.05
@@ -686,8 +703,10 @@ class IsolatedExecute(Execute):
                 TestsKernel.discard()
         self._tests_km = self._tests_kc = None
 
-    def _tests_execute(self, code: str, timeout: float):
-        """Run ``code`` in the test kernel: ("ok", None) or ("error", content)."""
+    def _tests_execute(self, code: str, timeout: float, expressions: dict | None = None):
+        """Run ``code`` in the test kernel: ("ok", None) or ("error", content);
+        with ``expressions`` (user expressions, evaluated after the code),
+        ("ok", their results) when it ran."""
         kc = self._tests_kc
         # stop_on_error=False: with the default, ipykernel aborts the requests
         # queued right after a failed one, and the `bind` that opens the next
@@ -695,7 +714,7 @@ class IsolatedExecute(Execute):
         # property: 8 in 300 after a failed cell with Keras loaded, 0 in 300
         # with this).
         msg_id = kc.execute(code, store_history=False, allow_stdin=False,
-                            stop_on_error=False)
+                            stop_on_error=False, user_expressions=expressions or {})
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -719,7 +738,7 @@ class IsolatedExecute(Execute):
             self._drain_iopub()
             content = reply["content"]
             if content["status"] == "ok":
-                return "ok", None
+                return "ok", content.get("user_expressions") if expressions else None
             return "error", content
 
     def _drop_student_output(self) -> None:
@@ -767,11 +786,17 @@ class IsolatedExecute(Execute):
             f"__autograder_kernel__.bind(globals(), {names!r})", limits.TESTS_BIND_TIMEOUT_S)
         if status == "ok":
             status, content = self._tests_execute(
-                cell.source, self.timeout or limits.TESTS_CELL_TIMEOUT_UNSET_S)
+                cell.source, self.timeout or limits.TESTS_CELL_TIMEOUT_UNSET_S,
+                {"profile": TESTS_CELL_END})
         if status == "ok":
             cell.outputs = []
             self._record["tests"][grade_id] = {"passed": True}
+            profile = _read_profile(content)
         else:
             self._fail(cell, content.get("ename", "Error"), content.get("evalue", ""),
                        content.get("traceback"))
+            _, ended = self._tests_execute("", limits.TESTS_SESSION_END_TIMEOUT_S,
+                                           {"profile": TESTS_CELL_END})
+            profile = _read_profile(ended)
         self._record["tests"][grade_id]["seconds"] = round(time.monotonic() - started, 3)
+        self._record["tests"][grade_id]["probe"] = profile

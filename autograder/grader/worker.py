@@ -27,6 +27,14 @@ from autograder.grader.results import GRADED, ExerciseResult, SubmissionResult
 from autograder.labs import Lab, get_lab
 from autograder.text import clean_text
 
+#: The parts of a tests cell's profile kept in a submission's timings, by the
+#: prefix of their key ("calls:<grade id>"...): the requests it sent to the
+#: student's kernel, the seconds spent writing them, waiting for the answers
+#: (of which the student's code ran, as that kernel reports it), and reading
+#: them back.
+PROFILE_PARTS = {"calls": "requests", "send": "send_s", "wait": "wait_s",
+                 "student": "student_s", "decode": "decode_s"}
+
 
 @dataclass(frozen=True)
 class WorkerSetup:
@@ -150,6 +158,13 @@ class Worker:
         self.last_timings.update(record.get("timings", {}))
         self.last_timings.update({f"test:{grade_id}": test["seconds"] for grade_id, test
                                   in record.get("tests", {}).items() if "seconds" in test})
+        # Where a passed tests cell's time went (its requests to the student's
+        # kernel: StudentKernel.profile), as "<part>:<grade id>".
+        for grade_id, test in record.get("tests", {}).items():
+            for part in PROFILE_PARTS:
+                value = (test.get("probe") or {}).get(PROFILE_PARTS[part])
+                if isinstance(value, (int, float)):
+                    self.last_timings[f"{part}:{grade_id}"] = float(value)
         self.last_timings["execute"] = record.get("seconds", 0.0)
         # (a count, kept with the timings: demonstrations not run)
         self.last_timings["cells_skipped"] = float(record.get("cells_skipped", 0))

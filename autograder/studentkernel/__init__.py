@@ -44,11 +44,13 @@ Encoded values (both directions)
     that stays in the student kernel: a layer, a bound method).
 
 Answer: ``<stem>.answer.json`` (written whole, then renamed into place)
-    ``{"ok": true, "value": <encoded>, "arrays": <path or absent>}`` or
+    ``{"ok": true, "value": <encoded>, "arrays": <path or absent>,
+    "seconds": <how long the operation ran>}`` or
     ``{"ok": false, "type": <exception class>, "message": ..., "traceback":
     ..., "index": <the failing entry of a many request>}``. Arrays come back
     in ``<stem>.answer.json.npz``; the test kernel reads that name whatever
-    the answer says.
+    the answer says. ``seconds`` feeds the benchmark's profile only
+    (StudentKernel.profile), never a grade.
 
 Callbacks: the grader's objects that stay in the test kernel
     A hidden test may hand a student function a grader's object without

@@ -273,6 +273,7 @@ def handle(request_path, user_ns):
     ``globals()``: the request is evaluated as a user expression there).
     """
     import os
+    import time
 
     with open(request_path, encoding="utf-8") as handle_:
         request = json.load(handle_)
@@ -294,8 +295,10 @@ def handle(request_path, user_ns):
         for name, blob in request.get("stand_ins", {}).items():
             patched[name] = user_ns.get(name, _MISSING)
             user_ns[name] = _stand_in(name, blob)
+        started = time.perf_counter()
         result = _perform(request, arrays_in, user_ns, progress)
-        answer = {"ok": True, "value": _encode(result, arrays_out)}
+        seconds = time.perf_counter() - started
+        answer = {"ok": True, "value": _encode(result, arrays_out), "seconds": seconds}
     except BaseException as error:  # noqa: BLE001 - reported to the test kernel
         lines = traceback.format_exception(type(error), error, error.__traceback__)
         answer = {
@@ -318,6 +321,39 @@ def handle(request_path, user_ns):
     with open(answer_path + ".tmp", "w", encoding="utf-8") as handle_:
         json.dump(answer, handle_)
     os.replace(answer_path + ".tmp", answer_path)
+
+
+def serve(requests_path, answers_path, user_ns):
+    """Serve the requests a tests cell names on the pipe ``requests_path``
+    (one request file's path a line) until an empty line or the pipe's end;
+    after each answer is written, its request's name (the file's name less
+    ``.request.json``) goes on the pipe ``answers_path``.
+
+    One execute request of the test kernel starts it (probe.GLUE_SERVE), so
+    a call costs no round trip of the kernel's messages; what it runs for
+    each request is handle(), as for a request sent alone.
+    """
+    import os
+
+    with open(requests_path, "rb", buffering=0) as requests_, \
+            open(answers_path, "wb", buffering=0) as answers:
+        pending = b""
+        while True:
+            while b"\n" not in pending:
+                chunk = requests_.read(65536)
+                if not chunk:
+                    return None
+                pending += chunk
+            line, _, pending = pending.partition(b"\n")
+            if not line:
+                return None
+            request_path = line.decode("utf-8")
+            handle(request_path, user_ns)
+            name = os.path.basename(request_path)
+            answers.write(name.removesuffix(".request.json").encode("utf-8") + b"\n")
+
+
+handle.serve = serve
 
 
 def _perform(request, arrays_in, user_ns, progress):
