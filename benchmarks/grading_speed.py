@@ -120,6 +120,11 @@ def kit(lab, batch: Path, work: Path, jobs: int, kernels: str = "fork",
     return seconds, sum(float(row["score"]) for row in rows) / len(rows), phases
 
 
+def _calls(mean: float) -> str:
+    """A test's mean calls a submission, as words."""
+    return f"{mean:.0f} call" + ("" if round(mean) == 1 else "s")
+
+
 def solution_run(lab, work: Path) -> float:
     """Seconds to run the lab's solution notebook top to bottom (Run all)."""
     from nbclient import NotebookClient
@@ -211,7 +216,7 @@ def main() -> None:
             continue
         tests = sorted(((seconds, key.removeprefix("test:")) for key, seconds in phases.items()
                         if key.startswith("test:")), reverse=True)
-        top = [f"`{name}` {seconds:.2f} ({phases.get(f'calls:{name}', 0):.0f} calls)"
+        top = [f"`{name}` {seconds:.2f} ({_calls(phases.get(f'calls:{name}', 0.0))})"
                for seconds, name in tests[:3]]
         top += ["-"] * (3 - len(top))
         rest = sum(seconds for seconds, _ in tests[3:])

@@ -14,6 +14,18 @@ Transport
     the notebook's input transformers and hooks) that runs the kept
     ``handle(request_path, globals())``. Requests are sequential.
 
+    Serving (the usual way since issue 34): a tests cell's first request
+    instead starts ``serve(requests_pipe, answers_pipe, globals())`` with one
+    user expression. The two pipes are FIFOs the test kernel makes in the
+    exchange folder (``<nonce>-serve-<n>.requests`` and ``.answers``). Each
+    request is then one line on the requests pipe, the request file's path,
+    served by ``handle`` as above; the request's name (``<nonce>-<n>``)
+    follows its answer on the answers pipe. An empty line, or the pipe's
+    end, stops serving (``StudentKernel.end_cell``, after each tests cell),
+    so that the notebook's next cell can run. Whatever goes wrong with the
+    pipes, the test kernel sends the rest of that submission's requests
+    one user expression each.
+
 Request: ``<nonce>-<n>.request.json``
     ``op``          one of ``call``, ``getattr``, ``callmethod``, ``many``,
                     ``describe``, ``construct``;
