@@ -380,7 +380,11 @@ def test_a_forged_callback_file_gets_an_error_reply_and_nothing_runs(kernel, tmp
 
 def _fresh(kernel, tmp_path, name: str) -> StudentKernel:
     """Another test kernel's client of the same student kernel (a submission's
-    tests start with one: serving not yet tried)."""
+    tests start with one: serving not yet tried). The module's own client
+    ends its serving first, as a tests cell's end does: the student's kernel
+    serves one client at a time, and would not run the new one's requests
+    while it serves the old one's pipe."""
+    kernel.end_cell()
     folder = kernel.exchange.parent / f"exchange-{name}"
     return StudentKernel(kernel.connection_file, str(folder), timeout=5)
 

@@ -62,10 +62,15 @@ GLUE_SOURCE = (Path(__file__).parent.parent / "studentkernel" / "glue.py").read_
 GLUE_KEY = "__autograder_glue_%s__" % hashlib.sha256(GLUE_SOURCE.encode()).hexdigest()[:12]
 #: The user expression of one request: the kept glue's handle(), or the glue
 #: compiled (and kept) first.
-GLUE_CALL = (
-    "(lambda b, k, src, request: (getattr(b, k) if callable(getattr(b, k, None)) else "
+#: Both user expressions below start with it: the glue's handle() kept in
+#: the student's kernel's builtins, or compiled and kept there first.
+_GLUE_HANDLE = (
+    "(getattr(b, k) if callable(getattr(b, k, None)) else "
     "(lambda ns: (exec(compile(src, '<autograder>', 'exec'), ns), "
-    "setattr(b, k, ns['handle']), ns['handle'])[2])({}))(request, globals()))"
+    "setattr(b, k, ns['handle']), ns['handle'])[2])({}))"
+)
+GLUE_CALL = (
+    "(lambda b, k, src, request: " + _GLUE_HANDLE + "(request, globals()))"
     "(__import__('builtins'), %r, %r, %r)"
 )
 
@@ -80,9 +85,7 @@ def _new_profile() -> dict:
 #: reads, and their answers announced on another, instead of one execute
 #: request each (ipykernel's round trip alone took 2.9 ms of a call's 3.7).
 GLUE_SERVE = (
-    "(lambda b, k, src, pipes: (getattr(b, k) if callable(getattr(b, k, None)) else "
-    "(lambda ns: (exec(compile(src, '<autograder>', 'exec'), ns), "
-    "setattr(b, k, ns['handle']), ns['handle'])[2])({})).serve(*pipes, globals()))"
+    "(lambda b, k, src, pipes: " + _GLUE_HANDLE + ".serve(*pipes, globals()))"
     "(__import__('builtins'), %r, %r, %r)"
 )
 #: Seconds for the student's kernel to open the request pipe, and to end
@@ -343,6 +346,12 @@ class StudentKernel:
             raise StudentCodeError(f"`{label}`'s answer could not be read.")
         return answer
 
+    def _timed_out(self, label: str) -> StudentCodeError:
+        """What a call that ran past its time says (raised by the caller)."""
+        return StudentCodeError(
+            f"`{label}` did not return within {self.timeout:.0f} s (an infinite "
+            f"loop, or far too much work for these small inputs?).")
+
     def _execute(self, code: str, label: str) -> dict:
         # Sent as a user expression, not as code: IPython evaluates user
         # expressions with a plain eval, past the input and AST transformers,
@@ -359,10 +368,7 @@ class StudentKernel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._interrupt()
-                raise StudentCodeError(
-                    f"`{label}` did not return within {self.timeout:.0f} s (an infinite "
-                    f"loop, or far too much work for these small inputs?)."
-                )
+                raise self._timed_out(label)
             try:
                 wait = min(remaining, 0.001 if self._hosted else 1.0)
                 reply = self.client.get_shell_msg(timeout=wait)
@@ -407,10 +413,7 @@ class StudentKernel:
             if remaining <= 0:
                 self._interrupt()
                 self._serve_stop(broken=True)
-                raise StudentCodeError(
-                    f"`{label}` did not return within {self.timeout:.0f} s (an infinite "
-                    f"loop, or far too much work for these small inputs?)."
-                )
+                raise self._timed_out(label)
             wait = min(remaining, 0.001 if self._hosted else 1.0)
             events = poller.poll(wait * 1000)
             if events:
