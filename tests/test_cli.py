@@ -213,10 +213,11 @@ def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
 
 
 @pytest.mark.slow
-def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
-    """Skipping the provided demonstration cells changes no grade (the verdict
-    suite grades every variant and mistake with them skipped); the feedback
-    says they were not run."""
+def test_cells_that_grade_nothing_are_skipped_by_default_and_run_with_run_demos(tmp_path):
+    """Skipping the provided demonstrations and visible checks changes no grade
+    (the verdict suite grades every variant and mistake with them skipped);
+    the feedback says they were not run; a submission whose own cell reads a
+    name a visible check defines gets that check run."""
     import json
 
     import nbformat
@@ -224,33 +225,61 @@ def test_demonstrations_are_skipped_by_default_and_run_with_run_demos(tmp_path):
     from autograder.labs import get_lab
     from autograder.grader.source import skipped_when_grading
 
-    demos = skipped_when_grading(get_lab("lab4"))
-    # lab4's seven demonstrations, then the "Ready to submit?" cell the release appends.
-    assert len(demos) == 8 and demos[-1] == "ready_to_submit"
-    assert all(name.startswith("demo_") for name in demos[:-1])
+    lab = get_lab("lab4")
+    skipped = skipped_when_grading(lab)
+    # lab4's seven demonstrations, its exercises' visible checks, then the
+    # "Ready to submit?" cell the release appends.
+    assert skipped[-1] == "ready_to_submit"
+    assert sorted(name for name in skipped if name.startswith("check_")) == sorted(
+        f"check_{exercise}" for exercise in lab.exercises)
+    assert len([name for name in skipped if name.startswith("demo_")]) == 7
+    assert len(skipped) == 7 + len(lab.exercises) + 1
     batch = tmp_path / "batch"
     batch.mkdir()
     for student in ("alice", "bob"):
         shutil.copy(ROOT / "data" / "sample_submissions" / "lab4" / f"{student}.ipynb", batch)
+    # carol: alice's answers, and a cell of her own, after masked_softmax's
+    # visible check, that calls the NumPy softmax that check defines.
+    carol = nbformat.read(batch / "alice.ipynb", as_version=4)
+    at = next(index for index, cell in enumerate(carol.cells)
+              if cell.metadata.get("nbgrader", {}).get("grade_id") == "check_masked_softmax")
+    carol.cells.insert(at + 1, nbformat.v4.new_code_cell(
+        "print('mine:', numpy_softmax(np.zeros(4)).sum())"))
+    nbformat.write(carol, batch / "carol.ipynb")
     found = {}
-    for option in ([], ["--run-demos"]):
-        out = tmp_path / ("run" if option else "skip")
+    for option in ([], ["--run-checks"], ["--run-demos"]):
+        out = tmp_path / (option[0].strip("-") if option else "skip")
         result = run_cli("grade", "lab4", str(batch), "--out", str(out), "--quiet",
                          "--seed", "same", "--jobs", "2", *option)
         assert result.returncode == 0, result.stderr[-2000:]
         grades = {row["student_id"]: row["score"] for row in csv.DictReader(open(out / "grades.csv"))}
-        skipped = {json.loads(path.read_text())["timings"]["cells_skipped"]
-                   for path in (out / "results").glob("*.json")}
-        graded = nbformat.read(out / "nbgrader" / "autograded" / "alice" / "lab4" /
-                               "lab4_masked_decoder.ipynb", as_version=4)
-        said = sorted(cell.metadata["nbgrader"]["grade_id"] for cell in graded.cells
-                      if cell.cell_type == "code" and any(
-                          "Not run by the grader" in output.get("text", "")
-                          for output in cell.outputs))
-        found[bool(option)] = (grades, skipped, said)
-    assert found[False][0] == found[True][0] == {"alice": "16", "bob": "13.5"}
-    assert found[False][1:] == ({8.0}, sorted(demos))
-    assert found[True][1:] == ({0.0}, [])
+        counts = {path.stem: (json.loads(path.read_text())["timings"]["cells_skipped"],
+                              json.loads(path.read_text())["timings"].get("cells_needed", 0.0))
+                  for path in (out / "results").glob("*.json")}
+        said = {}
+        for student in ("alice", "carol"):
+            graded = nbformat.read(out / "nbgrader" / "autograded" / student / "lab4" /
+                                   "lab4_masked_decoder.ipynb", as_version=4)
+            said[student] = sorted(
+                cell.metadata["nbgrader"]["grade_id"] for cell in graded.cells
+                if cell.cell_type == "code" and any(
+                    "Not run by the grader" in output.get("text", "") for output in cell.outputs))
+            if student == "carol":
+                own = [cell for cell in graded.cells if "mine:" in cell.source][0]
+                said["carol's cell"] = "".join(output.get("text", "") for output in own.outputs)
+        found[option[0] if option else ""] = (grades, counts, said)
+    default, checks, every = found[""], found["--run-checks"], found["--run-demos"]
+    assert default[0] == checks[0] == every[0] == {"alice": "16", "bob": "13.5", "carol": "16"}
+    assert default[1] == {"alice": (len(skipped), 0.0), "bob": (len(skipped), 0.0),
+                          "carol": (len(skipped) - 1, 1.0)}
+    assert default[2]["alice"] == sorted(skipped)
+    assert default[2]["carol"] == sorted(set(skipped) - {"check_masked_softmax"})
+    assert "mine: 1.0" in default[2]["carol's cell"]
+    demos = sorted(name for name in skipped if not name.startswith("check_"))
+    assert set(checks[1].values()) == {(len(demos), 0.0)}
+    assert checks[2]["alice"] == checks[2]["carol"] == demos
+    assert set(every[1].values()) == {(0.0, 0.0)}
+    assert every[2]["alice"] == every[2]["carol"] == []
 
 
 # ---------------------------------------------------------------- issue 18

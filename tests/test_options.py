@@ -27,10 +27,10 @@ def test_the_command_line_hands_on_every_option():
     args = build_parser().parse_args(
         ["grade", "lab1", "in", "--out", "out", "--db", "sqlite:///g.db", "--course-dir", "c",
          "--seed", "s", "--cell-timeout", "7", "--notebook-timeout", "70", "--jobs", "2",
-         "--regrade", "--shard", "2/3", "--kernels", "fresh", "--run-demos", "--quiet"])
+         "--regrade", "--shard", "2/3", "--kernels", "fresh", "--run-demos", "--run-checks", "--quiet"])
     assert grading_options(args) == GradingOptions(
         jobs=2, cell_timeout=7, notebook_timeout=70, seed="s", regrade=True, run_demos=True,
-        kernels="fresh", db_url="sqlite:///g.db", course_dir=Path("c"), shard=(2, 3),
+        run_checks=True, kernels="fresh", db_url="sqlite:///g.db", course_dir=Path("c"), shard=(2, 3),
         progress=False)
     merge = build_parser().parse_args(["merge", "lab1", "a", "b", "--out", "o", "--db", "x://"])
     assert grading_options(merge) == GradingOptions(db_url="x://")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 
 import numpy as np
 import pytest
-from jupyter_client import KernelManager
+from jupyter_client import BlockingKernelClient, KernelManager
 
 from autograder.testkernel import probe
 from autograder.testkernel.probe import StudentCodeError, StudentKernel, Tensor, redact, ship_code
@@ -40,6 +41,38 @@ STUDENT_CODE = textwrap.dedent('''
             self.inner = keras.layers.Dense(3)
         def call(self, x):
             return self.inner(x)
+
+    SEEN = []   # for each call of Stack.call: did its ops run on values (or were traced)?
+
+    class Stack(keras.layers.Layer):
+        """Nested layers with no build() of their own: Keras builds them by a first call."""
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.first = Wrapper()
+            self.second = keras.layers.Dense(2)
+        def call(self, x):
+            try:   # an op's result: a value when run, a symbol when traced
+                keras.ops.convert_to_numpy(keras.ops.add(x, 0.0))
+                SEEN.append(True)
+            except Exception:
+                SEEN.append(False)
+            return self.second(self.first(x))
+
+    def built_stack(x):
+        """A Stack and what its first call did, seen from the layer."""
+        SEEN.clear()
+        layer = Stack()
+        out = keras.ops.convert_to_numpy(layer(x))
+        locked = []
+        for owner in (layer, layer.first):
+            try:
+                owner.extra = keras.layers.Dense(1)
+                locked.append(False)
+            except Exception:
+                locked.append(True)
+        return {"seen": list(SEEN), "built": [layer.built, layer.first.built, layer.second.built],
+                "weights": [(w.path.split("/", 1)[1], tuple(w.shape)) for w in layer.weights],
+                "locked": locked, "shape": list(out.shape)}
 
     def backend_kind(x):
         return type(x).__module__.split(".")[0]
@@ -160,6 +193,52 @@ def test_layers_stay_remote_and_can_be_described(kernel):
     description = layer.describe()
     assert description["class"].endswith("Wrapper")
     assert [s["class"].rsplit(".", 1)[-1] for s in description["sublayers"]] == ["Dense"]
+
+
+def test_a_grader_call_builds_a_layer_by_running_it_on_its_inputs(kernel):
+    """Keras builds a layer that has no build() of its own by running its
+    call() once first, on symbolic inputs (a trace: most of a hidden test's
+    time). During the grader's calls it runs on the inputs given: the same
+    weights, names and order, the same built and locked state, and call()
+    computes values both times."""
+    x = np.ones((2, 4), "float32")
+    graded = remote(kernel, "built_stack")(x)
+    kernel.end_cell()   # the kernel stops serving: it runs a cell next
+    # The same function run as the student's own cell: Keras's own way (on a
+    # client of its own: the test kernel's reads no output).
+    client = BlockingKernelClient(connection_file=kernel.connection_file)
+    client.load_connection_file()
+    client.start_channels()
+    reply = client.execute_interactive(
+        "import json; print(json.dumps(built_stack(np.ones((2, 4), 'float32'))))",
+        timeout=60, output_hook=_keep_stdout)
+    assert reply["content"]["status"] == "ok"
+    own = json.loads(_STDOUT.pop())
+    assert own["seen"] == [False, True]          # traced first, then called
+    assert graded["seen"] == [True, True]        # called on the inputs, then called
+    for key in ("built", "locked", "shape"):
+        assert graded[key] == own[key], key
+    def unnumbered(weights):   # Keras numbers each new layer's name: wrapper_3/dense_5
+        return [[re.sub(r"_\d+(?=/|$)", "", name), list(shape)] for name, shape in weights]
+
+    assert unnumbered(graded["weights"]) == unnumbered(own["weights"])
+    assert [name for name, _ in unnumbered(own["weights"])] == [
+        "wrapper/dense/kernel", "wrapper/dense/bias", "dense/kernel", "dense/bias"]
+    assert graded["built"] == [True, True, True] and graded["locked"] == [True, True]
+    # Outside the grader's calls, Keras is as it was.
+    client.execute_interactive(
+        "print(json.dumps(built_stack(np.ones((2, 4), 'float32'))['seen']))",
+        timeout=60, output_hook=_keep_stdout)
+    client.stop_channels()
+    assert json.loads(_STDOUT.pop()) == [False, True]
+
+
+_STDOUT: list[str] = []
+
+
+def _keep_stdout(message) -> None:
+    if message["msg_type"] == "stream" and message["content"]["name"] == "stdout":
+        _STDOUT.append(message["content"]["text"])
 
 
 def test_tensors_are_sent_as_backend_tensors_when_asked(kernel):

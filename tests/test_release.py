@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from autograder.grader import leaks, release, source
+from autograder.grader.cellnames import global_binds, global_reads
 from autograder.labs import Lab, available_labs
 from tests.conftest import ROOT
 
@@ -98,51 +99,12 @@ def test_a_missing_tests_cell_is_a_clear_error(tmp_path, monkeypatch):
         source.build_source_notebook(lab)
 
 
-def _global_reads(source: str) -> set[str]:
-    """Module-level names a cell reads (its own scope and, from its functions,
-    the names they take from the notebook's globals)."""
-    import symtable
-
-    names = set()
-
-    def walk(table, top):
-        for symbol in table.get_symbols():
-            if symbol.is_referenced() and (top or symbol.is_global()):
-                names.add(symbol.get_name())
-        for child in table.get_children():
-            walk(child, False)
-
-    walk(symtable.symtable(source, "cell", "exec"), True)
-    return names
-
-
-def _global_binds(source: str) -> set[str]:
-    """Module-level names a cell binds (assignments, imports, def, class, for
-    targets; `global` names assigned in its functions)."""
-    import symtable
-
-    top = symtable.symtable(source, "cell", "exec")
-    names = {symbol.get_name() for symbol in top.get_symbols()
-             if symbol.is_assigned() or symbol.is_imported()}
-
-    def walk(table):
-        for symbol in table.get_symbols():
-            if symbol.is_declared_global() and symbol.is_assigned():
-                names.add(symbol.get_name())
-        for child in table.get_children():
-            walk(child)
-
-    for child in top.get_children():
-        walk(child)
-    return names
-
-
 @pytest.mark.parametrize("lab", available_labs(), ids=lambda lab: lab.id)
-def test_cells_the_grader_skips_are_demonstrations_nothing_later_reads(lab):
-    """A cell marked grading="skip" is not run when grading: it must be a
-    provided cell, and no cell the grader does run may read a name whose
-    last binding before it was in a skipped cell (it would be unbound, or
-    hold another value, only when grading)."""
+def test_cells_the_grader_skips_are_provided_and_nothing_later_reads_them(lab):
+    """A cell marked grading="skip", or an exercise's visible check, is not
+    run when grading: it must be a provided cell, and no cell the grader
+    does run may read a name whose last binding before it was in a skipped
+    cell (it would be unbound, or hold another value, only when grading)."""
     notebook = source.build_source_notebook(lab)
     skipped = set(source.skipped_when_grading(lab))
     cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -154,15 +116,15 @@ def test_cells_the_grader_skips_are_demonstrations_nothing_later_reads(lab):
     for cell in cells:
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         if grade_id not in skipped:
-            for name in sorted(_global_reads(cell.source) - _global_binds(cell.source)):
+            for name in sorted(global_reads(cell.source) - global_binds(cell.source)):
                 if bound_in.get(name) in skipped:
                     wrong.append(f"{grade_id} reads {name!r}, last bound in {bound_in[name]}")
-        for name in _global_binds(cell.source):
+        for name in global_binds(cell.source):
             bound_in[name] = grade_id
     assert not wrong, wrong
     # The check itself sees such a read (a name used in a later cell's function).
-    assert _global_reads("def f():\n    return shown + 1\n") == {"shown"}
-    assert _global_binds("for shown in range(3):\n    pass\n") == {"shown"}
+    assert global_reads("def f():\n    return shown + 1\n") == {"shown"}
+    assert global_binds("for shown in range(3):\n    pass\n") == {"shown"}
 
 
 def test_only_a_provided_cell_may_be_skipped_when_grading(tmp_path, monkeypatch):

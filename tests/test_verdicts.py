@@ -1,11 +1,13 @@
 """The verdict suite (tests/verdicts/): correct variants get full marks; each
 seeded mistake loses points in its own exercise and nowhere else.
 
-Two more promises to students are checked on the same graded notebooks: a
-correct variant passes every visible check (an honest answer is never told it
-is wrong), and a mistake fails the visible check of its own exercise too,
-unless the lab lists it in ``HIDDEN_ONLY`` with the reason. A mistake in a
-secondary property (``Mistake.fails``) loses exactly those tests cells' points.
+A mistake in a secondary property (``Mistake.fails``) loses exactly those
+tests cells' points. Two more promises to students, that a correct variant
+passes every visible check and that a mistake fails the visible check of its
+own exercise too (unless the lab lists it in ``HIDDEN_ONLY`` with the
+reason), are checked in process for every entry
+(tests/test_verdicts_inprocess.py): the grader does not run the visible
+checks (they grade nothing), so the graded notebooks hold no verdict of them.
 
 Every lab's variants and mistakes are graded in one batch through the real
 CLI, under the Keras backend of the environment (KERAS_BACKEND, TensorFlow by
@@ -56,8 +58,7 @@ def graded_mistakes(lab_id: str) -> list:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """{lab: (expected, {student: {exercise: (score, max, message)}}, grades rows,
-    {student: {tests cell: score}}, {student: exercises whose visible check failed})},
-    graded once."""
+    {student: {tests cell: score}})}, graded once."""
     cache = {}
 
     def grade(lab_id: str):
@@ -77,23 +78,22 @@ def graded(tmp_path_factory):
             out = folder / "out"
             cells = {path.stem: json.loads(path.read_text()).get("grades", {})
                      for path in (out / "results").glob("*.json")}
-            checks = {student: verdicts.failed_checks(out, lab_id, student) for student in expected}
             # Each mistake's view of the notebook that holds it (alone or paired).
             where = verdicts.submissions(lab_id)
             for mistake, student in where.items():
                 if student != mistake and student in expected:
-                    for table in (got, cells, checks):
+                    for table in (got, cells):
                         if student in table:
                             table[mistake] = table[student]
                     grades[mistake] = grades.get(student, {})
-            cache[lab_id] = (expected, got, grades, cells, checks)
-            _tabulate(lab_id, expected, got, checks)
+            cache[lab_id] = (expected, got, grades, cells)
+            _tabulate(lab_id, expected, got)
         return cache[lab_id]
 
     return grade
 
 
-def _tabulate(lab_id, expected, got, checks) -> None:
+def _tabulate(lab_id, expected, got) -> None:
     module = verdicts.spec(lab_id)
     for exercise in LABS[lab_id].exercises:
         variants = [f"variant{k + 1}" for k in range(len(module.VARIANTS.get(exercise, [])))
@@ -105,8 +105,8 @@ def _tabulate(lab_id, expected, got, checks) -> None:
         where = verdicts.submissions(lab_id)
         caught = sum(1 for m in mistakes
                       if m in got and _as_expected(expected[where[m]], got[m]))
-        seen = sum(1 for m in mistakes if exercise in (checks.get(m) or ()))
-        VERDICT_TABLE.append((lab_id, exercise, passed, len(variants), caught, len(mistakes), seen))
+        # (the visible checks: not run by the grader, tabulated in process)
+        VERDICT_TABLE.append((lab_id, exercise, passed, len(variants), caught, len(mistakes), None))
 
 
 def _as_expected(expected: dict[str, str], got: dict[str, tuple]) -> bool:
@@ -135,7 +135,7 @@ def test_the_spec_is_complete(lab_id):
 @pytest.mark.slow
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
 def test_variants_get_full_marks_and_mistakes_lose_points_only_in_their_exercise(graded, lab_id):
-    expected, got, grades, _, _ = graded(lab_id)
+    expected, got, grades, _ = graded(lab_id)
     holds: dict[str, list[str]] = {}
     for mistake, student in verdicts.submissions(lab_id).items():
         holds.setdefault(student, []).append(mistake)
@@ -164,7 +164,7 @@ def test_variants_get_full_marks_and_mistakes_lose_points_only_in_their_exercise
 def test_secondary_property_mistakes_lose_only_that_property(graded, lab_id):
     """A missing get_config or argument check costs its own tests cells, never the
     computation's: every other tests cell of the exercise keeps its points."""
-    _, _, _, cells, _ = graded(lab_id)
+    _, _, _, cells = graded(lab_id)
     points = verdicts.test_cell_points(lab_id)
     wrong = []
     for mistake in graded_mistakes(lab_id):
@@ -179,30 +179,6 @@ def test_secondary_property_mistakes_lose_only_that_property(graded, lab_id):
             if score != want:
                 wrong.append(f"{student}: {grade_id} scored {score}, expected {want:g}")
     assert not wrong, "\n".join(wrong)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
-def test_visible_checks_pass_every_correct_variant(graded, lab_id):
-    """An honest, correct answer is never told by its visible check that it is wrong."""
-    expected, _, _, _, checks = graded(lab_id)
-    wrong = {student: sorted(failed) for student, failed in checks.items()
-             if student.startswith("variant") and failed}
-    assert not wrong, f"visible checks that fail correct variants: {wrong}"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)
-def test_visible_checks_catch_every_mistake_not_listed_as_hidden_only(graded, lab_id):
-    """What the hidden tests grade, the visible check exercises: a mistake fails the
-    visible check of its exercise too, unless HIDDEN_ONLY gives the reason it may not."""
-    _, _, _, _, checks = graded(lab_id)
-    caught = {}
-    for mistake in graded_mistakes(lab_id):
-        failed = checks[verdicts.mistake_id(mistake)]
-        assert failed is not None, f"{mistake.name}: not graded"
-        caught[mistake] = mistake.exercise in failed
-    verdicts.assert_visible_checks_catch(lab_id, caught)
 
 
 @pytest.mark.parametrize("lab_id", LABS_WITH_SPECS)

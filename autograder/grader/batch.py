@@ -167,9 +167,12 @@ class Grader:
             self.lab, out_dir, options,
             seed_check(options.seed, self.lab.id) if options.seed else None)
         self.out_dir = self.gradebook.out_dir
-        # The provided demonstration cells not to run: read once from the
-        # lab's source (source.skipped_when_grading), handed to every worker.
-        self.skip_cells = [] if options.run_demos else skipped_when_grading(self.lab)
+        # The provided cells not to run (demonstrations, visible checks): read
+        # once from the lab's source (source.skipped_when_grading), handed to
+        # every worker; each submission may still need some (cellnames).
+        self.skip_cells = [] if options.run_demos else [
+            grade_id for grade_id in skipped_when_grading(self.lab)
+            if not (options.run_checks and grade_id.startswith("check_"))]
         self.hidden: list[Path] = [self.gradebook.root, self.out_dir, KIT_ROOT]
 
     def find(self, submissions_path: Path, roster=None):

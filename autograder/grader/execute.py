@@ -49,6 +49,7 @@ from nbgrader.utils import is_grade, is_solution
 
 from autograder import limits
 from autograder.grader import tempdirs
+from autograder.grader.cellnames import cells_needed
 from autograder.testkernel.probe import hide_data
 from autograder.grader.sandbox import ReadyKernelClient, SandboxKernelManager
 # The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
@@ -469,8 +470,9 @@ class IsolatedExecute(Execute):
     seed = Unicode("0", help="Secret seed of the hidden tests' inputs.").tag(config=True)
     notebook_timeout = Integer(limits.NOTEBOOK_TIMEOUT_S,
                                help="Seconds for the whole notebook.").tag(config=True)
-    skip_cells = List(Unicode(), help="grade_ids of provided demonstration cells not to run "
-                      "(source.skipped_when_grading).").tag(config=True)
+    skip_cells = List(Unicode(), help="grade_ids of provided cells not to run: demonstrations "
+                      "and visible checks (source.skipped_when_grading), unless the "
+                      "submission's own cells read them (cellnames).").tag(config=True)
     setup_timeout = Integer(
         limits.SETUP_CELL_TIMEOUT_S,
         help="Seconds for each provided cell before the first answer (imports).").tag(config=True)
@@ -511,6 +513,17 @@ class IsolatedExecute(Execute):
         self._answers_seen = False
         self._student_cells = [cell.source for cell in nb.cells if cell.cell_type == "code"
                                and not (is_grade(cell) and not is_solution(cell))]
+        # The skipped cells this submission's own cells read from (cellnames):
+        # run after all, so that skipping changes no grade.
+        self._skipped_now = set(self.skip_cells)
+        if self.skip_cells:
+            cells = [(cell.metadata.get("nbgrader", {}).get("grade_id", ""), cell.source,
+                      "tests" if is_grade(cell) and not is_solution(cell) else
+                      "provided" if cell.metadata.get("nbgrader", {}).get("locked") else "own")
+                     for cell in nb.cells if cell.cell_type == "code"]
+            needed = cells_needed(cells, self._skipped_now)
+            self._skipped_now -= set(needed)
+            self._record["cells_needed"] = len(needed)
         self._deadline = time.monotonic() + self.notebook_timeout
         started = time.monotonic()
         try:
@@ -574,15 +587,19 @@ class IsolatedExecute(Execute):
         if is_solution(cell):
             self._answers_seen = True
         nbgrader = cell.metadata.get("nbgrader", {})
-        if nbgrader.get("locked") and nbgrader.get("grade_id") in self.skip_cells:
-            # The instructor's own demonstration (OverwriteCells has put the
-            # source's code back): it grades nothing and no later cell reads
-            # what it defines (tests/test_release.py).
+        if nbgrader.get("locked") and nbgrader.get("grade_id") in self._skipped_now:
+            # The instructor's own demonstration or visible check (OverwriteCells
+            # has put the source's code back): it grades nothing, no later
+            # provided cell reads what it defines (tests/test_release.py), and
+            # none of the student's cells does (preprocess).
             self._record["cells_skipped"] += 1
-            cell.outputs = [NotebookNode(
-                output_type="stream", name="stdout",
-                text="Not run by the grader: this cell only demonstrates (it grades "
-                     "nothing). Run it in your notebook to see its output.\n")]
+            what = ("this cell is the exercise's visible check: it grades nothing, the "
+                    "hidden tests below grade the exercise. Run it in your notebook to see "
+                    "what it says." if nbgrader["grade_id"].startswith("check_") else
+                    "this cell only demonstrates (it grades nothing). Run it in your "
+                    "notebook to see its output.")
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout",
+                                         text=f"Not run by the grader: {what}\n")]
             return cell, resources
         timeout = self.timeout
         if not self._answers_seen and cell.metadata.get("nbgrader", {}).get("locked"):

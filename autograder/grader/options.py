@@ -63,8 +63,13 @@ class GradingOptions:
             run, written nowhere: autograder.pipeline).
         regrade: grade everyone again, even those an earlier run into the
             same OUT finished.
-        run_demos: also run the provided cells that only demonstrate
-            (``grading="skip"`` in the lab's source; skipped by default).
+        run_demos: run every cell: also the provided cells that grade
+            nothing, the demonstrations (``grading="skip"`` in the lab's
+            source) and the visible checks (skipped by default, unless a
+            submission's own cells read what they define:
+            autograder.grader.cellnames).
+        run_checks: also run the visible checks (their output then shows in
+            the feedback); the demonstrations stay skipped.
         kernels: "fork" or "fresh" (`KERNELS`).
         db_url: the class's gradebook, an SQLAlchemy URL (None: SQLite in
             the course folder).
@@ -102,8 +107,13 @@ class GradingOptions:
     regrade: bool = option(
         False, "--regrade", "grade everyone again, even those an earlier run in OUT finished")
     run_demos: bool = option(
-        False, "--run-demos", "also run the provided cells that only demonstrate (marked "
-        "grading=\"skip\" in the lab's source; they grade nothing and are skipped by default)")
+        False, "--run-demos", "run every cell, as plain nbgrader does: also the provided "
+        "cells that grade nothing, the demonstrations (grading=\"skip\" in the lab's source) "
+        "and the exercises' visible checks (skipped by default, unless a submission's own "
+        "cells read what they define)")
+    run_checks: bool = option(
+        False, "--run-checks", "also run the exercises' visible checks, so that the "
+        "feedback shows what each said (they grade nothing; skipped by default)")
     kernels: str = option(
         "fork", "--kernels", "fork each student kernel, libraries already imported, into its "
         "sandbox (default), or start a fresh Python for each", choices=KERNELS)

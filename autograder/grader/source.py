@@ -10,9 +10,12 @@ nbgrader's cell metadata:
 
 A provided cell that only demonstrates (a plot, decoding the test set with
 the student's functions) may add `grading="skip"`: the grader does not run
-it (autograder.grader.execute; `grade --run-demos` runs it). It grades nothing, and
-no later cell may read what it defines (tests/test_release.py checks this
-for every lab); students still run it.
+it (autograder.grader.execute; `grade --run-demos` runs it). Nor does it run
+the exercises' visible checks (`check_<exercise>`), which grade nothing
+either: the hidden tests grade. No later provided cell may read what a
+skipped cell defines (tests/test_release.py checks this for every lab); a
+submission whose own cells read it gets the skipped cells it needs run
+(autograder.grader.cellnames). Students still run them all.
 
 Every lab also ends with a "Ready to submit?" cell that this module appends
 (READY_ID): no lab's source writes it, so a new lab gets it without a line of
@@ -198,9 +201,16 @@ def _check_marker(where: str, index: int, source: str, marker: dict, seen: set[s
 
 
 def skipped_when_grading(lab: Lab) -> list[str]:
-    """grade_ids of the provided cells of ``lab`` marked `grading="skip"`."""
+    """grade_ids of the provided cells of ``lab`` the grader does not run, in
+    the notebook's order: the demonstrations marked `grading="skip"` (the
+    "Ready to submit?" cell among them) and every exercise's visible check
+    (`check_<exercise>`). Both grade nothing, and no provided cell reads
+    what they define (tests/test_release.py); a submission whose own cells
+    read it gets the cells it needs run (autograder.grader.cellnames)."""
+    checks = {f"check_{exercise}" for exercise in lab.exercises}
     return [cell.metadata["nbgrader"]["grade_id"] for cell in build_source_notebook(lab).cells
-            if cell.metadata.get(SKIP_KEY)]
+            if cell.metadata.get(SKIP_KEY)
+            or cell.metadata.get("nbgrader", {}).get("grade_id") in checks]
 
 
 def _check_contract(lab: Lab, notebook) -> None:

@@ -46,8 +46,9 @@ class WorkerSetup:
             or the secret one the batch drew).
         hidden: folders the student's kernel must not see (the class's
             course folder and OUT, the kit, the submissions).
-        skip_cells: grade_ids of the provided demonstration cells not to run
-            (autograder.grader.source.skipped_when_grading).
+        skip_cells: grade_ids of the provided cells not to run (demonstrations
+            and visible checks: autograder.grader.source.skipped_when_grading),
+            unless a submission's own cells read what they define.
         options: the run's options (timeouts, kernels).
         workers_dir: where each worker makes its private course folder.
         jobs: how many workers run at once (they share the cores).
@@ -166,8 +167,10 @@ class Worker:
                 if isinstance(value, (int, float)):
                     self.last_timings[f"{part}:{grade_id}"] = float(value)
         self.last_timings["execute"] = record.get("seconds", 0.0)
-        # (a count, kept with the timings: demonstrations not run)
+        # (counts, kept with the timings: demonstrations and visible checks not
+        # run, and those run because the submission's own cells read them)
         self.last_timings["cells_skipped"] = float(record.get("cells_skipped", 0))
+        self.last_timings["cells_needed"] = float(record.get("cells_needed", 0))
 
     def _config(self, work: Path, record_path: Path):
         """nbgrader's configuration of one autograde: the Execute step and its options."""

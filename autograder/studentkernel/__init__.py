@@ -82,6 +82,14 @@ Callbacks: the grader's objects that stay in the test kernel
     nothing but data it has checked (probe.MAX_HOSTED_CALL_BYTES), so the
     object, its state and its log are the grader's own.
 
+Keras layers built while a request runs
+    Keras builds a layer with no ``build()`` of its own by a first run of
+    its ``call()`` on symbolic inputs (a trace), then calls it. While a
+    request runs, that first run is on the inputs given, eagerly
+    (glue._eager_builds: the same weights, names, order and locked state;
+    Keras's own trace where the eager run raises); between requests, the
+    student's own cells get Keras as it is.
+
 What the test kernel trusts of an answer
     Nothing but data: the JSON is capped (probe.MAX_ANSWER_JSON_BYTES), the
     arrays are checked by their .npy headers before they are read (numbers

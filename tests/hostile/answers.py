@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+
+import nbformat
 from pathlib import Path
 
 from tests.hostile.cases import CORRECT, Case, feedback_of, lab_notebook, notebook, with_cell
@@ -248,10 +250,19 @@ def dot_scores(query, keys):
 FLOOD_MEMORY_MARGIN_MIB = 256
 
 
+#: A cell of the flood notebook's own before the count: whatever the flood left
+#: in the kernel's output buffer goes out with this cell (and is cut there), not
+#: in the same message as the count (a message over the cap is dropped whole).
+DRAIN = "import sys, time\nsys.stdout.flush()\ntime.sleep(0.5)\nsys.stdout.flush()"
+
+
 def _flood_notebook():
     correct = CORRECT["dot_scores"].replace("def dot_scores(", "def _correct(")
-    return with_cell('print("FLOODED", _flooded[0], "chunks of 4 MB")', before="softmax",
-                     answers={"dot_scores": correct + "\n" + FLOOD})
+    notebook = with_cell('print("FLOODED", _flooded[0], "chunks of 4 MB")', before="softmax",
+                         answers={"dot_scores": correct + "\n" + FLOOD})
+    at = next(index for index, cell in enumerate(notebook.cells) if "FLOODED" in cell.source)
+    notebook.cells.insert(at, nbformat.v4.new_code_cell(DRAIN))
+    return notebook
 
 
 def _grader_memory(out: Path, student: str) -> tuple[float, float] | None:

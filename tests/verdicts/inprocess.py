@@ -117,12 +117,20 @@ class LabRunner:
             if cell.cell_type != "code" or grade_id.startswith("test_"):
                 continue
             self.cells.append((grade_id, cell.source))
-            if grade_id in skipped:
-                continue
             if grade_id.startswith("check_"):
                 self.checks[grade_id.removeprefix("check_")] = cell.source
+            if grade_id in skipped:   # the visible checks among them, as under the grader
+                continue
             error = _run(cell.source, self.base, f"<{lab_id} cell {grade_id}>")
             assert not error, f"{lab_id}: the solution's cell {grade_id} raised {error}"
+        # The hidden tests see self.base: every cell the grader runs, no visible
+        # check (it skips them). The visible checks run in a namespace of their
+        # own, as in the student's notebook: the solution's, then every check in
+        # order (a later check may use what an earlier one defined).
+        self.checked = dict(self.base)
+        for grade_id, check in self.checks.items():
+            error = _run(check, self.checked, f"<{lab_id} check {grade_id}>")
+            assert not error, f"{lab_id}: the solution's visible check of {grade_id} raised {error}"
         self._standins = {name: standins.define(self.folder, name)
                           for name in standins.sources(self.folder)}
         folder = tempfile.mkdtemp(prefix=f"verdicts-{lab_id}-")
@@ -144,7 +152,11 @@ class LabRunner:
         os.environ["AUTOGRADER_STUDENT_CELLS"] = str(self._cells_file)
         error = _run(source, namespace, f"<answer {exercise}>")
         if not error and exercise in self.checks:
-            error = _run(self.checks[exercise], namespace, f"<check {exercise}>")
+            # The answer again, with the checks' namespace, then its check.
+            checked = dict(self.checked)
+            checked.pop(exercise, None)
+            error = (_run(source, checked, f"<answer {exercise}>")
+                     or _run(self.checks[exercise], checked, f"<check {exercise}>"))
         outcome.check_error = error
         for name in standins.calls(self.folder).get(exercise, []):
             namespace[name] = self._standins[name]
