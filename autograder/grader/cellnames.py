@@ -33,6 +33,18 @@ def _table(source: str):
         return None
 
 
+def _in_functions(top, wanted) -> set[str]:
+    """The names of the symbols, in every scope nested in the cell's (its
+    functions, classes, comprehensions), for which ``wanted(symbol)``."""
+    names: set[str] = set()
+    tables = list(top.get_children())
+    while tables:
+        table = tables.pop()
+        names.update(symbol.get_name() for symbol in table.get_symbols() if wanted(symbol))
+        tables.extend(table.get_children())
+    return names
+
+
 def _reads(source: str) -> tuple[set[str], set[str]]:
     """(the names a cell's top level reads, the names its functions take from
     the notebook's globals); every word of a cell that does not parse, in both."""
@@ -41,18 +53,8 @@ def _reads(source: str) -> tuple[set[str], set[str]]:
         words = set(_WORD.findall(source))
         return words, words
     at_top = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_referenced()}
-    inner: set[str] = set()
-
-    def walk(table) -> None:
-        for symbol in table.get_symbols():
-            if symbol.is_referenced() and symbol.is_global():
-                inner.add(symbol.get_name())
-        for child in table.get_children():
-            walk(child)
-
-    for child in top.get_children():
-        walk(child)
-    return at_top, inner
+    return at_top, _in_functions(top, lambda symbol: symbol.is_referenced()
+                                 and symbol.is_global())
 
 
 def global_reads(source: str) -> set[str]:
@@ -72,17 +74,8 @@ def global_binds(source: str) -> set[str]:
         return set()
     names = {symbol.get_name() for symbol in top.get_symbols()
              if symbol.is_assigned() or symbol.is_imported()}
-
-    def walk(table) -> None:
-        for symbol in table.get_symbols():
-            if symbol.is_declared_global() and symbol.is_assigned():
-                names.add(symbol.get_name())
-        for child in table.get_children():
-            walk(child)
-
-    for child in top.get_children():
-        walk(child)
-    return names
+    return names | _in_functions(top, lambda symbol: symbol.is_declared_global()
+                                 and symbol.is_assigned())
 
 
 def cells_needed(cells: list[tuple[str, str, str]], skipped: set[str]) -> list[str]:
