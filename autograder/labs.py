@@ -32,6 +32,20 @@ KIT_ROOT = Path(os.environ.get("LABKIT_ROOT", Path(__file__).resolve().parent.pa
 #: A lab id: "lab" and a number (the folder's name).
 LAB_ID = re.compile(r"lab\d+")
 
+#: The grade_id of an exercise's visible check is this prefix and the
+#: exercise's name (CURRICULUM.md): the one place that spells it.
+CHECK_PREFIX = "check_"
+
+
+def check_id(exercise: str) -> str:
+    """The grade_id of ``exercise``'s visible check."""
+    return CHECK_PREFIX + exercise
+
+
+def checked_exercise(grade_id: str) -> str | None:
+    """The exercise whose visible check ``grade_id`` is; None for any other cell."""
+    return grade_id.removeprefix(CHECK_PREFIX) if grade_id.startswith(CHECK_PREFIX) else None
+
 
 class LabDefinitionError(ValueError):
     """A lab folder whose lab.toml is missing a field or malformed."""

@@ -29,7 +29,7 @@ from autograder.text import clean_text
 from autograder.grader.results import ExerciseResult, SubmissionResult
 from autograder.grader.source import skipped_when_grading
 from autograder.grader.worker import WorkerSetup, lab_points, start_worker, work
-from autograder.labs import KIT_ROOT, Lab, get_lab
+from autograder.labs import KIT_ROOT, Lab, checked_exercise, get_lab
 
 
 class ClassGradebook:
@@ -172,7 +172,7 @@ class Grader:
         # every worker; each submission may still need some (cellnames).
         self.skip_cells = [] if options.run_demos else [
             grade_id for grade_id in skipped_when_grading(self.lab)
-            if not (options.run_checks and grade_id.startswith("check_"))]
+            if not (options.run_checks and checked_exercise(grade_id))]
         self.hidden: list[Path] = [self.gradebook.root, self.out_dir, KIT_ROOT]
 
     def find(self, submissions_path: Path, roster=None):

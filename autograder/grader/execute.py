@@ -50,6 +50,7 @@ from nbgrader.utils import is_grade, is_solution
 from autograder import limits
 from autograder.grader import tempdirs
 from autograder.grader.cellnames import cells_needed
+from autograder.labs import checked_exercise
 from autograder.testkernel.probe import hide_data
 from autograder.grader.sandbox import ReadyKernelClient, SandboxKernelManager
 # The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
@@ -595,7 +596,7 @@ class IsolatedExecute(Execute):
             self._record["cells_skipped"] += 1
             what = ("this cell is the exercise's visible check: it grades nothing, the "
                     "hidden tests below grade the exercise. Run it in your notebook to see "
-                    "what it says." if nbgrader["grade_id"].startswith("check_") else
+                    "what it says." if checked_exercise(nbgrader["grade_id"]) else
                     "this cell only demonstrates (it grades nothing). Run it in your "
                     "notebook to see its output.")
             cell.outputs = [NotebookNode(output_type="stream", name="stdout",

@@ -31,7 +31,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from autograder.labs import Lab, labkit_requirement
+from autograder.labs import Lab, check_id, labkit_requirement
 
 PLACEHOLDER = "{{LABKIT_REQUIREMENT}}"
 KINDS = ("solution", "tests", "locked")
@@ -168,12 +168,12 @@ def visible_checks(lab: Lab, notebook=None) -> list[dict[str, str]]:
                 for index, cell in enumerate(notebook.cells)}
     checks = []
     for exercise in lab.exercises:
-        found = position.get(f"check_{exercise}")
+        found = position.get(check_id(exercise))
         if (found is None or not found[1].metadata["nbgrader"]["locked"]
                 or found[0] < position[exercise][0]):
             raise SourceError(
                 f"{lab.source_path.name}: exercise {exercise!r} needs a visible check: a cell "
-                f'`# %% nbgrader="locked" grade_id="check_{exercise}"` after its answer cell '
+                f'`# %% nbgrader="locked" grade_id="{check_id(exercise)}"` after its answer cell '
                 "(labkit.ready() runs it again in the lab's last cell).")
         checks.append({"name": exercise, "check": found[1].source})
     return checks
@@ -207,7 +207,7 @@ def skipped_when_grading(lab: Lab) -> list[str]:
     (`check_<exercise>`). Both grade nothing, and no provided cell reads
     what they define (tests/test_release.py); a submission whose own cells
     read it gets the cells it needs run (autograder.grader.cellnames)."""
-    checks = {f"check_{exercise}" for exercise in lab.exercises}
+    checks = {check_id(exercise) for exercise in lab.exercises}
     return [cell.metadata["nbgrader"]["grade_id"] for cell in build_source_notebook(lab).cells
             if cell.metadata.get(SKIP_KEY)
             or cell.metadata.get("nbgrader", {}).get("grade_id") in checks]

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.labs import LABS
+from autograder.labs import LABS, checked_exercise
 from autograder.grader.source import build_source_notebook
 
 SOLUTION_BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*\n?",
@@ -161,9 +161,10 @@ def failed_checks(out: Path, lab_id: str, student: str) -> set[str] | None:
     failed = set()
     for cell in nbformat.read(graded, as_version=4).cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if grade_id.startswith("check_") and any(
+        exercise = checked_exercise(grade_id)
+        if exercise and any(
                 output.get("output_type") == "error" for output in cell.get("outputs", [])):
-            failed.add(grade_id.removeprefix("check_"))
+            failed.add(exercise)
     return failed
 
 

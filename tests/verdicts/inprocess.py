@@ -32,7 +32,7 @@ from pathlib import Path
 
 from autograder import hidden
 from autograder.grader.source import READY_ID, skipped_when_grading
-from autograder.labs import LABS
+from autograder.labs import LABS, checked_exercise
 from autograder.testkernel import standins
 from tests import verdicts
 
@@ -117,8 +117,8 @@ class LabRunner:
             if cell.cell_type != "code" or grade_id.startswith("test_"):
                 continue
             self.cells.append((grade_id, cell.source))
-            if grade_id.startswith("check_"):
-                self.checks[grade_id.removeprefix("check_")] = cell.source
+            if checked_exercise(grade_id):
+                self.checks[checked_exercise(grade_id)] = cell.source
             if grade_id in skipped:   # the visible checks among them, as under the grader
                 continue
             error = _run(cell.source, self.base, f"<{lab_id} cell {grade_id}>")
