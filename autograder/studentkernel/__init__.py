@@ -87,8 +87,11 @@ Keras layers built while a request runs
     its ``call()`` on symbolic inputs (a trace), then calls it. While a
     request runs, that first run is on the inputs given, eagerly
     (glue._eager_builds: the same weights, names, order and locked state;
-    Keras's own trace where the eager run raises); between requests, the
-    student's own cells get Keras as it is.
+    Keras's own trace where the eager run raises). Under TensorFlow its
+    variables' handles are made outside the layer's name scope
+    (glue._unscoped_variables: TensorFlow's kernel cache then answers;
+    Keras's names and paths are the same). Between requests, the student's
+    own cells get Keras as it is.
 
 What the test kernel trusts of an answer
     Nothing but data: the JSON is capped (probe.MAX_ANSWER_JSON_BYTES), the

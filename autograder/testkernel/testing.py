@@ -39,6 +39,8 @@ __all__ = [
     "raised",
     "constructor",
     "computed_once",
+    "keep",
+    "kept",
 ]
 
 
@@ -263,6 +265,38 @@ def hoster(namespace: dict):
 def hosted(obj):
     """The grader's object behind ``host(obj)``'s result (itself when local)."""
     return getattr(obj, "target", obj) if type(obj).__name__ == "HostedObject" else obj
+
+
+# --- the student's side: a layer built once a submission --------------------------
+
+#: The key, in a tests cell's globals, of the layers kept for the submission's
+#: later tests cells (keep, kept). The test kernel's namespace is reset
+#: between submissions, so nothing kept outlives one.
+KEPT = "__autograder_kept__"
+
+
+def _kept_key(name: str, arguments: dict) -> tuple:
+    return (name, repr(sorted(arguments.items())))
+
+
+def keep(namespace: dict, name: str, arguments: dict, layer) -> None:
+    """Keep ``layer``, the student's ``name(**arguments)`` already built (its
+    first call answered), for the submission's later tests cells (kept).
+
+    Building a Keras layer (its sublayers made, their weights created) costs
+    several of its calls; a property test of the same arguments takes this
+    one and gives it its own weights. ``namespace``: the tests cell's
+    globals, reset between submissions (in the verdict suite's in-process
+    tier a copy for each answer; in the source notebook, the notebook's own).
+    """
+    namespace.setdefault(KEPT, {})[_kept_key(name, arguments)] = layer
+
+
+def kept(namespace: dict, name: str, arguments: dict):
+    """The layer an earlier tests cell of this submission kept for
+    ``name(**arguments)``, or None (the test then builds its own, and its
+    first call reports what goes wrong in its own feedback)."""
+    return namespace.get(KEPT, {}).get(_kept_key(name, arguments))
 
 
 # --- the reference side, computed once a run ------------------------------------------

@@ -380,22 +380,24 @@ def test_FeedForward__config(FeedForward):
 
 
 @graded("EncoderLayer", points=2.75)
-def test_EncoderLayer(EncoderLayer):
+def test_EncoderLayer(EncoderLayer, namespace):
     """sublayers and outputs at inference, without padding."""
     import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true, keep
     from autograder.references import lab4 as reference
 
     r = rng("EncoderLayer")
     for d_model, num_heads, dff, batch, length in [(8, 2, 16, 3, 5), (12, 3, 20, 2, 7)]:
         what = f"EncoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
-        layer = EncoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        arguments = dict(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        layer = EncoderLayer(**arguments)
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         on_x = f"{what} on x {x.shape}"
         name, message = reference.raised(lambda: layer(x, training=False))
         if name is not None and name != "NotImplementedError":
             raise AssertionError(f"{on_x}: {message}" + reference.explain(message))
         assert_shape(reference.to_numpy(layer(x, training=False)), x.shape, on_x)
+        keep(namespace, "EncoderLayer", arguments, layer)  # built: the next tests take it
 
         # Sublayers: Keras MultiHeadAttention with key_dim = d_model // num_heads,
         # LayerNormalization with epsilon 1e-6.
@@ -435,18 +437,22 @@ def test_EncoderLayer(EncoderLayer):
 
 
 @graded("EncoderLayer", points=0.5)
-def test_EncoderLayer__padding(EncoderLayer):
+def test_EncoderLayer__padding(EncoderLayer, namespace):
     """outputs with a padding mask (padding last or first in a sentence), at the real
     positions.
     """
     import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import (rng, assert_close, assert_shape, assert_true,
+                                               kept)
     from autograder.references import lab4 as reference
 
     r = rng("EncoderLayer/padding")
     for d_model, num_heads, dff, batch, length in [(8, 2, 16, 3, 5), (12, 3, 20, 2, 7)]:
         what = f"EncoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
-        layer = EncoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        arguments = dict(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        layer = kept(namespace, "EncoderLayer", arguments)  # test_EncoderLayer's, built
+        if layer is None:
+            layer = EncoderLayer(**arguments)
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         on_x = f"{what} on x {x.shape} with a padding mask"
         real = np.ones((batch, length), dtype=bool)
@@ -476,18 +482,21 @@ def test_EncoderLayer__padding(EncoderLayer):
 
 
 @graded("EncoderLayer", points=0.25)
-def test_EncoderLayer__training(EncoderLayer):
+def test_EncoderLayer__training(EncoderLayer, namespace):
     """dropout while training, on the attention's output too; nothing dropped at inference."""
     import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true, kept
     from autograder.references import lab4 as reference
 
     r = rng("EncoderLayer/training")
     close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
-    layer = EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
+    arguments = dict(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
     x = r.normal(size=(3, 5, 8)).astype("float32")
     on_x = f"EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}"
-    layer(x, training=False)
+    layer = kept(namespace, "EncoderLayer", arguments)  # test_EncoderLayer's first, built
+    if layer is None:
+        layer = EncoderLayer(**arguments)
+        layer(x, training=False)
     sizes = dict(d_model=8, num_heads=2, dff=16)
     weights = reference.randomize_weights(layer, reference.ENCODER_WEIGHTS, r, on_x, **sizes)
     output = reference.to_numpy(layer(x, training=False))
@@ -545,10 +554,10 @@ def test_EncoderLayer__config(EncoderLayer):
 
 
 @graded("DecoderLayer", points=2.75)
-def test_DecoderLayer(DecoderLayer):
+def test_DecoderLayer(DecoderLayer, namespace):
     """sublayers, causality, outputs and cross-attention scores at inference, without padding."""
     import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
+    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true, keep
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer")
@@ -556,7 +565,8 @@ def test_DecoderLayer(DecoderLayer):
     for d_model, num_heads, dff, batch, length, source_length in [(8, 2, 16, 2, 4, 6),
                                                                   (12, 3, 20, 3, 5, 7)]:
         what = f"DecoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
-        layer = DecoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        arguments = dict(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        layer = DecoderLayer(**arguments)
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         context = r.normal(size=(batch, source_length, d_model)).astype("float32")
         on_x = f"{what} on x {x.shape}, context {context.shape}"
@@ -567,6 +577,7 @@ def test_DecoderLayer(DecoderLayer):
                          "tokens: the cross-attention's queries come from x, its keys and "
                          "values from context, and the output has the shape of x.)"))
         assert_shape(reference.to_numpy(layer(x, context, training=False)), x.shape, on_x)
+        keep(namespace, "DecoderLayer", arguments, layer)  # built: the next tests take it
         scores_shape = (batch, num_heads, length, source_length)
         scores = reference.to_numpy(layer.last_attention_scores)
         if scores.shape == (batch, num_heads, source_length, length):
@@ -641,13 +652,13 @@ def test_DecoderLayer(DecoderLayer):
 
 
 @graded("DecoderLayer", points=0.5)
-def test_DecoderLayer__padding(DecoderLayer):
+def test_DecoderLayer__padding(DecoderLayer, namespace):
     """outputs and cross-attention scores with both padding masks (target padding first or
     last), at the real target positions.
     """
     import numpy as np
     from autograder.testkernel.testing import (rng, assert_close, assert_shape, assert_finite,
-                                    assert_true)
+                                               assert_true, kept)
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer/padding")
@@ -655,7 +666,10 @@ def test_DecoderLayer__padding(DecoderLayer):
     for d_model, num_heads, dff, batch, length, source_length in [(8, 2, 16, 2, 4, 6),
                                                                   (12, 3, 20, 3, 5, 7)]:
         what = f"DecoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
-        layer = DecoderLayer(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        arguments = dict(d_model=d_model, num_heads=num_heads, dff=dff, dropout_rate=0.5)
+        layer = kept(namespace, "DecoderLayer", arguments)  # test_DecoderLayer's, built
+        if layer is None:
+            layer = DecoderLayer(**arguments)
         x = r.normal(size=(batch, length, d_model)).astype("float32")
         context = r.normal(size=(batch, source_length, d_model)).astype("float32")
         on_x = f"{what} on x {x.shape}, context {context.shape} with padding masks"
@@ -710,20 +724,23 @@ def test_DecoderLayer__padding(DecoderLayer):
 
 
 @graded("DecoderLayer", points=0.25)
-def test_DecoderLayer__training(DecoderLayer):
+def test_DecoderLayer__training(DecoderLayer, namespace):
     """dropout while training, after each attention sublayer; nothing dropped at inference."""
     import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
+    from autograder.testkernel.testing import rng, assert_true, kept
     from autograder.references import lab4 as reference
 
     r = rng("DecoderLayer/training")
     close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
-    layer = DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
+    arguments = dict(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
     x = r.normal(size=(2, 4, 8)).astype("float32")
     context = r.normal(size=(2, 6, 8)).astype("float32")
     on_x = (f"DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.5) on x {x.shape}, "
             f"context {context.shape}")
-    layer(x, context, training=False)
+    layer = kept(namespace, "DecoderLayer", arguments)  # test_DecoderLayer's first, built
+    if layer is None:
+        layer = DecoderLayer(**arguments)
+        layer(x, context, training=False)
     sizes = dict(d_model=8, num_heads=2, dff=16)
     weights = reference.randomize_weights(layer, reference.DECODER_WEIGHTS, r, on_x, **sizes)
     output = reference.to_numpy(layer(x, context, training=False))
@@ -738,16 +755,16 @@ def test_DecoderLayer__training(DecoderLayer):
     # Dropout after each attention sublayer: with the other sublayers silenced
     # (all-zero weights give an output of exactly 0), training must still change
     # the output.
-    for kept, silenced in [("self_attention", ("cross_attention", "ffn.dense2")),
+    for left, silenced in [("self_attention", ("cross_attention", "ffn.dense2")),
                            ("cross_attention", ("self_attention", "ffn.dense2"))]:
         reference.set_weights(layer, {path: [np.zeros_like(w) for w in weights[path]]
                                       for path in silenced})
         quiet = reference.to_numpy(layer(x, context, training=False))
         trained = reference.to_numpy(layer(x, context, training=True))
         assert_true(not np.allclose(trained, quiet, **close),
-                    f"{on_x}: with only {kept} left (the other sublayers giving 0), "
+                    f"{on_x}: with only {left} left (the other sublayers giving 0), "
                     "training=True gave the inference output; the output of "
-                    f"{kept} needs dropout too: x = norm(x + dropout(...)).")
+                    f"{left} needs dropout too: x = norm(x + dropout(...)).")
         reference.set_weights(layer, {path: weights[path] for path in silenced})
 
 
