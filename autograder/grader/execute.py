@@ -72,9 +72,16 @@ import autograder.testkernel.probe, autograder.testkernel.testing
 
 #: Run in the test kernel before each submission's tests: a clean namespace
 #: (nothing of the previous submission's tests is left), NumPy's error
-#: settings reset, and a client of this submission's student kernel.
+#: settings reset, and a client of this submission's student kernel. What
+#: outlives the reset (the modules imported, the references computed once)
+#: is frozen out of the garbage collector: IPython's reset runs a full
+#: collection, which with TensorFlow imported by a reference (labs 2, 4-6)
+#: walked some 400,000 objects again for every submission.
 TESTS_SESSION_START = """
 get_ipython().reset(new_session=False)
+import gc as __autograder_gc
+__autograder_gc.freeze()
+del __autograder_gc
 import numpy as __autograder_numpy
 __autograder_numpy.seterr(all="warn", under="ignore")
 del __autograder_numpy
