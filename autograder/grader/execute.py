@@ -76,10 +76,13 @@ import autograder.testkernel.probe, autograder.testkernel.testing
 #: outlives the reset (the modules imported, the references computed once)
 #: is frozen out of the garbage collector: IPython's reset runs a full
 #: collection, which with TensorFlow imported by a reference (labs 2, 4-6)
-#: walked some 400,000 objects again for every submission.
+#: walked some 400,000 objects again for every submission. That collection
+#: runs before the reset empties the namespace, so the previous
+#: submission's cycles are collected here first (nothing of it is frozen).
 TESTS_SESSION_START = """
 get_ipython().reset(new_session=False)
 import gc as __autograder_gc
+__autograder_gc.collect()
 __autograder_gc.freeze()
 del __autograder_gc
 import numpy as __autograder_numpy
