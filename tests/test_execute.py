@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from autograder.grader.execute import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_STARTUP,
                                  TESTS_SESSION_END, TESTS_SESSION_START, TestsKernel,
@@ -57,6 +58,25 @@ def test_the_test_kernel_has_a_memory_cap():
         assert content["status"] == "error" and content["ename"] == "MemoryError"
         assert _run(kernel, f"assert cap == {TESTS_KERNEL_MEMORY_BYTES}")["status"] == "ok"
         assert _run(kernel, "small = bytearray(2**28)")["status"] == "ok"   # still usable
+    finally:
+        TestsKernel.discard()
+
+
+def test_a_failed_hidden_test_keeps_a_plain_traceback():
+    # The instructor's autograded notebook keeps the failed test's traceback:
+    # every frame's file, line and source line, as Python prints it, without
+    # IPython's highlighted context (25 to 100 ms a failed cell).
+    try:
+        kernel, _ = TestsKernel.get(("lab1", "seed-traceback"))
+        assert _run(kernel, TESTS_KERNEL_STARTUP)["status"] == "ok"
+        assert _run(kernel, "def check(value):\n"
+                            "    assert value == 2, 'expected 2'\n")["status"] == "ok"
+        content = _run(kernel, "check(1)")
+        assert content["status"] == "error" and content["ename"] == "AssertionError"
+        text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(content["traceback"]))  # colours
+        assert "Traceback (most recent call last)" in text
+        assert "check(1)" in text and "assert value == 2, 'expected 2'" in text
+        assert "---->" not in text   # IPython's context view
     finally:
         TestsKernel.discard()
 

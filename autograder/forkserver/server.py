@@ -228,14 +228,29 @@ def _close_inherited(keep: set[int]) -> None:
                 pass
 
 
+#: The packages a fresh kernel imports as it starts, before any cell runs
+#: (IPython, ipykernel and what ipykernel's start imports:
+#: autograder.forkserver.client.KERNEL_START_PRELOAD).
+KERNEL_START_PACKAGES = frozenset({"IPython", "ipykernel", "debugpy", "sqlite3", "tornado",
+                                   "xmlrpc", "http", "pydoc"})
+#: The environment variables the fork server's imports of those packages set
+#: (serve(); debugpy sets PYDEVD_USE_FRAME_EVAL=NO where unset): a fresh
+#: kernel's start sets them too. What the other imports set (TensorFlow's
+#: TF2_BEHAVIOR...) a fresh kernel has only once a cell imports them, and a
+#: forked kernel does not get.
+_SET_BY_IMPORTS: dict[str, str] = {}
+
+
 def _fresh_process_state(env: dict) -> None:
-    """What a fresh kernel would have: its environment, new random seeds,
-    Matplotlib's folders under the new HOME."""
+    """What a fresh kernel would have: its environment (with what its
+    imports set), new random seeds, Matplotlib's folders under the new HOME."""
     import random
 
     os.environ.clear()
     os.environ.update(env)
     os.environ["PWD"] = os.getcwd()      # as bubblewrap's --chdir sets it
+    for name, value in _SET_BY_IMPORTS.items():
+        os.environ.setdefault(name, value)
     random.seed()
     numpy = sys.modules.get("numpy")
     if numpy is not None:
@@ -331,10 +346,14 @@ def serve(preload: list[str]) -> None:
     os.dup2(null, 1)
     os.close(null)
     for name in preload:
+        before = dict(os.environ)
         try:
             __import__(name)
         except Exception:  # noqa: BLE001 - a missing library is imported by the kernel, if ever
             pass
+        if name.split(".")[0] in KERNEL_START_PACKAGES:
+            _SET_BY_IMPORTS.update({variable: value for variable, value in os.environ.items()
+                                    if variable not in before})
     # What the libraries allocated on import lives as long as the kernel:
     # the kernels' garbage collector need not walk it again and again (with
     # TensorFlow imported, a full collection walks 400,000 objects, 0.17 s).

@@ -62,6 +62,49 @@ def make_config(root: Path, db_url: str, **overrides) -> Config:
     return config
 
 
+class SchemaCheckedOnce:
+    """``jsonschema`` as nbgrader's cell metadata validator uses it, with the
+    schema checked once instead of for every cell.
+
+    nbgrader checks every graded cell's metadata with ``jsonschema.validate``,
+    which first checks the schema itself (nbgrader's own file, the same every
+    time): twice a submission, about 0.1 s of a worker's time. Here the
+    validation and the error raised are jsonschema's own (``validate``: the
+    best match of the errors); only the schema's check is done once for each
+    schema.
+    """
+
+    def __init__(self) -> None:
+        import jsonschema
+
+        self._jsonschema = jsonschema
+        self._validators: dict[str, object] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._jsonschema, name)
+
+    def validate(self, instance, schema, cls=None, *args, **kwargs) -> None:
+        import json
+
+        key = json.dumps([repr(cls), schema, args, kwargs], sort_keys=True, default=repr)
+        validator = self._validators.get(key)
+        if validator is None:
+            cls = cls or self._jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+            validator = self._validators[key] = cls(schema, *args, **kwargs)
+        error = self._jsonschema.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+
+def _schema_checked_once() -> None:
+    """Have nbgrader's metadata validator check its schema once (SchemaCheckedOnce)."""
+    from nbgrader.nbgraderformat import common
+
+    if not isinstance(common.jsonschema, SchemaCheckedOnce):
+        common.jsonschema = SchemaCheckedOnce()
+
+
 def make_api(root: Path, db_url: str, config: Config | None = None):
     """An NbGraderAPI bound to ``root`` with the kit's config."""
     import nbgrader.api
@@ -69,6 +112,7 @@ def make_api(root: Path, db_url: str, config: Config | None = None):
     from nbgrader.coursedir import CourseDirectory
 
     _venv_on_path()
+    _schema_checked_once()
     nbgrader.api.get_alembic_version = alembic_head
     config = config or make_config(root, db_url)
     coursedir = CourseDirectory(config=config)
