@@ -12,6 +12,7 @@ import functools
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from traitlets.config import Config
 
@@ -75,10 +76,10 @@ class SchemaCheckedOnce:
     """
 
     def __init__(self) -> None:
-        import jsonschema
+        import jsonschema  # type: ignore[import-untyped]
 
         self._jsonschema = jsonschema
-        self._validators: dict[str, object] = {}
+        self._validators: dict[str, Any] = {}
 
     def __getattr__(self, name: str):
         return getattr(self._jsonschema, name)
