@@ -73,3 +73,32 @@ def test_the_schema_is_checked_once_for_all_cells(notebook, monkeypatch):
         MetadataValidator().validate_nb(notebook)
     graded = sum("nbgrader" in cell.metadata for cell in notebook.cells)
     assert graded > 10 and len(checks) == 1
+
+
+def test_only_the_worker_s_own_gradebook_is_written_without_fsync(tmp_path):
+    # A worker's gradebook is a scratch copy made again by every run; the
+    # class's gradebook, which the instructor keeps, is written as SQLite does.
+    from sqlalchemy import create_engine, text
+
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from autograder.grader import worker
+    from autograder.grader.worker import unsynced_sqlite
+
+    worker_db, class_db = tmp_path / "worker" / "gradebook.db", tmp_path / "gradebook.db"
+    worker_db.parent.mkdir()
+    unsynced_sqlite(worker_db)
+    before = set(worker._UNSYNCED)
+    unsynced_sqlite(worker_db)   # (a second worker setup adds nothing)
+    assert worker._UNSYNCED == before and event.contains(Engine, "connect",
+                                                         worker._unsynced_on_connect)
+    settings = {}
+    for name, path in (("worker", worker_db), ("class", class_db)):
+        engine = create_engine(f"sqlite:///{path}")
+        with engine.connect() as connection:
+            settings[name] = (connection.execute(text("PRAGMA synchronous")).scalar(),
+                              connection.execute(text("PRAGMA journal_mode")).scalar())
+        engine.dispose()
+    assert settings["worker"] == (0, "memory")            # OFF
+    assert settings["class"] == (2, "delete")             # SQLite's defaults: FULL

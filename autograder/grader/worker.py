@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,7 @@ class Worker:
         self.last_grades: dict[str, float] = {}
         self.last_timings: dict[str, float] = {}
         shutil.rmtree(self.root, ignore_errors=True)
+        unsynced_sqlite(self.root / "gradebook.db")
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = lab_points(self.api, self.lab)
 
@@ -247,6 +249,38 @@ class Worker:
         total = sum(e.score for e in exercises)
         return SubmissionResult(student_id, self.lab.id, total, sum(self.points.values()),
                                 status, source_name, exercises, list(notes))
+
+
+#: The SQLite files written without fsync (unsynced_sqlite), by their real path.
+_UNSYNCED: set[str] = set()
+
+
+def unsynced_sqlite(path: Path) -> None:
+    """Have SQLite write the database file ``path`` without waiting for the
+    disk (no fsync at each commit; its journal in memory).
+
+    A worker's gradebook is its own scratch copy, made again by every run
+    (Worker.__init__): nbgrader commits some 60 times a submission there,
+    and each commit's fsync held up the other writes of the machine (the
+    kernels' exchange files, the results) under load. The class's gradebook,
+    which the instructor keeps, is written as before (any other path).
+    """
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    if not _UNSYNCED:
+        event.listen(Engine, "connect", _unsynced_on_connect)
+    _UNSYNCED.add(os.path.realpath(path))
+
+
+def _unsynced_on_connect(connection, _record) -> None:
+    if not isinstance(connection, sqlite3.Connection):
+        return
+    files = {os.path.realpath(row[2]) for row in connection.execute("PRAGMA database_list")
+             if row[2]}
+    if files & _UNSYNCED:
+        connection.execute("PRAGMA synchronous = OFF")
+        connection.execute("PRAGMA journal_mode = MEMORY")
 
 
 # -- the worker process ----------------------------------------------------------
