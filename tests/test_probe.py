@@ -78,6 +78,9 @@ STUDENT_CODE = textwrap.dedent('''
     def backend_kind(x):
         return type(x).__module__.split(".")[0]
 
+    def called_kind(model, x):
+        return backend_kind(model(x))
+
     def as_text(x, kind):
         return np.full(np.shape(x), "nan" if kind == "str" else b"nan")
 
@@ -433,6 +436,29 @@ def test_a_hosted_model_is_called_back_and_its_cache_stays_opaque(kernel):
     seen = remote(kernel, "drive")(kernel.host(model), 3)
     assert seen == [[[3.0, 3.0]], [[3.0]], [[4.0]], [[6.0]]]
     assert model.calls == [(None, 2), (3, 1), (3, 1), (4, 1)]   # the grader's own log
+
+
+class TensorLM:
+    """A grader's model that answers with tensors (as lab 6's language models)."""
+
+    as_tensor = None
+
+    def __call__(self, token_ids):
+        out = np.asarray(token_ids, dtype=np.float32) * 2
+        return out if self.as_tensor is None else self.as_tensor(out)
+
+
+def test_a_hosted_model_s_tensors_are_backend_tensors_in_the_student_s_kernel(kernel):
+    # Made there from the data: the test kernel that hosts the model need not
+    # import Keras (testing.hoster sets the model's as_tensor to probe.Tensor).
+    from autograder.testkernel.testing import hoster
+
+    model = TensorLM()
+    host = hoster({"__autograder_kernel__": kernel})
+    assert remote(kernel, "called_kind")(host(model), np.ones((1, 2))) not in ("numpy", "builtins")
+    assert model.as_tensor is not None
+    plain = TensorLM()   # without the marker: a NumPy array stays one
+    assert remote(kernel, "called_kind")(kernel.host(plain), np.ones((1, 2))) == "numpy"
 
 
 @pytest.mark.parametrize("how, words", [

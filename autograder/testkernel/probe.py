@@ -658,6 +658,10 @@ class StudentKernel:
         if isinstance(value, (list, tuple)):
             return {"t": type(value).__name__,
                     "v": [self._to_student(item, arrays) for item in value]}
+        if isinstance(value, Tensor):   # data to be a backend tensor there
+            key = f"a{len(arrays)}"
+            arrays[key] = value.array
+            return {"t": "tensor", "key": key}
         if isinstance(value, np.ndarray) or _is_backend_tensor(value):
             key = f"a{len(arrays)}"
             arrays[key] = np.asarray(value) if isinstance(value, np.ndarray) \

@@ -254,7 +254,17 @@ def hoster(namespace: dict):
     """
     kernel = namespace.get("__autograder_kernel__")
     if kernel is not None:
-        return kernel.host
+        from autograder.testkernel.probe import Tensor
+
+        def host_remotely(obj, label: str = "the grader's model"):
+            # A model with an ``as_tensor`` (lab 6's hand-made language models)
+            # answers with tensors: sent as data, made backend tensors in the
+            # student's kernel, so this kernel need not import Keras for them.
+            if hasattr(obj, "as_tensor"):
+                obj.as_tensor = Tensor
+            return kernel.host(obj, label)
+
+        return host_remotely
 
     def host_locally(obj, label: str = "the grader's model"):
         return obj

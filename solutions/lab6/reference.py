@@ -531,6 +531,11 @@ class TokenCache:
 
 
 class HashLM:
+    # What makes __call__'s logits a backend tensor: None, Keras's own; the
+    # grader's kernel, which hosts the model (testing.hoster), sets a marker
+    # the student's kernel turns into one there (no Keras in the grader's).
+    as_tensor = None
+
     def __init__(self, seed, vocab_size=9, end_id=None, end_after=None, scale=2.0,
                  margin=0.3, cache_only_after=None):
         self.seed, self.vocab_size, self.scale, self.margin = seed, vocab_size, scale, margin
@@ -562,9 +567,12 @@ class HashLM:
         return self._memo[prefix]
 
     def __call__(self, token_ids, cache=None, return_cache=False, training=False):
-        from keras import ops
+        if isinstance(token_ids, np.ndarray):
+            ids = token_ids.astype(np.int64)
+        else:
+            from keras import ops
 
-        ids = np.asarray(ops.convert_to_numpy(token_ids)).astype(np.int64)
+            ids = np.asarray(ops.convert_to_numpy(token_ids)).astype(np.int64)
         if ids.ndim != 2:
             raise ValueError(f"expected token_ids (B, T), got shape {ids.shape}")
         if cache is None:
@@ -586,7 +594,12 @@ class HashLM:
                                          whole[b, : past.shape[1] + t + 1]))
                                      for t in range(ids.shape[1])])
                            for b in range(ids.shape[0])]).astype(np.float32)
-        logits = ops.convert_to_tensor(logits)
+        if self.as_tensor is not None:
+            logits = self.as_tensor(logits)
+        else:
+            from keras import ops
+
+            logits = ops.convert_to_tensor(logits)
         return (logits, [TokenCache(whole, self)]) if return_cache else logits
 
     def call_log(self):
