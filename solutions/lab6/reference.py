@@ -590,10 +590,15 @@ class HashLM:
         honest = self.cache_only_after is None or ids.shape[1] == 1 and cache is not None or \
             cache is None and ids.shape[1] <= self.cache_only_after
         other = () if honest else (-1,)  # another model: the prefix's hash changes
-        logits = np.stack([np.stack([self.logits_after(other + tuple(
-                                         whole[b, : past.shape[1] + t + 1]))
-                                     for t in range(ids.shape[1])])
-                           for b in range(ids.shape[0])]).astype(np.float32)
+        if ids.shape[0] == 0 or ids.shape[1] == 0:
+            raise ValueError("need at least one array to stack")
+        # Each distinct prefix once (thousands of rows share a prompt).
+        logits = np.empty(ids.shape + (self.vocab_size,), dtype=np.float32)
+        for t in range(ids.shape[1]):
+            prefixes, rows = np.unique(whole[:, : past.shape[1] + t + 1], axis=0,
+                                       return_inverse=True)
+            each = np.stack([self.logits_after(other + tuple(prefix)) for prefix in prefixes])
+            logits[:, t] = each[rows.reshape(-1)]
         if self.as_tensor is not None:
             logits = self.as_tensor(logits)
         else:
