@@ -7,7 +7,7 @@ import re
 
 from autograder.grader.execute import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_STARTUP,
                                  TESTS_SESSION_END, TESTS_SESSION_START, TestsKernel,
-                                 names_used)
+                                 names_used, followed_by_tests)
 
 
 def test_the_test_kernel_startup_code_is_valid_python():
@@ -151,3 +151,35 @@ def test_the_grader_keeps_a_bounded_share_of_each_cell_and_of_the_notebook(tmp_p
     dropped = json.loads(record.read_text())["output_dropped"]
     assert dropped["cells"] == 3 and dropped["resets"] == 1
     assert dropped["bytes"] > 150_000          # (a message too large to read: size unknown)
+
+
+def _cell(kind: str, grade_id: str = ""):
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    if kind == "markdown":
+        return new_markdown_cell("text")
+    meta = {"own": {}, "answer": {"solution": True, "grade": False, "locked": False},
+            "tests": {"grade": True, "solution": False, "locked": True, "points": 1},
+            "provided": {"grade": False, "solution": False, "locked": True}}[kind]
+    if meta:
+        meta = dict(meta, grade_id=grade_id, schema_version=3)
+    return new_code_cell("x = 1", metadata={"nbgrader": meta} if meta else {})
+
+
+def test_the_student_kernel_serves_on_only_from_a_tests_cell_to_the_next():
+    # Between two tests cells nothing runs in the student's kernel (a skipped
+    # demonstration or check does not run, markdown is not run); any other
+    # code cell, the student's own or provided, runs there: serving stops.
+    from nbformat.v4 import new_notebook
+
+    cells = [_cell("answer", "a"), _cell("tests", "test_a"),            # 0, 1
+             _cell("markdown"), _cell("tests", "test_a__b"),            # 2, 3
+             _cell("provided", "check_a"), _cell("tests", "test_a__c"),  # 4, 5
+             _cell("answer", "b"), _cell("tests", "test_b"),            # 6, 7
+             _cell("own"), _cell("tests", "test_b__c"),                 # 8, 9
+             _cell("provided", "demo_b"), _cell("tests", "test_b__d"),  # 10, 11
+             _cell("tests", "test_b__e")]                               # 12
+    nb = new_notebook(cells=cells)
+    assert followed_by_tests(nb, {"check_a"}) == {1, 3, 11}
+    assert followed_by_tests(nb, {"check_a", "demo_b"}) == {1, 3, 9, 11}
+    assert followed_by_tests(nb, set()) == {1, 11}

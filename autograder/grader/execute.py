@@ -110,6 +110,11 @@ def construct_in_student_kernel(source, name, *args, **kwargs):
 #: kernel stops serving the cell's requests, and what they cost
 #: (StudentKernel.end_cell) is kept with the cell's seconds for `make bench`.
 TESTS_CELL_END = "__autograder_kernel__.end_cell()"
+#: The same after a tests cell that passed and whose next cell to run is
+#: another tests cell (an exercise's properties, one cell each): the
+#: student's kernel goes on serving, since none of its cells runs in between
+#: (a stop and a start cost two round trips to it, 10 to 30 ms a cell).
+TESTS_CELL_NEXT = "__autograder_kernel__.profile()"
 
 
 def _read_profile(expressions) -> dict:
@@ -220,6 +225,23 @@ atexit.register(TestsKernel.discard)
 def _error_output(ename: str, evalue: str, traceback: list[str] | None = None) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue,
                         traceback=traceback or [f"{ename}: {evalue}"])
+
+
+def followed_by_tests(nb, skipped: set[str]) -> set[int]:
+    """The indices of the tests cells whose next code cell to run is another
+    tests cell (none of the student's cells, nor a provided one, runs in
+    between; a skipped demonstration or check does not run)."""
+    runs = []   # (index, is a tests cell) of each code cell that runs
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if nbgrader.get("locked") and nbgrader.get("grade_id") in skipped \
+                and not (is_grade(cell) and not is_solution(cell)):
+            continue
+        runs.append((index, is_grade(cell) and not is_solution(cell)))
+    return {index for (index, tests), (_, next_tests) in zip(runs, runs[1:])
+            if tests and next_tests}
 
 
 def names_used(source: str) -> set[str]:
@@ -542,6 +564,7 @@ class IsolatedExecute(Execute):
             needed = cells_needed(cells, self._skipped_now)
             self._skipped_now -= set(needed)
             self._record["cells_needed"] = len(needed)
+        self._tests_then_tests = followed_by_tests(nb, self._skipped_now)
         self._deadline = time.monotonic() + self.notebook_timeout
         started = time.monotonic()
         try:
@@ -600,7 +623,7 @@ class IsolatedExecute(Execute):
             return cell, resources
         if grade_cell:
             with self._timed("tests"):
-                self._run_test_cell(cell)
+                self._run_test_cell(cell, index)
             return cell, resources
         if is_solution(cell):
             self._answers_seen = True
@@ -810,7 +833,7 @@ class IsolatedExecute(Execute):
             except Exception:  # noqa: BLE001 - queue.Empty
                 return
 
-    def _run_test_cell(self, cell) -> None:
+    def _run_test_cell(self, cell, index: int = -1) -> None:
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         if self._tests_kc is None:
             self._start_tests_kernel()
@@ -822,7 +845,8 @@ class IsolatedExecute(Execute):
         if status == "ok":
             status, content = self._tests_execute(
                 cell.source, self.timeout or limits.TESTS_CELL_TIMEOUT_UNSET_S,
-                {"profile": TESTS_CELL_END})
+                {"profile": TESTS_CELL_NEXT if index in self._tests_then_tests
+                 else TESTS_CELL_END})
         if status == "ok":
             cell.outputs = []
             self._record["tests"][grade_id] = {"passed": True}
