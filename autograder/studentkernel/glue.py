@@ -325,6 +325,7 @@ def _eager_builds():
     def maybe_build(self, call_spec):
         if (self.built or not getattr(self.build, "_is_default", False)
                 or all(sub.built for sub in getattr(self, "_layers", ()))
+                or "call" in vars(self)      # (a call of the instance's own: left alone)
                 or not concrete(call_spec)):
             return original(self, call_spec)
         if inner:   # inside an outer layer's first call: this call builds it
