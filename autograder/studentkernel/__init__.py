@@ -85,8 +85,9 @@ Callbacks: the grader's objects that stay in the test kernel
 Keras layers built while a request runs
     Keras builds a layer with no ``build()`` of its own by a first run of
     its ``call()`` on symbolic inputs (a trace), then calls it. While a
-    request runs, that first run is on the inputs given, eagerly
-    (glue._eager_builds: the same weights, names, order and locked state;
+    request runs, the call for the answer builds it, on the inputs given,
+    eagerly, and the default ``build()`` follows (glue._eager_builds: one
+    run of ``call()``; the same weights, names, order and locked state;
     Keras's own trace where the eager run raises). Under TensorFlow its
     variables' handles are made outside the layer's name scope
     (glue._unscoped_variables: TensorFlow's kernel cache then answers;
