@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from autograder.forkserver import server
-from autograder.forkserver.server import PER_SANDBOX, SANDBOX_WAIT_S, ForkError
+from autograder.forkserver.server import (KERNEL_START_PRELOAD, PER_SANDBOX, SANDBOX_WAIT_S,
+                                         ForkError)
 
 __all__ = ["ForkServer", "ForkError", "preload_for", "COMMON_PRELOAD", "KERNEL_START_PRELOAD",
            "BACKEND_PRELOAD"]
@@ -29,16 +30,6 @@ __all__ = ["ForkServer", "ForkError", "preload_for", "COMMON_PRELOAD", "KERNEL_S
 #: fork, so its kernels get only the backend-free part.
 COMMON_PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "IPython", "ipykernel.kernelapp",
                   "ipykernel.ipkernel", "labkit", "labkit.datasets")
-#: What ipykernel imports as each kernel starts, imported once by the fork
-#: server instead (ipykernel 7, IPython 9: 138 modules, debugpy's ~110 of
-#: them; the kernel imports them before any cell runs, so it starts the
-#: same). A forked kernel's start took 0.16 s of CPU with them left to it,
-#: 0.09 s without. A module this ipykernel lacks is skipped.
-KERNEL_START_PRELOAD = ("ipykernel.debugger", "IPython.core.debugger",
-                        "IPython.core.completerlib", "IPython.core.oinspect",
-                        "IPython.extensions.storemagic", "IPython.utils.wildcard", "sqlite3",
-                        "tornado.platform.asyncio", "tornado.queues", "xmlrpc.server",
-                        "http.server", "pydoc")
 BACKEND_PRELOAD = {"tensorflow": ("tensorflow", "keras"), "torch": ("torch", "keras")}
 
 

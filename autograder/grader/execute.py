@@ -833,7 +833,7 @@ class IsolatedExecute(Execute):
             except Exception:  # noqa: BLE001 - queue.Empty
                 return
 
-    def _run_test_cell(self, cell, index: int = -1) -> None:
+    def _run_test_cell(self, cell, index: int) -> None:
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         if self._tests_kc is None:
             self._start_tests_kernel()

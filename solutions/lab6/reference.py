@@ -591,7 +591,8 @@ class HashLM:
             cache is None and ids.shape[1] <= self.cache_only_after
         other = () if honest else (-1,)  # another model: the prefix's hash changes
         if ids.shape[0] == 0 or ids.shape[1] == 0:
-            raise ValueError("need at least one array to stack")
+            raise ValueError(f"expected token_ids (B, T) with at least one row and one token, "
+                             f"got shape {ids.shape}")
         # Each distinct prefix once (thousands of rows share a prompt).
         logits = np.empty(ids.shape + (self.vocab_size,), dtype=np.float32)
         for t in range(ids.shape[1]):
