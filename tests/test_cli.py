@@ -405,3 +405,28 @@ def test_a_zip_bomb_does_not_fill_the_graders_memory(tmp_path):
     assert peak_kib < 450 * 1024, f"peak {peak_kib / 1024:.0f} MiB"
     rows = list(csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8")))
     assert len(rows) == 12 and all(r["status"].startswith("empty file") for r in rows)
+
+
+def test_a_gradebook_that_fails_after_the_workers_started_stops_them(tmp_path):
+    # The workers start before the class's gradebook is prepared (so that
+    # their set-up overlaps it); when that preparation fails, the error is
+    # the gradebook's and no worker is left running.
+    import multiprocessing
+
+    from autograder.grader.batch import Grader
+    from autograder.grader.options import GradingOptions
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for student in ("alice", "bob", "carol"):
+        shutil.copy(ROOT / "data/sample_submissions/lab1" / f"{student}.ipynb", folder)
+    (tmp_path / "not-a-folder").write_text("a file where the gradebook's folder would be\n")
+    options = GradingOptions(jobs=2, seed="s", progress=False,
+                             db_url=f"sqlite:///{tmp_path / 'not-a-folder' / 'gradebook.db'}")
+    grader = Grader("lab1", tmp_path / "out", options)
+    before = set(multiprocessing.active_children())     # other tests' in this process
+    with pytest.raises(Exception) as raised:
+        grader.grade_all(folder)
+    assert "gradebook" in str(raised.value).lower() or "database" in str(raised.value).lower()
+    assert set(multiprocessing.active_children()) <= before
+    assert not list((tmp_path / "out" / "results").glob("*.json"))

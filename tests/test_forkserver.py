@@ -201,3 +201,45 @@ def test_what_a_library_prints_on_import_does_not_garble_the_fork_server(tmp_pat
         assert server.alive()
     finally:
         server.close()
+
+
+def test_a_prestarted_fork_server_is_the_one_the_first_kernel_uses(tmp_path, monkeypatch):
+    # A grading worker starts its fork server as it sets itself up
+    # (sandbox.prestart_fork_server), without waiting for its imports; the
+    # first kernel must be forked from that very server, not a second one.
+    monkeypatch.setattr(forkserver.ForkServer, "_failures", 0)
+    forkserver.ForkServer.discard()
+    started = []
+    original = forkserver.ForkServer.__init__
+
+    def counted(self, *args, **kwargs):
+        started.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(forkserver.ForkServer, "__init__", counted)
+    sandbox.prestart_fork_server("bubblewrap")
+    assert len(started) == 1 and not started[0].ready      # not waited for
+    km = _manager(tmp_path, "prestarted", fork=True)
+    (text,) = asyncio.run(_run(km, "print(6 * 7)"))
+    assert text.strip() == "42" and km.forked
+    assert started == [forkserver.ForkServer._kept] and started[0].ready
+    sandbox.prestart_fork_server("bubblewrap")              # kept: nothing new
+    assert len(started) == 1
+
+
+def test_no_fork_server_is_prestarted_outside_bubblewrap(monkeypatch):
+    forkserver.ForkServer.discard()
+    for layer in ("user", "none"):
+        sandbox.prestart_fork_server(layer)
+    assert forkserver.ForkServer._kept is None
+
+
+def test_a_prestarted_fork_server_that_fails_to_start_means_fresh_kernels(tmp_path, monkeypatch):
+    monkeypatch.setattr(forkserver.ForkServer, "_failures", 0)
+    forkserver.ForkServer.discard()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    forkserver.ForkServer.prestart(env, ["json", "a_module_that_raises_systemexit"])
+    server = forkserver.ForkServer._kept
+    server.process.kill()                                   # it dies before it is ready
+    assert forkserver.ForkServer.get(env, ["json", "a_module_that_raises_systemexit"]) is None
+    assert forkserver.ForkServer._failures == 1 and forkserver.ForkServer._kept is None

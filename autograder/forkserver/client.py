@@ -2,8 +2,11 @@
 
 `ForkServer` starts the fork server of this grading process (one per worker)
 as a script, by the server module's path, with the kernels' environment and
-the modules to import (`preload_for`), keeps it while the settings stay the
-same, and asks it for one kernel per submission, forked into that
+the modules to import (`preload_for`): as the worker starts
+(`ForkServer.prestart`, autograder.grader.sandbox.prestart_fork_server),
+so that its imports overlap the worker's own set-up, or else on first use.
+It keeps it while the settings stay the same, and asks it for one kernel per
+submission, forked into that
 submission's sandbox. After three failures in a process the grader starts
 fresh kernels instead.
 """
@@ -21,6 +24,9 @@ from pathlib import Path
 from autograder.forkserver import server
 from autograder.forkserver.server import (KERNEL_START_PRELOAD, PER_SANDBOX, SANDBOX_WAIT_S,
                                          ForkError)
+
+#: How long a fork server may take to import what it preloads.
+READY_WAIT_S = 300
 
 __all__ = ["ForkServer", "ForkError", "preload_for", "COMMON_PRELOAD", "KERNEL_START_PRELOAD",
            "BACKEND_PRELOAD"]
@@ -44,14 +50,15 @@ def preload_for(backend: str | None) -> list[str] | None:
 
 
 class ForkServer:
-    """The fork server of this grading process (one per worker), started on
-    first use with the kernels' environment and kept while it stays the same."""
+    """The fork server of this grading process (one per worker), started as
+    the worker starts or on first use, with the kernels' environment, and
+    kept while it stays the same."""
 
     _kept: "ForkServer | None" = None
     _failures = 0
     MAX_FAILURES = 3
 
-    def __init__(self, env: dict, preload: list[str]):
+    def __init__(self, env: dict, preload: list[str], wait: bool = True):
         self.key = self.key_for(env, preload)
         from autograder.grader import tempdirs
 
@@ -64,10 +71,20 @@ class ForkServer:
             [sys.executable, str(Path(server.__file__).resolve()), *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd=self.home, start_new_session=True)
-        line = self._read_line(300)
+        self.ready = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait (once) for the server's imports to end; ForkError where it did
+        not come up."""
+        if self.ready:
+            return
+        line = self._read_line(READY_WAIT_S)
         if not line.get("ready"):
             self.close()
             raise ForkError(f"the fork server did not start: {line.get('error', line)}")
+        self.ready = True
 
     @staticmethod
     def key_for(env: dict, preload: list[str]) -> tuple:
@@ -129,15 +146,34 @@ class ForkServer:
         if cls._failures >= cls.MAX_FAILURES:
             return None
         kept = cls._kept
-        if kept is not None and kept.key == cls.key_for(env, preload) and kept.alive():
-            return kept
-        cls.discard()
+        if kept is None or kept.key != cls.key_for(env, preload) or not kept.alive():
+            cls.discard()
+            try:
+                kept = cls._kept = cls(env, preload, wait=False)
+            except OSError:
+                cls._failures += 1
+                return None
         try:
-            cls._kept = cls(env, preload)
-        except (OSError, ForkError):
+            kept.wait_ready()
+        except ForkError:
+            cls._kept = None
             cls._failures += 1
             return None
-        return cls._kept
+        return kept
+
+    @classmethod
+    def prestart(cls, env: dict, preload: list[str]) -> None:
+        """Start the fork server for these settings without waiting for it:
+        it imports while the grading process sets itself up, and the first
+        `get` with the same settings waits for what is left. ``env`` need
+        not name a sandbox's own folders (PER_SANDBOX): the key leaves them
+        out."""
+        if cls._kept is not None or cls._failures >= cls.MAX_FAILURES:
+            return
+        try:
+            cls._kept = cls(env, preload, wait=False)
+        except OSError:
+            cls._failures += 1
 
     @classmethod
     def failed(cls) -> None:

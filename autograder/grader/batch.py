@@ -206,7 +206,6 @@ class Grader:
             index, count = self.options.shard
             submissions = submissions[index - 1::count]
         self.gradebook.isolation = self._isolation(submissions)
-        self.gradebook.prepare([s.student_id for s in submissions], self.options.shard, total)
         # Each file is read here once for its digest (one at a time, not kept).
         digests = {s.student_id: _digest(s) for s in submissions}
         results: dict[str, SubmissionResult] = {}
@@ -223,16 +222,37 @@ class Grader:
                 results[submission.student_id] = saved
             else:
                 pending.append(submission)
-        bar = _progress(len(submissions), self.options.progress, initial=len(results))
-        for result, grades, worker_root, timings in self._run(pending):
-            result = self._record(result, grades, Path(worker_root))
-            self.gradebook.save(digests[result.student_id], result, grades, timings)
-            results[result.student_id] = result
+        # The workers start first: each sets up its course folder and starts
+        # its fork server (TensorFlow's import) while this process prepares
+        # the class's own.
+        pool, futures = self._start(pending)
+        try:
+            self.gradebook.prepare([s.student_id for s in submissions], self.options.shard,
+                                   total)
+            bar = _progress(len(submissions), self.options.progress, initial=len(results))
+            for result, grades, worker_root, timings in self._results(futures, pending):
+                result = self._record(result, grades, Path(worker_root))
+                self.gradebook.save(digests[result.student_id], result, grades, timings)
+                results[result.student_id] = result
+                if bar is not None:
+                    bar.set_postfix_str(clean_text(result.student_id, keep_lines=False)[:20])
+                    bar.update(1)
             if bar is not None:
-                bar.set_postfix_str(clean_text(result.student_id, keep_lines=False)[:20])
-                bar.update(1)
-        if bar is not None:
-            bar.close()
+                bar.close()
+        except BaseException:
+            # A failure here (the class's gradebook, an interrupt): what the
+            # workers are grading is given up, and nothing more is begun.
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+                workers = multiprocessing.active_children()
+                for process in workers:
+                    process.terminate()
+                for process in workers:
+                    process.join(timeout=10)
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
         shutil.rmtree(self._workers_dir, ignore_errors=True)
         return [results[s.student_id] for s in submissions if s.student_id in results]
 
@@ -290,11 +310,8 @@ class Grader:
                                                      f"({type(error).__name__}: {error})"),
                                  result.source_name, result.notes)
 
-    def _run(self, pending):
-        """Yield (result, grades, worker_root, timings) as submissions are graded."""
-        if not pending:
-            return
-        setup = WorkerSetup(
+    def _setup(self, pending) -> WorkerSetup:
+        return WorkerSetup(
             lab_id=self.lab.id, seed=self.seed,
             hidden=tuple(str(path) for path in self.hidden),
             skip_cells=tuple(self.skip_cells), options=self.options,
@@ -302,26 +319,40 @@ class Grader:
             protected=tuple(str(path) for path in self.protected),
             workers_dir=str(self._workers_dir),
             jobs=min(self.options.workers, len(pending)))
-        if setup.jobs == 1:
-            start_worker(setup)
+
+    def _start(self, pending) -> tuple[ProcessPoolExecutor | None, dict]:
+        """The worker processes for ``pending``, started, and each one's
+        future (None and {}: grading here, one at a time, or nothing to grade)."""
+        setup = self._setup(pending)
+        if not pending or setup.jobs == 1:
+            return None, {}
+        pool = ProcessPoolExecutor(max_workers=setup.jobs,
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=start_worker, initargs=(setup,))
+        # The pool starts its processes as work is submitted: they start now.
+        return pool, {pool.submit(work, submission): submission for submission in pending}
+
+    def _results(self, futures: dict, pending):
+        """Yield (result, grades, worker_root, timings) as submissions are
+        graded: by the workers' ``futures``, or here where there are none."""
+        if not pending:
+            return
+        if not futures:
+            start_worker(self._setup(pending))
             for submission in pending:
                 yield work(submission)
             return
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=setup.jobs, mp_context=context,
-                                 initializer=start_worker, initargs=(setup,)) as pool:
-            futures = {pool.submit(work, submission): submission for submission in pending}
-            for future in as_completed(futures):
-                try:
-                    yield future.result()
-                except Exception as error:  # noqa: BLE001 - a worker died: keep the row
-                    submission = futures[future]
-                    yield (intake.failed(submission.student_id, self.lab, self.gradebook.points,
-                                         intake.grader_error(
-                                             f"the grading worker failed "
-                                             f"({type(error).__name__}: {error})"),
-                                         submission.source_name),
-                           {}, str(self._workers_dir / "lost"), {})
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except Exception as error:  # noqa: BLE001 - a worker died: keep the row
+                submission = futures[future]
+                yield (intake.failed(submission.student_id, self.lab, self.gradebook.points,
+                                     intake.grader_error(
+                                         f"the grading worker failed "
+                                         f"({type(error).__name__}: {error})"),
+                                     submission.source_name),
+                       {}, str(self._workers_dir / "lost"), {})
 
 
 def result_from_json(saved: dict) -> SubmissionResult:

@@ -574,6 +574,24 @@ def kernel_environment(spec: SandboxSpec) -> dict[str, str]:
     return env
 
 
+def prestart_fork_server(layer: str) -> None:
+    """In a grading worker whose student kernels are forked (bubblewrap,
+    a backend the fork server knows): start the fork server now, so that it
+    imports TensorFlow while the worker sets itself up; the first kernel
+    start waits for what is left. It is the server the kernels would start
+    (the same key: the kernels' environment but for each sandbox's own
+    folders); where it is not (settings changed since), it is replaced."""
+    if layer != "bubblewrap":
+        return
+    env = kernel_environment(SandboxSpec(scratch=Path("/nonexistent"),
+                                         ipc_dir=Path("/nonexistent")))
+    # What jupyter_client's launcher adds to a kernel's environment (launch_kernel).
+    env["JPY_PARENT_PID"] = str(os.getpid())
+    preload = forkserver_client.preload_for(env.get("KERAS_BACKEND"))
+    if preload is not None:
+        forkserver_client.ForkServer.prestart(env, preload)
+
+
 #: How often a kernel client retries to connect to a kernel's socket that is
 #: not bound yet (ZeroMQ's default: 100 ms), and how long it waits for IOPub
 #: to answer before it asks the kernel again.

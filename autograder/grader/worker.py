@@ -327,6 +327,11 @@ def start_worker(setup: WorkerSetup) -> None:
     share_cores(setup.jobs)
     if setup.isolation:
         sandbox.use_isolation(setup.isolation, setup.protected or setup.hidden)
+    if setup.options.kernels == "fork" and setup.jobs > 1:
+        # A worker process of a pool: its fork server imports while the
+        # worker, and the batch, set themselves up. (Grading in the batch's
+        # own process, the class is set up already: nothing to overlap.)
+        sandbox.prestart_fork_server(setup.isolation or sandbox.detected_isolation())
     _WORKER = Worker(setup, Path(setup.workers_dir) / f"w{os.getpid()}")
 
 
