@@ -244,10 +244,9 @@ class Grader:
             # workers are grading is given up, and nothing more is begun.
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
-                workers = multiprocessing.active_children()
-                for process in workers:
+                for process in self._workers:
                     process.terminate()
-                for process in workers:
+                for process in self._workers:
                     process.join(timeout=10)
             raise
         finally:
@@ -311,6 +310,7 @@ class Grader:
                                  result.source_name, result.notes)
 
     def _setup(self, pending) -> WorkerSetup:
+        """What each worker of this run is given."""
         return WorkerSetup(
             lab_id=self.lab.id, seed=self.seed,
             hidden=tuple(str(path) for path in self.hidden),
@@ -330,7 +330,11 @@ class Grader:
                                    mp_context=multiprocessing.get_context("spawn"),
                                    initializer=start_worker, initargs=(setup,))
         # The pool starts its processes as work is submitted: they start now.
-        return pool, {pool.submit(work, submission): submission for submission in pending}
+        others = set(multiprocessing.active_children())
+        futures = {pool.submit(work, submission): submission for submission in pending}
+        #: This run's worker processes (not those of another pool in this process).
+        self._workers = set(multiprocessing.active_children()) - others
+        return pool, futures
 
     def _results(self, futures: dict, pending):
         """Yield (result, grades, worker_root, timings) as submissions are
