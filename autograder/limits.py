@@ -12,7 +12,7 @@ Limits kept where they are, by reference:
   ``MAX_ARCHIVE_MEMBERS``: the bounds on a submitted file and on a zip
   from the LMS (checked while the submissions are listed);
 - ``autograder.forkserver.server.SANDBOX_WAIT_S`` and the fork server's
-  start-up wait: that module runs as a script, by its path, in the
+  start-up wait (``autograder.forkserver.client.READY_WAIT_S``): that module runs as a script, by its path, in the
   kernels' minimal environment, and imports nothing of the kit (a forked
   kernel must carry no module a fresh kernel lacks);
 - ``autograder.studentkernel.glue``: sent as text into the student's

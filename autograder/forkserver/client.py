@@ -128,6 +128,10 @@ class ForkServer:
 
     def close(self) -> None:
         assert self.process.stdin is not None   # Popen(stdin=PIPE)
+        if not self.ready:
+            # Still importing (a prestarted server not wanted after all, or
+            # one that never came up): no kernel of it to wait for.
+            self.process.kill()
         try:
             self.process.stdin.close()
         except OSError:
