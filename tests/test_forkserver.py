@@ -237,9 +237,10 @@ def test_no_fork_server_is_prestarted_outside_bubblewrap(monkeypatch):
 def test_a_prestarted_fork_server_that_fails_to_start_means_fresh_kernels(tmp_path, monkeypatch):
     monkeypatch.setattr(forkserver.ForkServer, "_failures", 0)
     forkserver.ForkServer.discard()
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    forkserver.ForkServer.prestart(env, ["json", "a_module_that_raises_systemexit"])
-    server = forkserver.ForkServer._kept
-    server.process.kill()                                   # it dies before it is ready
-    assert forkserver.ForkServer.get(env, ["json", "a_module_that_raises_systemexit"]) is None
+    # It dies while it imports (a module that ends the process), before it is ready.
+    (tmp_path / "dies_on_import.py").write_text("import os\nos._exit(3)\n")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path)}
+    forkserver.ForkServer.prestart(env, ["json", "dies_on_import"])
+    assert forkserver.ForkServer._kept is not None
+    assert forkserver.ForkServer.get(env, ["json", "dies_on_import"]) is None
     assert forkserver.ForkServer._failures == 1 and forkserver.ForkServer._kept is None
