@@ -25,6 +25,12 @@ from autograder.forkserver import server
 from autograder.forkserver.server import (KERNEL_START_PRELOAD, PER_SANDBOX, SANDBOX_WAIT_S,
                                          ForkError)
 
+#: Environment variables that jupyter_client's launcher adds to each
+#: kernel's (launch_kernel: the grading process's pid); each forked kernel
+#: takes them from its own request, so they are no part of a fork server's
+#: settings.
+PER_LAUNCH = ("JPY_PARENT_PID",)
+
 #: How long a fork server may take to import what it preloads.
 READY_WAIT_S = 300
 
@@ -89,8 +95,10 @@ class ForkServer:
     @staticmethod
     def key_for(env: dict, preload: list[str]) -> tuple:
         """What a fork server is started with: the kernels' environment but
-        for each sandbox's own folders, and the modules it imports."""
-        shared = sorted((name, value) for name, value in env.items() if name not in PER_SANDBOX)
+        for each sandbox's own folders and each launch's own variables
+        (PER_LAUNCH), and the modules it imports."""
+        shared = sorted((name, value) for name, value in env.items()
+                        if name not in PER_SANDBOX and name not in PER_LAUNCH)
         return (sys.executable, tuple(shared), tuple(preload))
 
     def _read_line(self, timeout: float) -> dict:

@@ -585,8 +585,6 @@ def prestart_fork_server(layer: str) -> None:
         return
     env = kernel_environment(SandboxSpec(scratch=Path("/nonexistent"),
                                          ipc_dir=Path("/nonexistent")))
-    # What jupyter_client's launcher adds to a kernel's environment (launch_kernel).
-    env["JPY_PARENT_PID"] = str(os.getpid())
     preload = forkserver_client.preload_for(env.get("KERAS_BACKEND"))
     if preload is not None:
         forkserver_client.ForkServer.prestart(env, preload)
