@@ -167,3 +167,35 @@ MAX_REPLY_MESSAGE_BYTES = 64 * 2**20
 #: (grades.csv, the report): enough for the exception and its message,
 #: short enough to read in a table cell.
 MAX_STATUS_CHARS = 300
+
+# -- CPU and processes of a kernel (cgroups: autograder.grader.cgroups) -------------
+
+#: Tasks (processes and threads: pids.max counts both) a student kernel's
+#: cgroup may hold, where the machine has cgroups. Measured on 2 cores, an
+#: ipykernel kernel holds 13 tasks; with TensorFlow and Keras imported and a
+#: small attention model fitted, 30 at its peak (27 with KERAS_BACKEND=
+#: tensorflow, 21 after). TensorFlow's thread pools grow with the cores: with
+#: its two pools and OpenMP at 64 threads each (a 64-core machine's
+#: defaults, where the grader does not set THREAD_ENV) the same kernel peaks
+#: at 155 tasks, at 128 each at 283. 512 leaves that room, is far below
+#: KERNEL_PROCESSES (4096, which counts a user's every process), and stops a
+#: fork bomb at a few hundred tasks.
+KERNEL_TASKS = 512
+
+#: The least CPU a kernel's cgroup may use (cpu.max / cpu.cfs_quota_us),
+#: in cores: a kernel's share is the cores over the kernels run at once
+#: (autograder.grader.cgroups.kernel_cpu_cores), and TensorFlow's start
+#: and a lab's cells are timed for one core at least.
+KERNEL_MIN_CPU_CORES = 1.0
+
+#: The nice value of a student kernel where no cgroup can bound it (a
+#: container whose cgroups are read-only): below the grader's priority, so
+#: a notebook's busy processes cannot starve the grader's own work, though
+#: kernels graded side by side then share the CPU only as the scheduler's
+#: sessions allow. RLIMIT_NPROC (KERNEL_PROCESSES) then bounds processes.
+KERNEL_FALLBACK_NICE = 10
+
+#: Seconds to kill what runs in a kernel's (or the run's) cgroup and remove
+#: it: SIGKILL ends a process at once, but a process in uninterruptible
+#: sleep (D) ends when its I/O does.
+CGROUP_KILL_WAIT_S = 5
