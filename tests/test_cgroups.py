@@ -172,7 +172,7 @@ def test_the_quota_holds_and_usage_counts_every_child(run_group: cgroups.RunGrou
     assert children - 0.05 <= used <= children + own + 0.2, (used, children, own)
     # ...and at most one core: 8 busy processes on 2 cores would take 2.
     assert used <= wall * 1.0 + 0.15, (used, wall)
-    assert used >= 0.5, f"the group got {used:.2f} s of CPU in {wall:.2f} s"
+    assert used >= 0.1, f"the group got {used:.2f} s of CPU in {wall:.2f} s"
     assert kernel.pids() == [] and kernel.pids_limit_hits() == 0
     assert kernel.remove() == []
 
@@ -327,8 +327,9 @@ def test_one_process_keeps_its_core_beside_forty(run_group: cgroups.RunGroup) ->
         cpu, wall = map(float, done.stdout.split())
         # On an idle machine the one gets most of a core, as many seconds as
         # the forty get together; where others load the machine too, at
-        # least the forty's rate (and always far above 2/41 of a core).
-        assert cpu / wall > 0.6 * min(1.0, crowd_rate) and cpu / wall > 0.25, (
+        # least most of the forty's rate (and always far above the 2/41 of a
+        # core it got without cgroups).
+        assert cpu / wall > 0.6 * min(1.0, crowd_rate) and cpu / wall > 0.15, (
             f"one process got {cpu:.2f} s of CPU in {wall:.2f} s, "
             f"forty got {crowd_rate:.2f} s a second")
         assert crowd_rate <= 1.1                          # their quota held
