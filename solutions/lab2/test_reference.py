@@ -148,6 +148,7 @@ def _random_case(r, query_shape, value_shape, key_shape, heads, key_dim, value_d
     return query, value, key, weights
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("case", [
     dict(query_shape=(2, 5, 12), value_shape=(2, 5, 12), key_shape=None, heads=3,
          key_dim=4, value_dim=None, use_bias=True, mask=None, causal=False),

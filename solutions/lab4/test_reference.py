@@ -146,6 +146,7 @@ def test_layer_norm_normalises():
     np.testing.assert_allclose(y.var(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.numerics
 def test_multi_head_attention_matches_keras():
     r = np.random.default_rng(2)
     query = r.normal(size=(2, 4, 8)).astype("float32")
@@ -170,6 +171,7 @@ def test_multi_head_attention_matches_keras():
 # --- layers: the float64 references equal the layers built from Keras parts -------------
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("d_model, num_heads, dff", [(8, 2, 16), (12, 3, 20)])
 def test_encoder_layer_matches_keras_parts(d_model, num_heads, dff):
     r = np.random.default_rng(d_model)
@@ -187,6 +189,7 @@ def test_encoder_layer_matches_keras_parts(d_model, num_heads, dff):
     assert not np.allclose(pre_norm, reference.encoder_layer(x, weights), atol=1e-3)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("d_model, num_heads, dff", [(8, 2, 16), (12, 3, 20)])
 def test_decoder_layer_matches_keras_parts(d_model, num_heads, dff):
     r = np.random.default_rng(d_model + 1)
@@ -310,6 +313,7 @@ def test_mask_stand_ins_match_references(tensor):
     assert ops.convert_to_numpy(combine_masks(key_mask=convert(key))).shape == (3, 1, 6)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("tensor", [False, True], ids=["numpy", "tensor"])
 def test_masked_softmax_stand_in_matches_reference(tensor):
     masked_softmax = _stand_in("masked_softmax")
@@ -330,6 +334,7 @@ def test_masked_softmax_stand_in_matches_reference(tensor):
                                atol=1e-6)
 
 
+@pytest.mark.numerics
 def test_feed_forward_stand_in_matches_reference():
     FeedForward = _stand_in("FeedForward")
     layer = FeedForward(d_model=6, dff=12, dropout_rate=0.5)
@@ -349,6 +354,7 @@ def test_feed_forward_stand_in_matches_reference():
     assert reference.is_keras_layer(layer.dropout, "Dropout")
 
 
+@pytest.mark.numerics
 def test_stand_in_feed_forward_inside_a_layer_built_from_keras_parts():
     """An encoder layer that uses the stand-in FeedForward equals the reference."""
     FeedForward = _stand_in("FeedForward")

@@ -84,6 +84,7 @@ def test_positional_table_of_the_lecture():
     np.testing.assert_allclose(table, expected, atol=0.01)
 
 
+@pytest.mark.numerics
 def test_attention_reference_matches_keras_multi_head_attention():
     generator = np.random.default_rng(0)
     layer = keras.layers.MultiHeadAttention(num_heads=3, key_dim=4)
@@ -101,6 +102,7 @@ def test_attention_reference_matches_keras_multi_head_attention():
                                atol=1e-6)
 
 
+@pytest.mark.numerics
 def test_layer_norm_reference_matches_keras():
     layer = keras.layers.LayerNormalization(epsilon=1e-6)
     x = np.random.default_rng(2).normal(size=(3, 4, 8)).astype("float32")
@@ -148,6 +150,7 @@ def test_the_date_translator_has_173006_weights():
 # --- forward passes against Keras-built layers -----------------------------------------
 
 
+@pytest.mark.numerics
 def test_encoder_reference_matches_the_keras_built_encoder():
     generator = np.random.default_rng(4)
     encoder = ENCODER["Encoder"](2, 16, 4, 24, 13, max_length=40)
@@ -161,6 +164,7 @@ def test_encoder_reference_matches_the_keras_built_encoder():
     np.testing.assert_allclose(output[real], expected[real], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.numerics
 def test_decoder_reference_matches_the_keras_built_decoder():
     generator = np.random.default_rng(6)
     decoder = DECODER["Decoder"](2, 16, 4, 24, 11, max_length=40)
@@ -183,6 +187,7 @@ def test_decoder_reference_matches_the_keras_built_decoder():
             assert np.all(scores[1, :, :, 3:] == 0) and np.all(scores[2, :, :, 1:] == 0)
 
 
+@pytest.mark.numerics
 def test_transformer_reference_matches_the_keras_built_model():
     generator = np.random.default_rng(8)
     model = TinyTransformer(1, 16, 2, 24, 13, 9)
@@ -296,6 +301,7 @@ def test_a_layer_that_misreports_its_weights_does_not_move_the_reference():
 # --- loss and accuracy -------------------------------------------------------------------
 
 
+@pytest.mark.numerics
 def test_masked_loss_of_hand_examples_and_keras():
     y_true = np.array([[3, 0]])
     y_pred = np.zeros((1, 2, 4))
