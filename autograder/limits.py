@@ -21,13 +21,26 @@ Limits kept where they are, by reference:
 
 # -- time ---------------------------------------------------------------------
 
-#: Seconds one student cell may run (``grade --cell-timeout``). The labs'
+#: CPU seconds one student cell may use (``grade --cell-timeout``; the wall
+#: clock's backstop: WALL_BACKSTOP_FACTOR). The labs'
 #: cells run in seconds with their solutions (lab5 loads a trained model
 #: unless TRAIN = True), so 120 s leaves room for a loaded machine and a
 #: slow honest answer while an endless loop costs two minutes at most.
 CELL_TIMEOUT_S = 120
 
-#: Seconds the whole notebook may run (``grade --notebook-timeout``): a
+#: The wall clock's backstop behind every time limit of the student's code
+#: (a call, a cell, the notebook), as a multiple of the limit. The limits
+#: are in CPU seconds used by the kernel's processes (autograder.cputime:
+#: a call or cell ends once it has used its limit of CPU and as many
+#: seconds have passed), so a loaded machine cannot time out an honest
+#: answer; the wall clock still ends, at 5 times the limit, a kernel that
+#: gets no CPU at all. Reached with less CPU used than the limit, it is the
+#: machine's doing: the submission is graded again (never points taken).
+#: DOMjudge and other contest judges keep the same shape: a CPU limit, and
+#: a wall-clock limit a multiple of it.
+WALL_BACKSTOP_FACTOR = 5
+
+#: CPU seconds the whole notebook may use (``grade --notebook-timeout``): a
 #: lab runs top to bottom in 10-30 s on 2 cores, so 900 s (15 min) is
 #: generous for honest work and bounds a notebook of many slow cells,
 #: each under CELL_TIMEOUT_S, to a known share of the class's run.
@@ -52,8 +65,8 @@ TESTS_KERNEL_START_TIMEOUT_S = 120
 #: means it is stuck, and it is replaced rather than handed on.
 TESTS_SESSION_END_TIMEOUT_S = 30
 
-#: Seconds a single call from a hidden test into the student's kernel may
-#: take before it is interrupted and counted as a failure of that test: a
+#: CPU seconds a single call from a hidden test into the student's kernel
+#: may take (the wall clock's backstop: WALL_BACKSTOP_FACTOR) before it is interrupted and counted as a failure of that test: a
 #: forward pass of a lab's model on the tests' small inputs takes well
 #: under a second, so 60 s only ever stops a hung or endless answer.
 CALL_TIMEOUT_S = 60

@@ -14,16 +14,20 @@ imports them once. For each submission:
    opened the lifeline (the sandbox is set up), joins the placeholder's
    namespaces (user where it has one, mount, network, IPC, UTS, PID) and its
    root, and forks the kernel process inside the sandbox's PID namespace;
+   the child itself stays outside it, as the kernel's *watcher*;
 3. that process drops every capability, sets no_new_privs and the resource
    limits of a fresh kernel, becomes the kernel's user where the grader is
    root (autograder.grader.sandbox.kernel_user), takes the kernel's environment, working folder
-   and fresh random seeds, closes every inherited file descriptor but the
-   lifeline, and becomes the ipykernel of the submission.
+   and fresh random seeds, closes every inherited file descriptor, and
+   becomes the ipykernel of the submission.
 
 So the kernel sees what a fresh kernel would see, and nothing else: the same
-mounts, no network, only its own processes, no capabilities. It holds the
-lifeline until it exits; the placeholder then reads end-of-file and exits,
-bubblewrap with it, which is how the grader learns that the kernel died.
+mounts, no network, only its own processes, no capabilities. Its watcher,
+which no process of the notebook can see, waits for it and holds the
+lifeline: when the kernel ends, the watcher writes its exit status there
+and closes it; the placeholder then exits with that status, bubblewrap with
+it, which is how the grader learns that the kernel died and how (a signal's
+number, an exit status), as it does from a fresh kernel's bubblewrap.
 Killing bubblewrap kills the kernel with the whole PID namespace.
 
 The fork server itself never runs student code, and it starts with the
@@ -56,8 +60,35 @@ from pathlib import Path
 NAMESPACES = ("user", "mnt", "net", "ipc", "uts", "pid")
 MUST_DIFFER = ("mnt", "net", "pid")
 
-#: The placeholder run by bubblewrap: holds the read end of the lifeline.
-PLACEHOLDER = ["/bin/sh", "-c", 'exec cat "$0" >/dev/null']
+#: The placeholder run by bubblewrap as the sandbox's init (pid 1 of its PID
+#: namespace): it holds the read end of the lifeline, whose writer is the
+#: kernel's *watcher* (the kernel's parent, outside the sandbox's PID
+#: namespace: _watch_kernel). When the kernel ends, the watcher writes its
+#: waitpid(2) status on the lifeline and closes it; the placeholder exits
+#: with that status as bubblewrap reports a fresh kernel's (the exit status,
+#: or 128 + N for signal N: autograder.cputime.describe_status), taking the
+#: sandbox with it. 125: no status came (the watcher was killed). A signal
+#: sent to pid 1 from inside its namespace is dropped unless pid 1 handles
+#: it, so Python's SIGINT handler is taken back first, before any kernel
+#: exists.
+PLACEHOLDER_SOURCE = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+said = b""
+while True:
+    chunk = os.read(fd, 64)
+    if not chunk:
+        break
+    said = (said + chunk)[-64:]
+try:
+    status = int(said.split()[-1])
+except (ValueError, IndexError):
+    os._exit(125)
+os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status)
+         else os.WEXITSTATUS(status) if os.WIFEXITED(status) else 125)
+"""
+PLACEHOLDER = [sys.executable, "-I", "-S", "-c", PLACEHOLDER_SOURCE]
 
 #: Environment variables that name a sandbox's own folders (the fork server
 #: has its own; each kernel gets those of its sandbox).
@@ -275,6 +306,28 @@ def _fresh_process_state(env: dict) -> None:
         del sys.modules[name]
 
 
+def _watch_kernel(kernel: int, lifeline: int) -> None:
+    """The kernel's watcher (its parent, outside the sandbox's PID namespace,
+    where no process of the notebook can see or signal it): wait for the
+    kernel to end, write its waitpid(2) status on the lifeline for the
+    placeholder (PLACEHOLDER_SOURCE), and exit. Never returns."""
+    _close_inherited({lifeline})
+    status = 125 << 8
+    while True:
+        try:
+            _, status = os.waitpid(kernel, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            break
+    try:
+        os.write(lifeline, f"{status}\n".encode())
+    except OSError:
+        pass     # the sandbox is already gone (the grader ended it)
+    os._exit(0)
+
+
 def _become_kernel(request: dict, report: int) -> None:
     """In a child of the fork server: enter the sandbox and run the kernel.
     Writes "ok" or the reason it failed to ``report``; never returns."""
@@ -282,20 +335,23 @@ def _become_kernel(request: dict, report: int) -> None:
     try:
         lifeline = _open_lifeline(request["lifeline"], request["bwrap_pid"])
         _join_sandbox(sandboxed_process(request["bwrap_pid"]), request["scratch"])
-        if os.fork():                 # the kernel must be a child to be in the PID namespace
-            os._exit(0)
+        # This process becomes the kernel's watcher: its children are in the
+        # sandbox's PID namespace (the kernel is pid 2 there), it is not. It
+        # holds the lifeline and reports how the kernel ended.
+        kernel = os.fork()
+        if kernel:
+            os.close(report)
+            _watch_kernel(kernel, lifeline)
+        os.close(lifeline)            # the watcher holds it, not the kernel
         os.setsid()
         null = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        _close_inherited({lifeline, report})
+        _close_inherited({report})
         _set_limits(request["limits"])
         user = request.get("user")
         drop_privileges(None if user is None else [*user, request["scratch"]])
         _fresh_process_state(request["env"])
-        # Only the kernel holds the lifeline: a process the notebook forks
-        # must not keep the sandbox alive after the kernel has died.
-        os.register_at_fork(after_in_child=lambda: os.close(lifeline))
         sys.argv = [request["launcher"]] + request["argv"]
         os.write(report, b"ok\n")
         os.close(report)
@@ -321,7 +377,19 @@ def _become_kernel(request: dict, report: int) -> None:
         os._exit(code)
 
 
+def _reap_watchers() -> None:
+    """Reap the kernels' watchers (this server's children) that have ended."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _serve_one(request: dict) -> dict:
+    _reap_watchers()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -341,7 +409,8 @@ def _serve_one(request: dict) -> dict:
             break
         answer += chunk
     os.close(read)
-    os.waitpid(pid, 0)
+    # Not waited for: the child is the kernel's watcher and lives as long as
+    # the kernel (reaped at a later request, _reap_watchers).
     text = answer.decode(errors="replace").strip()
     return {"ok": True} if text == "ok" else {"ok": False, "error": text.removeprefix("error: ")}
 

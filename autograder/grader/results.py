@@ -8,6 +8,17 @@ from dataclasses import dataclass, field
 GRADED = "graded"
 #: Status of an enrolled student who submitted nothing (autograder.term).
 NO_SUBMISSION = "no submission"
+#: The start of the status of a submission whose grading met a failure of
+#: the grader or the machine twice (a test kernel lost, a kernel starved of
+#: CPU, a kernel killed from outside): its scores are not the notebook's.
+#: The terminal counts such rows, the run exits non-zero, and the same
+#: command grades them again (autograder.grader.worker.Worker.grade_one).
+NEEDS_REGRADING = "needs regrading"
+
+
+def needs_regrading(status: str) -> bool:
+    """Whether a row's ``status`` says it must be graded again."""
+    return status.startswith(NEEDS_REGRADING)
 
 
 @dataclass

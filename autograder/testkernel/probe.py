@@ -52,6 +52,7 @@ from jupyter_client import BlockingKernelClient
 # at each use (tests lower them here).
 from autograder.limits import (CALL_TIMEOUT_S, MAX_ANSWER_BYTES, MAX_ANSWER_JSON_BYTES,
                                MAX_MESSAGE_CHARS)
+from autograder.cputime import Clock, Limit, ProcessWatch
 from autograder.testkernel.testing import not_numeric, to_numpy
 
 GLUE_SOURCE = (Path(__file__).parent.parent / "studentkernel" / "glue.py").read_text(encoding="utf-8")
@@ -92,10 +93,21 @@ GLUE_SERVE = (
 #: serving when asked; past them the tests go on one execute request a call.
 SERVE_START_TIMEOUT_S = 10
 SERVE_END_TIMEOUT_S = 5
+#: Seconds to wait for the student's kernel's process to end once its
+#: answers pipe closed without an answer (it died, or closed the pipe).
+DEATH_WAIT_S = 2.0
 
 
 class StudentCodeError(Exception):
     """The student's code raised, timed out or could not be reached."""
+
+
+class GraderFault(Exception):
+    """A test could not run for a reason that is not the student's code (the
+    machine starved the student's kernel of CPU past the wall clock's
+    backstop). Not a StudentCodeError, so that no test takes it for the
+    student's failure; the grader also reads it from the kernel's profile
+    (StudentKernel.faults) and grades the submission again."""
 
 
 class Tensor:
@@ -110,7 +122,8 @@ class StudentKernel:
 
     def __init__(self, connection_file: str, exchange_dir: str, pgid: int | None = None,
                  lab_id: str | None = None, timeout: float = CALL_TIMEOUT_S,
-                 exchange_identity: tuple[int, int] | None = None):
+                 exchange_identity: tuple[int, int] | None = None,
+                 clock: tuple | None = None):
         self.exchange = Path(exchange_dir)
         self.exchange.mkdir(parents=True, exist_ok=True)
         # The exchange folder is the student's kernel's to write, so every
@@ -132,6 +145,17 @@ class StudentKernel:
                 self._tampered = "another folder"
         self.pgid = pgid
         self.timeout = timeout
+        # The student's kernel is dead when its process has ended, never
+        # because a heartbeat was late (autograder.cputime); its calls are
+        # limited by the CPU time its processes use. ``clock`` is the
+        # grader's Clock.spec(): the kernel's top process (bubblewrap, or the
+        # kernel), its user and its cgroup's CPU count.
+        self._clock = Clock(*clock) if clock else None
+        self._watch = ProcessWatch(clock[0]) if clock and clock[0] else None
+        #: How the kernel ended, if it did while a call ran (for the grader).
+        self.death: dict | None = None
+        #: Failures of the machine, not of the student's code (for the grader).
+        self.faults: list[str] = []
         self.lab_id = lab_id
         self._counter = itertools.count()
         self._nonce = secrets.token_hex(4)
@@ -166,6 +190,8 @@ class StudentKernel:
         the next submission)."""
         self.end_cell()
         self.client.stop_channels()
+        if self._watch is not None:
+            self._watch.close()
         if self._dir_fd is not None:
             os.close(self._dir_fd)
             self._dir_fd = None
@@ -309,8 +335,13 @@ class StudentKernel:
         the student's kernel (of which its code ran ``student_s``, as that
         kernel reports it) and reading the answers. The grader keeps it in
         the submission's timings (``make bench`` prints it)."""
-        return json.dumps({key: round(value, 4) if isinstance(value, float) else value
-                           for key, value in self._profile.items()})
+        found = {key: round(value, 4) if isinstance(value, float) else value
+                 for key, value in self._profile.items()}
+        if self.death:
+            found["death"] = self.death
+        if self.faults:
+            found["faults"] = list(self.faults)
+        return json.dumps(found)
 
     def _send(self, name: str, payload: dict, args, kwargs) -> str:
         """Write request ``name`` (its arrays beside it); the request file's path."""
@@ -346,11 +377,36 @@ class StudentKernel:
             raise StudentCodeError(f"`{label}`'s answer could not be read.")
         return answer
 
-    def _timed_out(self, label: str) -> StudentCodeError:
-        """What a call that ran past its time says (raised by the caller)."""
+    def _timed_out(self, label: str, limit: Limit) -> Exception:
+        """What a call that ran past its time says (raised by the caller):
+        the student's, or the machine's where it starved the kernel."""
+        if limit.starved:
+            fault = f"`{label}` could not finish: {limit.starved_words()}"
+            self.faults.append(fault)
+            return GraderFault(fault)
         return StudentCodeError(
-            f"`{label}` did not return within {self.timeout:.0f} s (an infinite "
-            f"loop, or far too much work for these small inputs?).")
+            f"`{label}` did not return within {self.timeout:.0f} s of CPU time (an "
+            f"infinite loop, or far too much work for these small inputs?).")
+
+    def _ended(self, wait: float = 0.0) -> bool:
+        """Whether the student's kernel's process has ended (waiting up to
+        ``wait`` s); without a process to watch, never."""
+        if self._watch is None:
+            if wait:
+                time.sleep(wait)
+            return False
+        return self._watch.ended(wait)
+
+    def _died(self, label: str) -> StudentCodeError:
+        """What a call during which the kernel's process ended says (raised
+        by the caller); the grader learns it from ``death``."""
+        how = self._watch.describe() if self._watch is not None else ""
+        self.death = {"label": label, "how": how,
+                      "status": self._watch.status if self._watch is not None else None}
+        return StudentCodeError(
+            f"Your notebook's kernel {'was ' + how if how.startswith('killed') else 'ended'}"
+            f"{'' if how.startswith('killed') or not how else ' (' + how + ')'} "
+            f"while `{label}` ran.")
 
     def _execute(self, code: str, label: str) -> dict:
         # Sent as a user expression, not as code: IPython evaluates user
@@ -360,23 +416,20 @@ class StudentKernel:
         msg_id = self.client.execute("", silent=True, store_history=False,
                                      user_expressions={"call": code}, allow_stdin=False,
                                      stop_on_error=False)
-        deadline = time.monotonic() + self.timeout
+        limit = Limit(self._clock, self.timeout)
         # With grader objects hosted here, the student's code may call back
         # while the request runs: look for callbacks every millisecond (a
         # directory listing: cheap, and only while such a request runs).
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if limit.reached():
                 self._interrupt()
-                raise self._timed_out(label)
+                raise self._timed_out(label, limit)
             try:
-                wait = min(remaining, 0.001 if self._hosted else 1.0)
+                wait = min(max(limit.wall_left(), 0.25), 0.001 if self._hosted else 1.0)
                 reply = self.client.get_shell_msg(timeout=wait)
             except Exception:  # noqa: BLE001 - queue.Empty
-                if not self.client.is_alive():
-                    raise StudentCodeError(
-                        f"Your notebook's kernel died while `{label}` ran."
-                    ) from None
+                if self._ended():
+                    raise self._died(label) from None
                 if self._hosted:
                     self._serve_callbacks(label)
                 continue
@@ -403,18 +456,17 @@ class StudentKernel:
         except OSError:   # the student's kernel stopped serving (or fills the pipe)
             self._serve_stop(broken=True)
             return None
-        deadline = time.monotonic() + self.timeout
+        limit = Limit(self._clock, self.timeout)
         poller = select.poll()
         poller.register(self._serve_out, select.POLLIN)
         while True:
             if self._serve_heard(name):
                 return {}
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if limit.reached():
                 self._interrupt()
                 self._serve_stop(broken=True)
-                raise self._timed_out(label)
-            wait = min(remaining, 0.001 if self._hosted else 1.0)
+                raise self._timed_out(label, limit)
+            wait = min(max(limit.wall_left(), 0.25), 0.001 if self._hosted else 1.0)
             events = poller.poll(wait * 1000)
             if events:
                 try:
@@ -423,19 +475,17 @@ class StudentKernel:
                     said = None
                 if said == b"":   # the student's kernel closed it: serving ended
                     self._serve_stop(broken=True)
-                    if not self._answered(name):
-                        for _ in range(50):   # a kernel that died: say so
-                            if not self.client.is_alive():
-                                raise StudentCodeError(
-                                    f"Your notebook's kernel died while `{label}` ran.")
-                            time.sleep(0.01)
+                    # A kernel that died: say so (its process ends within
+                    # moments of its pipe closing).
+                    if not self._answered(name) and self._ended(DEATH_WAIT_S):
+                        raise self._died(label)
                     return {}   # no answer: _answer says so
                 if said:
                     self._serve_said = (self._serve_said + said)[-65536:]
                 continue
-            if not self.client.is_alive():
+            if self._ended():
                 self._serve_stop(broken=True)
-                raise StudentCodeError(f"Your notebook's kernel died while `{label}` ran.")
+                raise self._died(label)
             if self._hosted:
                 self._serve_callbacks(label)
 
@@ -541,7 +591,7 @@ class StudentKernel:
         deadline = time.monotonic() + SERVE_END_TIMEOUT_S
         while self._serve_msg is not None and time.monotonic() < deadline:
             self._serve_ended(0.1)
-            if self._serve_msg is not None and not self.client.is_alive():
+            if self._serve_msg is not None and self._ended():
                 break
         self._serve_msg = None
 

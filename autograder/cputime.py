@@ -1,0 +1,302 @@
+"""What a student kernel's processes have done: the CPU time they used, and
+whether (and how) the kernel's process ended.
+
+A grade may depend on the notebook alone, not on the machine's load
+(../shared/GRADING.md, "The same grade on any machine"). So the grader
+neither decides that a kernel died from a late heartbeat (jupyter_client's
+``HBChannel`` gives up after 1.0 s without an answer: a kernel starved of
+CPU for 2.5 s, or stopped by SIGSTOP, read as dead) nor limits a call or a
+cell by the wall clock alone:
+
+* ``ProcessWatch`` holds a pidfd of the kernel's top process (bubblewrap,
+  or the kernel itself where there is no bubblewrap): the process has ended
+  when the pidfd is readable, and its exit status is read from the zombie's
+  ``/proc/<pid>/stat`` (field 52, ``exit_code``) before its parent reaps it;
+* ``Clock`` adds up the CPU time the kernel's processes used (all of them,
+  children included, the dead ones reaped inside the sandbox too): from the
+  kernel's cgroup where it has one (exact), else from ``/proc``;
+* ``Limit`` stops a call or a cell when its processes have used its limit
+  in CPU seconds *and* as many seconds have passed on the wall clock (an
+  endless loop ends at the stated limit, on an idle machine or a busy one,
+  since its one thread gets its CPU; code that spreads its work on several
+  cores is not cut shorter than before), with the wall clock only as a
+  generous backstop (``limits.WALL_BACKSTOP_FACTOR`` times the limit) where
+  the machine starves the kernel. A backstop reached with little CPU used is
+  the machine's doing, not the student's (``Limit.starved``): the grader
+  grades the submission again instead of taking points.
+
+This is how programming-contest judges keep verdicts independent of load
+(DOMjudge: a CPU time limit, and a wall-clock limit a multiple of it).
+
+Standard library only: the test kernel imports it, and so does the grader.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from pathlib import Path
+
+from autograder.limits import WALL_BACKSTOP_FACTOR
+
+#: How often a limit past its wall-clock seconds reads the CPU count again.
+CHECK_S = 0.25
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (field 3 on:
+    index 0 is the state), or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()
+
+
+def describe_status(status: int) -> str:
+    """A waitpid(2) status in words: "killed by signal 9 (SIGKILL)",
+    "exited with status 1". An exit status of 128 + N is read as signal N
+    too: bubblewrap, and the forked kernel's placeholder, report their
+    child's death by signal N that way (as shells do)."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+    elif os.WIFEXITED(status):
+        code = os.WEXITSTATUS(status)
+        if not 128 < code < 128 + 65:
+            return f"exited with status {code}"
+        number = code - 128
+    else:
+        return f"ended (wait status {status})"
+    return signal_words(number)
+
+
+def signal_words(number: int) -> str:
+    """"killed by signal 9 (SIGKILL: out of memory?)" and the like."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = "an unknown signal"
+    hint = {signal.SIGKILL: ": out of memory, or killed from outside?",
+            signal.SIGSEGV: ": a crash in native code?",
+            signal.SIGABRT: ": a crash in native code?"}.get(number, "")
+    return f"killed by signal {number} ({name}{hint})"
+
+
+def status_from_returncode(returncode: int | None) -> int | None:
+    """A Popen returncode (-N for signal N) as a waitpid(2) status."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    return (returncode & 0xFF) << 8
+
+
+class ProcessWatch:
+    """Whether a process (not a child of this one) has ended, without
+    polling a heartbeat: a pidfd (Linux 5.3+) becomes readable when it does.
+
+    Where pidfds are missing, the process has ended when /proc says it is a
+    zombie or gone. Never raises.
+    """
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._status: int | None = None
+        self._fd: int | None = None
+        try:
+            self._fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._fd = None
+
+    def ended(self, wait: float = 0.0) -> bool:
+        """Whether the process has ended (waiting up to ``wait`` seconds)."""
+        if self._fd is not None:
+            try:
+                readable = bool(select.select([self._fd], [], [], max(wait, 0.0))[0])
+            except (OSError, ValueError):
+                readable = False
+            if readable:
+                self._read_status()
+            return readable
+        deadline = time.monotonic() + wait
+        while True:
+            fields = _stat_fields(self.pid)
+            if fields is None or fields[0] in ("Z", "X"):
+                self._read_status()
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+
+    def _read_status(self) -> None:
+        fields = _stat_fields(self.pid)
+        # exit_code is field 52 (index 49 here); Linux 3.5 and later.
+        if self._status is None and fields is not None and len(fields) > 49:
+            try:
+                self._status = int(fields[49])
+            except ValueError:
+                pass
+
+    @property
+    def status(self) -> int | None:
+        """The ended process's waitpid(2) status, where it could be read."""
+        return self._status
+
+    def describe(self) -> str:
+        """How the process ended, in words ("" when not known)."""
+        return "" if self._status is None else describe_status(self._status)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def tree_cpu_seconds(root: int, uid: int | None = None) -> float:
+    """CPU seconds used by process ``root`` and every descendant (each one's
+    own time and that of its reaped children), plus every process of user
+    ``uid`` where given (the user layer's kernel user: a process that left
+    the tree by a double fork is still its own)."""
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    owned: set[int] = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        fields = _stat_fields(pid)
+        if fields is None or len(fields) < 15:
+            continue
+        try:
+            parents[pid] = int(fields[1])
+            # utime, stime, cutime, cstime: fields 14-17
+            used[pid] = sum(int(value) for value in fields[11:15]) / _TICKS
+        except ValueError:
+            continue
+        if uid is not None:
+            try:
+                if os.stat(f"/proc/{pid}").st_uid == uid:
+                    owned.add(pid)
+            except OSError:
+                pass
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid in found or pid not in used:
+            continue
+        found.add(pid)
+        todo.extend(children.get(pid, ()))
+    return sum(used[pid] for pid in found | owned)
+
+
+def cgroup_cpu_seconds(usage_file: str) -> float | None:
+    """CPU seconds from a cgroup's accounting file: cgroup v2's ``cpu.stat``
+    (``usage_usec``) or v1's ``cpuacct.usage`` (nanoseconds); None when it
+    cannot be read."""
+    try:
+        text = Path(usage_file).read_text()
+    except OSError:
+        return None
+    if usage_file.endswith("cpu.stat"):
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) / 1e6
+        return None
+    try:
+        return int(text.strip()) / 1e9
+    except ValueError:
+        return None
+
+
+class Clock:
+    """The CPU seconds a student kernel's processes have used so far: its
+    cgroup's count where it has one, else the sum over its process tree."""
+
+    def __init__(self, pid: int | None, uid: int | None = None, usage_file: str = ""):
+        self.pid, self.uid, self.usage_file = pid, uid, usage_file
+        self._last = 0.0
+
+    def seconds(self) -> float:
+        found = cgroup_cpu_seconds(self.usage_file) if self.usage_file else None
+        if found is None and self.pid is not None:
+            found = tree_cpu_seconds(self.pid, self.uid)
+        # Never backwards (a process of the tree ended unreaped, its time lost).
+        self._last = max(self._last, found or 0.0)
+        return self._last
+
+    def spec(self) -> tuple:
+        """What another process needs to make the same clock: Clock(*spec)."""
+        return (self.pid, self.uid, self.usage_file)
+
+
+class Limit:
+    """A time limit of ``seconds`` measured in CPU time, from now.
+
+    ``reached()`` is true once the kernel's processes have used ``seconds``
+    of CPU and as many seconds have passed (the student's limit), or once
+    the wall clock has passed ``seconds * backstop`` (the machine's doing
+    when little CPU was used: ``starved``). Between checks the caller may
+    wait: the wall clock alone cannot reach the limit before ``seconds``.
+    """
+
+    def __init__(self, clock: Clock | None, seconds: float,
+                 backstop: float = WALL_BACKSTOP_FACTOR):
+        self.clock, self.seconds = clock, float(seconds)
+        self.started = time.monotonic()
+        self.cpu_start = clock.seconds() if clock is not None else 0.0
+        self.backstop = self.seconds * backstop if clock is not None else self.seconds
+        self.cpu_used = 0.0
+        self.wall_used = 0.0
+        #: Which limit ended it: "" (not reached), "cpu" or "wall".
+        self.by = ""
+        self._checked = float("-inf")
+
+    def wall_left(self) -> float:
+        """Seconds before the wall clock alone could end it (0: check now)."""
+        return max(0.0, self.started + self.seconds - time.monotonic())
+
+    def reached(self) -> bool:
+        """Whether the limit is reached (its CPU count is read at most every
+        CHECK_S seconds: a scan of /proc where there is no cgroup)."""
+        now = time.monotonic()
+        self.wall_used = now - self.started
+        if self.wall_used < self.seconds:
+            return False
+        if self.by:
+            return True
+        if now - self._checked < CHECK_S:
+            return False
+        self._checked = now
+        if self.clock is None:
+            self.by = "cpu"   # no clock: the wall clock is all there is
+            return True
+        self.cpu_used = self.clock.seconds() - self.cpu_start
+        if self.cpu_used >= self.seconds:
+            self.by = "cpu"
+        elif self.wall_used >= self.backstop:
+            self.by = "wall"
+        return bool(self.by)
+
+    @property
+    def starved(self) -> bool:
+        """Ended by the wall-clock backstop with less CPU used than the
+        limit: the machine, not the code, was slow."""
+        return self.by == "wall"
+
+    def starved_words(self) -> str:
+        return (f"the machine was too busy: {self.wall_used:.0f} s passed on the wall clock "
+                f"while the notebook's processes used {self.cpu_used:.1f} s of CPU "
+                f"(limit {self.seconds:.0f} s of CPU)")
