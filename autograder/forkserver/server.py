@@ -306,6 +306,18 @@ def _fresh_process_state(env: dict) -> None:
         del sys.modules[name]
 
 
+def _join_cgroup(procs) -> None:
+    """Move this process into each group whose cgroup.procs file is named
+    (autograder.grader.cgroups.join_paths, copied: this module imports
+    nothing of the kit)."""
+    for path in procs:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
+
+
 def _watch_kernel(kernel: int, lifeline: int) -> None:
     """The kernel's watcher (its parent, outside the sandbox's PID namespace,
     where no process of the notebook can see or signal it): wait for the
@@ -333,6 +345,10 @@ def _become_kernel(request: dict, report: int) -> None:
     Writes "ok" or the reason it failed to ``report``; never returns."""
     code = 1
     try:
+        # The kernel's cgroup first (its files are out of sight once in the
+        # sandbox): the kernel and all it starts are counted and bounded there
+        # (autograder.grader.cgroups); so is this process, its watcher.
+        _join_cgroup(request.get("cgroup") or ())
         lifeline = _open_lifeline(request["lifeline"], request["bwrap_pid"])
         _join_sandbox(sandboxed_process(request["bwrap_pid"]), request["scratch"])
         # This process becomes the kernel's watcher: its children are in the
@@ -349,6 +365,8 @@ def _become_kernel(request: dict, report: int) -> None:
             os.dup2(null, fd)
         _close_inherited({report})
         _set_limits(request["limits"])
+        if request.get("nice"):
+            os.nice(int(request["nice"]))   # no cgroup here: a lower priority
         user = request.get("user")
         drop_privileges(None if user is None else [*user, request["scratch"]])
         _fresh_process_state(request["env"])

@@ -85,6 +85,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -513,6 +514,30 @@ class RunGroup:
                 if not _rmdir(Path(folder), max(0.0, deadline - time.monotonic())):
                     left.append(folder)
         return left
+
+
+def remove_dead_runs(bound: Bound) -> list[str]:
+    """Remove the run groups (``labkit-<pid>-<hex>``) that a grading process
+    which no longer exists left behind (killed before its ``close``), where
+    they hold no process any more; never raises. A group of a live grader
+    is never touched (its pid is alive, or one of its groups holds a
+    process). Returns the groups removed."""
+    removed = []
+    for parent in bound.parents:
+        try:
+            entries = list(parent.path.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            match = re.fullmatch(re.escape(PREFIX) + r"(\d+)-[0-9a-f]+", entry.name)
+            if not match or Path(f"/proc/{match.group(1)}").exists():
+                continue
+            folders = [Path(folder) for folder, _, _ in os.walk(entry, topdown=False)]
+            if any(_read_words(folder / "cgroup.procs") for folder in folders):
+                continue
+            if all(_rmdir(folder, 0.5) for folder in folders):
+                removed.append(str(entry))
+    return removed
 
 
 class KernelGroup:

@@ -21,6 +21,7 @@ writes what happened to `report_file` (JSON) for the grader's reports.
 from __future__ import annotations
 
 import ast
+import asyncio
 import atexit
 import builtins
 import json
@@ -38,7 +39,8 @@ import zmq.asyncio
 from jupyter_client import KernelManager
 from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.session import DELIM
-from jupyter_core.utils import run_sync
+from jupyter_core.utils import ensure_async, run_sync
+from nbclient.client import timestamp
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from traitlets import Integer, List, Type, Unicode
@@ -47,7 +49,7 @@ from zmq.utils.monitor import parse_monitor_message
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
-from autograder import limits
+from autograder import cputime, limits
 from autograder.grader import tempdirs
 from autograder.grader.cellnames import cells_needed
 from autograder.labs import checked_exercise
@@ -96,13 +98,23 @@ import numpy as __autograder_numpy
 __autograder_numpy.seterr(all="warn", under="ignore")
 del __autograder_numpy
 from autograder.testkernel.probe import StudentKernel as __AutograderStudentKernel
-__autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r, exchange_identity=%r)
+__autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r, exchange_identity=%r,
+                                                  clock=%r)
 del __AutograderStudentKernel
 
 
 def construct_in_student_kernel(source, name, *args, **kwargs):
     # Build a grader-written object (e.g. a tiny model) in the student's kernel.
     return __autograder_kernel__.construct(source, name, *args, **kwargs)
+"""
+
+#: Run after TESTS_SESSION_START: this submission's seed of the hidden tests'
+#: inputs (autograder.testkernel.testing.rng reads it), drawn from the run's
+#: seed and the submission (autograder.grader.worker.submission_seed), so
+#: that what one notebook recorded of its inputs answers no other's. The
+#: kernel, and what its references keep that the inputs do not change, stay.
+TESTS_SESSION_SEED = """
+__import__("os").environ["AUTOGRADER_SEED"] = %r
 """
 
 #: Evaluated in the test kernel after each tests cell (a user expression of
@@ -508,6 +520,9 @@ class IsolatedExecute(Execute):
     lab_id = Unicode("", help="The lab being graded (selects the references).").tag(config=True)
     exercise_names = List(Unicode(), help="Names hidden tests may call.").tag(config=True)
     seed = Unicode("0", help="Secret seed of the hidden tests' inputs.").tag(config=True)
+    session_seed = Unicode("", help="This submission's seed of the hidden tests' inputs "
+                           "(autograder.grader.worker.submission_seed); empty: "
+                           "`seed`.").tag(config=True)
     notebook_timeout = Integer(limits.NOTEBOOK_TIMEOUT_S,
                                help="Seconds for the whole notebook.").tag(config=True)
     skip_cells = List(Unicode(), help="grade_ids of provided cells not to run: demonstrations "
@@ -542,6 +557,11 @@ class IsolatedExecute(Execute):
             "tests": {},
             "cells_run": 0,
             "cells_skipped": 0,
+            # Failures of the grader or the machine, not of the notebook: the
+            # worker grades the submission again (autograder.grader.worker).
+            "grader_faults": [],
+            # How the student's kernel ended while it should have run, if it did.
+            "kernel_death": None,
             # Output the grader dropped (StudentOutputChannel): bytes, cells.
             "output_dropped": {"bytes": 0, "cells": 0},
             # Seconds spent in each phase (see benchmarks/grading_speed.py).
@@ -565,12 +585,15 @@ class IsolatedExecute(Execute):
             self._skipped_now -= set(needed)
             self._record["cells_needed"] = len(needed)
         self._tests_then_tests = followed_by_tests(nb, self._skipped_now)
+        self._notebook_limit: cputime.Limit | None = None
+        self._student_km = None
         self._deadline = time.monotonic() + self.notebook_timeout
         started = time.monotonic()
         try:
             return super().preprocess(nb, resources, km)
         except DeadKernelError as error:  # the kernel died outside a cell
-            self._stop(f"the notebook's kernel died ({error})")
+            how = self._kernel_died("outside a cell")
+            self._stop(f"the notebook's kernel {how or f'died ({error})'}")
             return nb, resources
         except RuntimeError as error:
             if self._record["cells_run"]:
@@ -581,6 +604,13 @@ class IsolatedExecute(Execute):
             raise
         finally:
             self._shutdown_tests_kernel()
+            # What bounded the kernel's CPU and processes, and whether its
+            # processes hit the task limit (read as its cgroup was removed).
+            # (nbclient has let go of the manager by now: the one kept at start.)
+            self._record["cpu_bound"] = getattr(self._student_km, "cpu_bound_words", "")
+            hits = getattr(self._student_km, "pids_limit_hits", 0)
+            if hits:
+                self._record["pids_limit_hits"] = hits
             self._record["stopped"] = self._stopped
             self._record["seconds"] = round(time.monotonic() - started, 2)
             if self.report_file:
@@ -604,7 +634,83 @@ class IsolatedExecute(Execute):
         self._record["sandbox"] = layer() if callable(layer) else ""
         # Forked from the fork server, libraries already imported, or fresh.
         self._record["timings"]["student_kernel_forked"] = float(getattr(self.km, "forked", False))
+        self._student_km = self.km
+        # The notebook's limit counts the CPU its kernel's processes use.
+        self._notebook_limit = cputime.Limit(self._student_clock(), self.notebook_timeout)
         return started
+
+    def _student_clock(self) -> cputime.Clock | None:
+        clock = getattr(self.km, "cpu_clock", None)
+        return clock() if callable(clock) else None
+
+    def _fault(self, reason: str) -> None:
+        """A failure of the grader or the machine, not of the notebook (the
+        worker grades the submission again)."""
+        self._record["grader_faults"].append(hide_data(reason, 400))
+
+    def _kernel_died(self, where: str, how: str = "") -> str:
+        """Record that the student's kernel ended ``where``; how, in words
+        ("killed by signal 9 (SIGKILL...)", "exited with status 1", or "")."""
+        words = getattr(self.km, "exit_words", None)
+        how = how or (words() if callable(words) else "")
+        if self._record["kernel_death"] is None:
+            self._record["kernel_death"] = {"where": where, "how": how}
+        return (f"was {how}" if how.startswith("killed") else
+                f"ended ({how})" if how else "")
+
+    async def _async_poll_for_reply(self, msg_id, cell, timeout, task_poll_output_msg,
+                                    task_poll_kernel_alive):
+        """nbclient's wait for a cell's reply (nbclient 0.10-0.11, whose steps
+        this follows), with the cell's limit in CPU seconds of the kernel's
+        processes and the wall clock as the backstop (autograder.cputime),
+        instead of the wall clock alone: a loaded machine does not time out
+        an honest cell; a starved one is the machine's fault (_fault)."""
+        clock = self._student_clock() if timeout is not None else None
+        if clock is None:
+            return await super()._async_poll_for_reply(msg_id, cell, timeout,
+                                                       task_poll_output_msg,
+                                                       task_poll_kernel_alive)
+        limit = cputime.Limit(clock, timeout)
+        timed_out = None
+        while True:
+            if timed_out is not None:
+                msg = timed_out
+            else:
+                try:
+                    msg = await ensure_async(self.kc.shell_channel.get_msg(
+                        timeout=max(limit.wall_left(), cputime.CHECK_S)))
+                except Empty:
+                    if not limit.reached():
+                        continue
+                    task_poll_kernel_alive.cancel()
+                    await self._async_check_alive()
+                    if limit.starved:
+                        self._fault(f"a cell could not finish: {limit.starved_words()}")
+                        evalue = f"the grader stopped this cell: {limit.starved_words()}"
+                    else:
+                        evalue = (f"the cell used more than its limit of {timeout} s of "
+                                  f"CPU time (an endless loop, or far too much work?)")
+                    await ensure_async(self.km.interrupt_kernel())
+                    timed_out = {"content": {"status": "error", "ename": "CellTimeoutError",
+                                             "evalue": evalue,
+                                             "traceback": [f"CellTimeoutError: {evalue}"]},
+                                 "parent_header": {"msg_id": msg_id}}
+                    msg = timed_out
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if self.record_timing and timed_out is None:
+                cell["metadata"]["execution"]["shell.execute_reply"] = timestamp(msg)
+            try:
+                await asyncio.wait_for(task_poll_output_msg, self.iopub_timeout)
+            except (asyncio.TimeoutError, Empty):
+                if self.raise_on_iopub_timeout:
+                    task_poll_kernel_alive.cancel()
+                    raise CellTimeoutError.error_from_timeout_and_cell(
+                        "Timeout waiting for IOPub output", self.iopub_timeout, cell
+                    ) from None
+                self.log.warning("Timeout waiting for IOPub output")
+            task_poll_kernel_alive.cancel()
+            return msg
 
     def start_new_kernel_client(self):
         with self._timed("student_kernel_start"):
@@ -614,7 +720,15 @@ class IsolatedExecute(Execute):
         if cell.cell_type != "code":
             return cell, resources
         grade_cell = is_grade(cell) and not is_solution(cell)
-        if not self._stopped and time.monotonic() > self._deadline:
+        limit = self._notebook_limit
+        if not self._stopped and limit is not None and limit.reached():
+            if limit.starved:
+                self._fault(f"the notebook could not finish: {limit.starved_words()}")
+                self._stop("the grader stopped the notebook (the machine was too busy)")
+            else:
+                self._stop(f"the notebook ran past its time limit of {self.notebook_timeout} s "
+                           f"of CPU time")
+        elif not self._stopped and limit is None and time.monotonic() > self._deadline:
             self._stop(f"the notebook ran past its time limit of {self.notebook_timeout} s")
         if self._stopped:
             cell.outputs = []
@@ -671,11 +785,12 @@ class IsolatedExecute(Execute):
                 self._stop(f"the notebook's kernel stopped answering in cell {index}")
             return cell, resources
         except DeadKernelError as error:
-            reason = "the notebook's kernel died"
-            if "memory" in str(error).lower():
+            how = self._kernel_died(f"cell {index}")
+            reason = f"the notebook's kernel {how}" if how else "the notebook's kernel died"
+            if not how and "memory" in str(error).lower():
                 reason += " (out of memory?)"
             self._note_dropped_output(cell, resets=False)
-            cell.outputs.append(_error_output("DeadKernelError", str(error)))
+            cell.outputs.append(_error_output("DeadKernelError", f"{reason}: {error}"))
             self._stop(f"{reason} in cell {index}")
             return cell, resources
         finally:
@@ -733,10 +848,13 @@ class IsolatedExecute(Execute):
     def _start_tests_kernel(self) -> None:
         student_km = self.km
         pgid = getattr(getattr(student_km, "provisioner", None), "pgid", None)
+        clock = self._student_clock()
         session = TESTS_SESSION_START % (student_km.connection_file,
                                          str(Path(student_km.ipc_dir) / "exchange"),
                                          pgid, self.lab_id,
-                                         getattr(student_km, "exchange_identity", None))
+                                         getattr(student_km, "exchange_identity", None),
+                                         None if clock is None else clock.spec())
+        session += TESTS_SESSION_SEED % (self.session_seed or self.seed)
         with self._timed("tests_kernel_start"):
             kernel, new = TestsKernel.get((self.lab_id, self.seed))
             self._tests_km, self._tests_kc = kernel.km, kernel.kc
@@ -747,6 +865,7 @@ class IsolatedExecute(Execute):
                 if status != "ok":
                     TestsKernel.discard()
                     self._tests_km = self._tests_kc = None
+                    self._fault(f"the grader's test kernel failed to start: {error}")
                     raise RuntimeError(f"the grader's test kernel failed to start: {error}")
 
     def _shutdown_tests_kernel(self) -> None:
@@ -761,10 +880,20 @@ class IsolatedExecute(Execute):
                 TestsKernel.discard()
         self._tests_km = self._tests_kc = None
 
-    def _tests_execute(self, code: str, timeout: float, expressions: dict | None = None):
+    def _tests_execute_limited(self, code: str, timeout: float, expressions: dict):
+        """_tests_execute for a tests cell: its limit counts the CPU the
+        student's kernel uses (the hidden tests' calls), with the wall clock
+        as the backstop; a backstop reached with little CPU used is the
+        machine's fault."""
+        limit = cputime.Limit(self._student_clock(), timeout)
+        return self._tests_execute(code, timeout, expressions, limit)
+
+    def _tests_execute(self, code: str, timeout: float, expressions: dict | None = None,
+                       limit: cputime.Limit | None = None):
         """Run ``code`` in the test kernel: ("ok", None) or ("error", content);
         with ``expressions`` (user expressions, evaluated after the code),
-        ("ok", their results) when it ran."""
+        ("ok", their results) when it ran. Without ``limit``, ``timeout`` is
+        on the wall clock (the grader's own work: past it, the grader's fault)."""
         kc = self._tests_kc
         # stop_on_error=False: with the default, ipykernel aborts the requests
         # queued right after a failed one, and the `bind` that opens the next
@@ -773,21 +902,25 @@ class IsolatedExecute(Execute):
         # with this).
         msg_id = kc.execute(code, store_history=False, allow_stdin=False,
                             stop_on_error=False, user_expressions=expressions or {})
-        deadline = time.monotonic() + timeout
+        limit = limit or cputime.Limit(None, timeout)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if limit.reached():
                 self._tests_km.interrupt_kernel()
                 self._tests_dirty = True   # not handed on to the next submission
+                if limit.clock is None or limit.starved:
+                    self._fault(f"the hidden tests could not finish in {timeout:.0f} s"
+                                + (f": {limit.starved_words()}" if limit.starved else ""))
                 return "timeout", {"ename": "CellTimeoutError",
-                                   "evalue": f"the tests took longer than {timeout:.0f} s",
+                                   "evalue": f"the tests took longer than {timeout:.0f} s"
+                                   + (" of CPU time" if limit.clock is not None else ""),
                                    "traceback": []}
             self._drop_student_output()
             try:
-                reply = kc.get_shell_msg(timeout=min(remaining, STUDENT_OUTPUT_DROP_S))
+                reply = kc.get_shell_msg(timeout=STUDENT_OUTPUT_DROP_S)
             except Exception:  # noqa: BLE001 - queue.Empty
                 if not self._tests_km.is_alive():
                     self._tests_dirty = True
+                    self._fault("the grader's test kernel died")
                     return "error", {"ename": "GraderError",
                                      "evalue": "the grader's test kernel died", "traceback": []}
                 continue
@@ -843,7 +976,7 @@ class IsolatedExecute(Execute):
         status, content = self._tests_execute(
             f"__autograder_kernel__.bind(globals(), {names!r})", limits.TESTS_BIND_TIMEOUT_S)
         if status == "ok":
-            status, content = self._tests_execute(
+            status, content = self._tests_execute_limited(
                 cell.source, self.timeout or limits.TESTS_CELL_TIMEOUT_UNSET_S,
                 {"profile": TESTS_CELL_NEXT if index in self._tests_then_tests
                  else TESTS_CELL_END})
@@ -858,4 +991,11 @@ class IsolatedExecute(Execute):
                                            {"profile": TESTS_CELL_END})
             profile = _read_profile(ended)
         self._record["tests"][grade_id]["seconds"] = round(time.monotonic() - started, 3)
+        for fault in profile.pop("faults", None) or []:
+            self._fault(str(fault))
+        death = profile.pop("death", None)
         self._record["tests"][grade_id]["probe"] = profile
+        if isinstance(death, dict):
+            how = self._kernel_died(f"the hidden tests of {grade_id}", str(death.get("how") or ""))
+            self._stop(f"the notebook's kernel {how or 'died'} while the hidden tests of "
+                       f"{grade_id} ran")

@@ -30,9 +30,11 @@ and every row's notes that is not bubblewrap's.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import inspect
 import json
+import multiprocessing.util
 import os
 import shutil
 import socket
@@ -48,12 +50,14 @@ import zmq
 import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Dict, List, Type, Unicode
+from traitlets import Bool, Dict, Float, List, Type, Unicode
 
+from autograder import cputime
 from autograder.forkserver import client as forkserver_client
 from autograder.forkserver import server as forkserver
-from autograder.grader import userlayer
-from autograder.limits import (BUBBLEWRAP_CHECK_TIMEOUT_S, KERNEL_FILE_SIZE_BYTES,
+from autograder.grader import cgroups, userlayer
+from autograder.limits import (BUBBLEWRAP_CHECK_TIMEOUT_S, KERNEL_FALLBACK_NICE,
+                               KERNEL_FILE_SIZE_BYTES, KERNEL_TASKS,
                                KERNEL_MEMORY_BYTES, KERNEL_OPEN_FILES, KERNEL_PROCESSES,
                                SANDBOX_SCRATCH_BYTES, SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES)
 
@@ -196,6 +200,55 @@ class Isolation:
 
 #: The user layer's preparation in this process (prepare_user_layer): what it
 #: was set up for, the ACL entries it wrote, or why it could not be.
+#: The bound on each student kernel's CPU and processes in this grading
+#: process (cgroups.detect, once) and the group of its kernels' groups
+#: (made at the first kernel, removed at exit).
+_cpu_bound: "cgroups.Bound | None" = None
+_run_group: "cgroups.RunGroup | None" = None
+
+
+def cpu_bound() -> cgroups.Bound:
+    """What bounds a student kernel's CPU and processes here (a cgroup v2 or
+    v1 of its own, or none: then a lower priority and RLIMIT_NPROC)."""
+    global _cpu_bound
+    if _cpu_bound is None:
+        _cpu_bound = cgroups.detect()
+    return _cpu_bound
+
+
+def describe_cpu_bound(jobs: int) -> str:
+    """The bound in force, as the run says it (with the isolation)."""
+    bound = cpu_bound()
+    cores = cgroups.kernel_cpu_cores(jobs) if bound.available else None
+    return bound.describe(cores)
+
+
+def _new_kernel_group(cpu_cores: float) -> "tuple[cgroups.KernelGroup | None, str]":
+    """A cgroup for one kernel, or None and why not."""
+    global _run_group
+    bound = cpu_bound()
+    if not bound.available:
+        return None, bound.reason
+    try:
+        if _run_group is None:
+            cgroups.remove_dead_runs(bound)
+            _run_group = cgroups.RunGroup(bound)
+            # At exit: a worker process of a pool ends through multiprocessing's
+            # own exit function, which runs its finalizers, not atexit's.
+            atexit.register(_close_run_group)
+            multiprocessing.util.Finalize(None, _close_run_group, exitpriority=10)
+        return _run_group.new_kernel_group(cpu_cores or None), ""
+    except OSError as error:
+        return None, f"its cgroup could not be made ({type(error).__name__}: {error})"
+
+
+def _close_run_group() -> None:
+    global _run_group
+    if _run_group is not None:
+        _run_group.close()
+        _run_group = None
+
+
 _prepared: "userlayer.Preparation | None" = None
 _prepared_for: frozenset = frozenset()
 _applied: list = []
@@ -315,6 +368,10 @@ def prepare_user_layer(protected=()) -> "userlayer.Preparation":
         userlayer.undo(_applied, user.uid)
         _prepared = None
     entries = userlayer.plan(protected, needed_paths(), user.uid)
+    # What a killed run's kernel of this user left; files any user may write
+    # would carry one kernel's answers to the next.
+    userlayer.clean_user(user.uid)
+    entries.update({path: 0 for path in userlayer.shared_files(user.uid, entries)})
     done = _applied = userlayer.apply(entries, user.uid)
     network = userlayer.network_namespace_allowed()
     home = Path(tempdirs.make_folder("labkit-probe-", mode=0o711))
@@ -540,7 +597,10 @@ def rlimits(limits: Limits, gpu: bool | None = None, uid: int | None = None) -> 
     return {"RLIMIT_DATA" if gpu else "RLIMIT_AS": limits.memory_bytes,
             "RLIMIT_FSIZE": limits.file_size_bytes,
             "RLIMIT_NPROC": limits.processes + user_task_count(uid),
-            "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
+            "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0,
+            # No POSIX message queue (one outlives its maker, and the user
+            # layer shares the machine's: userlayer.clean_user).
+            "RLIMIT_MSGQUEUE": 0}
 
 
 def user_task_count(uid: int | None = None) -> int:
@@ -670,6 +730,9 @@ class SandboxKernelManager(AsyncKernelManager):
     isolation = Unicode("", help="The isolation layer of the kernels (sandbox.LAYERS), as the "
                         "run chose it (choose_isolation); empty: the strongest here "
                         "(detected_isolation).").tag(config=True)
+    cpu_cores = Float(0.0, help="The CPU a kernel may use at most, in cores, where it gets a "
+                      "cgroup of its own (cgroups.kernel_cpu_cores: the cores over the "
+                      "run's jobs); 0: no quota, equal shares only.").tag(config=True)
     fork_kernels = Bool(True, help="Fork the kernel, its libraries already imported, from the "
                         "grading process's fork server into the sandbox (autograder.forkserver.server) "
                         "instead of starting a fresh Python.").tag(config=True)
@@ -678,6 +741,15 @@ class SandboxKernelManager(AsyncKernelManager):
 
     #: Whether the running kernel was forked (else it was started fresh).
     forked = False
+    #: The running kernel's cgroup (None: none here; cpu_bound says why).
+    cgroup: "cgroups.KernelGroup | None" = None
+    #: Where its cgroup counts the CPU its processes used ("" without one).
+    cpu_usage_file = ""
+    #: How often the kernel's processes hit the cgroup's task limit (read
+    #: as the kernel is cleaned up).
+    pids_limit_hits = 0
+    #: What bounded the kernel's CPU and processes, in words.
+    cpu_bound_words = ""
 
     def _spec(self) -> SandboxSpec:
         return SandboxSpec(
@@ -708,7 +780,7 @@ class SandboxKernelManager(AsyncKernelManager):
         # One scan of /proc (the task count in RLIMIT_NPROC) serves both the
         # prlimit prefix and the forked kernel's own limits.
         values = rlimits(spec.limits, uid=None if user is None else user.uid)
-        limited = prlimit_arguments(values)
+        limited = self._cpu_prefix() + prlimit_arguments(values)
         layer = self.layer()
         if layer == "none":
             # Only with the instructor's --unsandboxed (choose_isolation).
@@ -745,6 +817,61 @@ class SandboxKernelManager(AsyncKernelManager):
         """The isolation layer of this manager's kernels."""
         return self.isolation or detected_isolation()
 
+    def _cpu_prefix(self) -> list[str]:
+        """The kernel's cgroup, made now (the previous kernel's removed), and
+        the command prefix that starts the kernel in it; where there is none,
+        a lower priority instead (nice), so that the grader itself stays
+        responsive beside a notebook's runaway processes."""
+        self._remove_cgroup()
+        group, why = _new_kernel_group(self.cpu_cores)
+        self.cgroup, self._fork_cgroup, self._fork_nice = group, None, None
+        if group is not None:
+            usage = group._find("cpu", "cpu.stat") if group.kind == "v2" else \
+                group._find("cpuacct", "cpuacct.usage")
+            self.cpu_usage_file = str(usage or "")
+            self._fork_cgroup = group.procs_paths()
+            cores = f"{self.cpu_cores:g} cores" if self.cpu_cores else "equal shares"
+            self.cpu_bound_words = (f"cgroup {group.kind}: {cores}, "
+                                    f"{KERNEL_TASKS} tasks at most")
+            return group.join_command_prefix()
+        self.cpu_usage_file = ""
+        self._fork_nice = KERNEL_FALLBACK_NICE
+        self.cpu_bound_words = f"no cgroup ({why}): nice {KERNEL_FALLBACK_NICE}"
+        nice = shutil.which("nice")
+        return [nice, "-n", str(KERNEL_FALLBACK_NICE)] if nice else []
+
+    def _remove_cgroup(self) -> None:
+        """Read the kernel's cgroup's task-limit hits, then remove it (every
+        process left in it killed first: a daemon the notebook started)."""
+        if self.cgroup is not None:
+            try:
+                self.pids_limit_hits = self.cgroup.pids_limit_hits()
+            except (OSError, ValueError):
+                pass
+            self.cgroup.remove()
+            self.cgroup = None
+
+    def cpu_clock(self) -> cputime.Clock | None:
+        """The CPU seconds the running kernel's processes have used (all of
+        them: its cgroup's count where it has one, else its process tree and,
+        in the user layer, every process of its user); None before it starts."""
+        pid = getattr(self.provisioner, "pid", None)
+        if pid is None:
+            return None
+        user = kernel_user() if self.layer() == "user" else None
+        return cputime.Clock(pid, None if user is None else user.uid,
+                             getattr(self, "cpu_usage_file", ""))
+
+    def exit_words(self) -> str:
+        """How the kernel's process ended ("killed by signal 9 (SIGKILL...)",
+        "exited with status 1"), as its starter read it; "" while it runs or
+        when not known. A forked kernel's status is its sandbox's: the
+        placeholder passes it on (forkserver.server.PLACEHOLDER_SOURCE)."""
+        process = getattr(self.provisioner, "process", None)
+        returncode = process.poll() if process is not None else None
+        status = cputime.status_from_returncode(returncode)
+        return "" if status is None else cputime.describe_status(status)
+
     def _lifeline(self) -> Path:
         return Path(self.ipc_dir) / "lifeline"
 
@@ -779,12 +906,12 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def _reap_user(self) -> None:
         """In the user layer: end every process of the kernel's user and remove
-        its files in the shared temporary folders (a daemon or a planted file
-        of one submission never meets the next)."""
+        its files in the folders any user may write and its System V IPC (a
+        daemon, a planted file or segment of one submission never meets the
+        next: userlayer.clean_user)."""
         user = kernel_user()
         if self.layer() == "user" and user is not None:
-            userlayer.kill_user(user.uid)
-            userlayer.remove_user_files(user.uid)
+            userlayer.clean_user(user.uid)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         self.forked = False
@@ -809,6 +936,7 @@ class SandboxKernelManager(AsyncKernelManager):
                 "scratch": str(self.scratch), "env": env, "argv": self._fork_argv,
                 "launcher": ipykernel_launcher.__file__,
                 "limits": self._fork_limits, "user": self._fork_user,
+                "cgroup": self._fork_cgroup, "nice": self._fork_nice,
             })
             self.forked = True
         except forkserver.ForkError as error:
@@ -823,6 +951,7 @@ class SandboxKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
+        self._remove_cgroup()
         self._reap_user()
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:

@@ -10,6 +10,7 @@ its course folder (where the autograded notebook is) and its timings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,7 +25,8 @@ from autograder.grader import course, intake, submissions, tempdirs
 from autograder.grader.normalize import normalize
 from autograder.grader.options import GradingOptions
 from autograder.grader.reports import OUTPUT_TRUNCATED
-from autograder.grader.results import GRADED, ExerciseResult, SubmissionResult
+from autograder.grader.results import GRADED, NEEDS_REGRADING, ExerciseResult, SubmissionResult
+from autograder.limits import KERNEL_TASKS, MAX_STATUS_CHARS
 from autograder.labs import Lab, get_lab
 from autograder.text import clean_text
 
@@ -86,6 +88,10 @@ class Worker:
         self.hidden = [Path(path) for path in setup.hidden] + [self.root]
         self.last_grades: dict[str, float] = {}
         self.last_timings: dict[str, float] = {}
+        # What went wrong in the last grading that is not the notebook's own
+        # doing ("" when nothing), and how its kernel was killed, if it was.
+        self._trouble = ""
+        self._death: tuple[str, str] | None = None
         shutil.rmtree(self.root, ignore_errors=True)
         unsynced_sqlite(self.root / "gradebook.db")
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
@@ -97,7 +103,10 @@ class Worker:
         started = time.monotonic()
         resident = reset_peak_memory()
         try:
-            return self._grade_one(submission)
+            result = self._grade_one(submission)
+            if self._trouble:
+                result = self._again(submission, self._trouble, self._death)
+            return result
         finally:
             self.last_timings["total"] = round(time.monotonic() - started, 3)
             peak = peak_memory()
@@ -106,17 +115,59 @@ class Worker:
                 self.last_timings["grader_start_mib"] = resident
                 self.last_timings["grader_peak_mib"] = peak
 
+    def _again(self, submission: submissions.Submission, first: str,
+               first_death: tuple[str, str] | None) -> SubmissionResult:
+        """Grade a submission again whose grading met a failure that is not
+        its code's (``first``: a test kernel lost or restarted, a kernel
+        starved of CPU past the wall clock's backstop, a kernel that did not
+        start, or was killed by a signal): the second grading's row, with a
+        note; where the second fails too, a row that says it must be graded
+        again (results.NEEDS_REGRADING), never points taken for it. A kernel
+        killed by the same signal at the same place twice is the notebook's
+        own doing (a memory bomb the kernel's OOM killer ends, a notebook that
+        kills itself): then the row stands, the signal named."""
+        result = self._grade_one(submission)
+        if not self._trouble:
+            result.notes.append(f"graded twice: the first grading met a failure that was not "
+                                f"the notebook's ({first}); these are the second grading's "
+                                f"scores")
+        elif first_death is not None and self._death == first_death \
+                and self._trouble == first:
+            result.notes.append(f"its kernel was {first_death[1]} at the same place in two "
+                                f"gradings ({first_death[0]}): taken as the notebook's doing")
+        else:
+            result.status = f"{NEEDS_REGRADING}: {self._trouble}"[:MAX_STATUS_CHARS]
+            result.notes.append(f"graded twice, and both gradings met a failure that was not "
+                                f"the notebook's (first: {first}; then: {self._trouble}); "
+                                f"run the same command again to grade it again")
+        return result
+
     def _grade_one(self, submission: submissions.Submission) -> SubmissionResult:
         """Every step of one submission, any failure becoming its row."""
         notes = [submission.note] if submission.note else []
+        self._trouble, self._death = "", None
         try:
             notebook, problem = intake.take(submission, self.lab)
             if notebook is None:
                 return self._failed(submission, problem, notes)
             return self._autograde(submission, notebook, notes)
         except Exception as error:  # noqa: BLE001 - never lose a student to a grader bug
+            self._trouble = f"the grader failed: {type(error).__name__}: {error}"
             return self._failed(submission,
                                 intake.grader_error(f"{type(error).__name__}: {error}"), notes)
+
+    def _note_trouble(self, record: dict) -> None:
+        """What in the Execute step's record was not the notebook's doing
+        (self._trouble), and how its kernel was killed (self._death)."""
+        found = [str(fault) for fault in record.get("grader_faults") or []]
+        if record.get("grader_error"):
+            found.append(str(record["grader_error"]))
+        death = record.get("kernel_death") or {}
+        how = str(death.get("how") or "")
+        if how.startswith("killed by signal"):
+            self._death = (str(death.get("where") or ""), how)
+            found.append(f"the notebook's kernel was {how} ({self._death[0]})")
+        self._trouble = "; ".join(dict.fromkeys(found))
 
     def _failed(self, submission: submissions.Submission, status: str, notes) -> SubmissionResult:
         return intake.failed(submission.student_id, self.lab, self.points, status,
@@ -125,15 +176,24 @@ class Worker:
     def _autograde(self, submission, notebook, notes) -> SubmissionResult:
         """Put the notebook where nbgrader looks and run its autograde on it."""
         student_id = submission.student_id
-        notes = list(notes) + self._submit(student_id, notebook)
+        repairs, seed = self._submit(student_id, notebook)
+        notes = list(notes) + repairs
+        # The student's kernel passes through the work folder to its own
+        # scratch and ipc folders (0o711); what the grader keeps of the
+        # submission is in a folder of its own (0o700) and its own alone
+        # (0o600), so that no kernel, of this submission or one graded beside
+        # it, reads it (its path is in the kernels' command lines).
         work = Path(tempdirs.make_folder("lk-", mode=0o711))
-        record_path = work / "record.json"
+        record_path = private_file(work / "grader", "record.json")
         try:
             config = self._config(work, record_path)
+            config.IsolatedExecute.session_seed = seed
             api = course.make_api(self.root, self.db_url, config)
             outcome = api.autograde(self.lab.id, student_id, force=True, create=True)
-            record = json.loads(record_path.read_text()) if record_path.exists() else {}
+            text = record_path.read_text() if record_path.exists() else ""
+            record = json.loads(text) if text.strip() else {}
             self._note_timings(record)
+            self._note_trouble(record)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if record.get("grader_error"):
@@ -144,8 +204,9 @@ class Worker:
                                 f"not graded: nbgrader could not autograde it ({reason})", notes)
         return self._collect(student_id, submission.source_name, record, notes)
 
-    def _submit(self, student_id: str, notebook) -> list[str]:
-        """Write the (repaired) notebook into submitted/; the repairs made, as notes."""
+    def _submit(self, student_id: str, notebook) -> tuple[list[str], str]:
+        """Write the (repaired) notebook into submitted/; the repairs made, as
+        notes, and the submission's seed of the hidden tests (submission_seed)."""
         target = self.root / "submitted" / student_id / self.lab.id / f"{self.lab.notebook}.ipynb"
         if target.parent.exists():
             shutil.rmtree(target.parent)
@@ -154,7 +215,7 @@ class Worker:
         notebook, repairs = normalize(notebook, nbformat.read(release_path, as_version=4))
         nbformat.write(notebook, target)
         (target.parent / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-        return repairs
+        return repairs, submission_seed(self.setup.seed, notebook)
 
     def _note_timings(self, record: dict) -> None:
         """Keep the Execute step's timings (seconds by phase and by test)."""
@@ -197,6 +258,9 @@ class Worker:
         config.IsolatedExecute.notebook_timeout = options.notebook_timeout
         config.IsolatedExecute.skip_cells = list(self.setup.skip_cells)
         config.SandboxKernelManager.fork_kernels = options.kernels == "fork"
+        # Each kernel's cgroup gets the machine's cores over the run's jobs.
+        from autograder.grader.cgroups import kernel_cpu_cores
+        config.SandboxKernelManager.cpu_cores = kernel_cpu_cores(self.setup.jobs)
         config.SandboxKernelManager.isolation = self.setup.isolation
         config.SandboxKernelManager.scratch = str(work / "scratch")
         config.SandboxKernelManager.ipc_dir = str(work / "ipc")
@@ -226,13 +290,20 @@ class Worker:
                     messages.setdefault(exercise, []).append(
                         friendly(outcome.get("ename", ""), outcome.get("evalue", "")))
         exercises = []
+        bounded = ""
+        if record.get("pids_limit_hits"):
+            bounded = (f"(Your notebook started more than {KERNEL_TASKS} processes and threads "
+                       f"at once; the grader allows {KERNEL_TASKS}, and refused the others.)")
+            notes.append(f"its processes hit the kernel's task limit ({KERNEL_TASKS}) "
+                         f"{record['pids_limit_hits']} time(s)")
         for name in self.lab.exercises:
             if name not in self.points:
                 continue
             score = scores.get(name, 0.0)
             # one message per failed tests cell of the exercise, each said once
             said = list(dict.fromkeys(messages.get(name, [])))
-            message = " ".join(said) if score < self.points[name] else ""
+            message = " ".join(said + [bounded] if bounded else said) \
+                if score < self.points[name] else ""
             exercises.append(ExerciseResult(name, score, self.points[name], message))
         status = GRADED
         if record.get("stopped"):
@@ -249,6 +320,38 @@ class Worker:
         total = sum(e.score for e in exercises)
         return SubmissionResult(student_id, self.lab.id, total, sum(self.points.values()),
                                 status, source_name, exercises, list(notes))
+
+
+def private_file(folder: Path, name: str) -> Path:
+    """``folder/name``: the folder made 0o700 and the file, empty, 0o600 (a
+    later write into it keeps the mode)."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    folder.chmod(0o700)
+    path = folder / name
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
+    path.chmod(0o600)
+    return path
+
+
+def submission_seed(run_seed: str, notebook) -> str:
+    """The seed of the hidden tests' inputs for one submission: the run's
+    secret seed mixed with a SHA-256 of the code the submission runs (its
+    code cells, repaired, in order).
+
+    Every submission of a run drew the same inputs before: a notebook that
+    recorded its inputs and answers somewhere another kernel could read
+    (a shared folder, System V shared memory, while graded beside it) gave
+    a notebook with no implementation its answers. Now each submission's
+    inputs are its own; the same notebook graded again with the same seed
+    (a resumed run with ``--seed``) gets the same inputs, and the same grade.
+    """
+    code = hashlib.sha256()
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else str(source)
+            code.update(hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest())
+    return hashlib.sha256(f"{run_seed}:{code.hexdigest()}".encode()).hexdigest()
 
 
 #: The SQLite files written without fsync (unsynced_sqlite), by their real path.
