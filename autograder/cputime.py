@@ -43,6 +43,8 @@ from autograder.limits import WALL_BACKSTOP_FACTOR
 
 #: How often a limit past its wall-clock seconds reads the CPU count again.
 CHECK_S = 0.25
+#: How often a clock without a cgroup looks for the kernel's processes again.
+TREE_SCAN_S = 1.0
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -59,7 +61,7 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 
 def describe_status(status: int) -> str:
-    """A waitpid(2) status in words: "killed by signal 9 (SIGKILL)",
+    """A waitpid(2) status in words: "killed by signal 9, SIGKILL...",
     "exited with status 1". An exit status of 128 + N is read as signal N
     too: bubblewrap, and the forked kernel's placeholder, report their
     child's death by signal N that way (as shells do)."""
@@ -76,7 +78,8 @@ def describe_status(status: int) -> str:
 
 
 def signal_words(number: int) -> str:
-    """"killed by signal 9 (SIGKILL: out of memory?)" and the like."""
+    """"killed by signal 9, SIGKILL: out of memory, or killed from outside?"
+    and the like."""
     try:
         name = signal.Signals(number).name
     except ValueError:
@@ -84,7 +87,7 @@ def signal_words(number: int) -> str:
     hint = {signal.SIGKILL: ": out of memory, or killed from outside?",
             signal.SIGSEGV: ": a crash in native code?",
             signal.SIGABRT: ": a crash in native code?"}.get(number, "")
-    return f"killed by signal {number} ({name}{hint})"
+    return f"killed by signal {number}, {name}{hint}"
 
 
 def status_from_returncode(returncode: int | None) -> int | None:
@@ -157,18 +160,21 @@ class ProcessWatch:
             self._fd = None
 
 
-def tree_cpu_seconds(root: int, uid: int | None = None) -> float:
-    """CPU seconds used by process ``root`` and every descendant (each one's
-    own time and that of its reaped children), plus every process of user
-    ``uid`` where given (the user layer's kernel user: a process that left
-    the tree by a double fork is still its own)."""
+def _used(fields: list[str]) -> float:
+    """utime, stime, cutime and cstime (fields 14-17), in seconds."""
+    return sum(int(value) for value in fields[11:15]) / _TICKS
+
+
+def tree_processes(root: int, uid: int | None = None) -> set[int]:
+    """Process ``root``, every descendant, and every process of user ``uid``
+    where given (the user layer's kernel user: a process that left the tree
+    by a double fork is still its own): one scan of /proc."""
     parents: dict[int, int] = {}
-    used: dict[int, float] = {}
     owned: set[int] = set()
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return 0.0
+        return set()
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -178,8 +184,6 @@ def tree_cpu_seconds(root: int, uid: int | None = None) -> float:
             continue
         try:
             parents[pid] = int(fields[1])
-            # utime, stime, cutime, cstime: fields 14-17
-            used[pid] = sum(int(value) for value in fields[11:15]) / _TICKS
         except ValueError:
             continue
         if uid is not None:
@@ -191,14 +195,53 @@ def tree_cpu_seconds(root: int, uid: int | None = None) -> float:
     children: dict[int, list[int]] = {}
     for pid, parent in parents.items():
         children.setdefault(parent, []).append(pid)
-    found, todo = set(), [root]
+    found: set[int] = set()
+    todo = [root]
     while todo:
         pid = todo.pop()
-        if pid in found or pid not in used:
+        if pid in found or pid not in parents:
             continue
         found.add(pid)
         todo.extend(children.get(pid, ()))
-    return sum(used[pid] for pid in found | owned)
+    return found | owned
+
+
+def tree_cpu_seconds(root: int, uid: int | None = None) -> float:
+    """CPU seconds used by the processes of tree_processes (each one's own
+    time and that of its reaped children)."""
+    return _cpu_of(tree_processes(root, uid))
+
+
+def _cpu_of(pids) -> float:
+    total = 0.0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None and len(fields) >= 15:
+            try:
+                total += _used(fields)
+            except ValueError:
+                pass
+    return total
+
+
+def any_runnable(pids) -> bool:
+    """Whether a thread of one of ``pids`` is runnable (state R): it would
+    run if it had a CPU."""
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
+                    text = handle.read().decode("ascii", "replace")
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2:].split()
+            if fields and fields[0] == "R":
+                return True
+    return False
 
 
 def cgroup_cpu_seconds(usage_file: str) -> float | None:
@@ -223,19 +266,37 @@ def cgroup_cpu_seconds(usage_file: str) -> float | None:
 
 class Clock:
     """The CPU seconds a student kernel's processes have used so far: its
-    cgroup's count where it has one, else the sum over its process tree."""
+    cgroup's count where it has one, else the sum over its process tree
+    (found by a scan of /proc at most every TREE_SCAN_S: a call's limit reads
+    the clock as it starts, some 100 times a submission)."""
 
     def __init__(self, pid: int | None, uid: int | None = None, usage_file: str = ""):
         self.pid, self.uid, self.usage_file = pid, uid, usage_file
         self._last = 0.0
+        self._tree: set[int] = set()
+        self._scanned = float("-inf")
+
+    def processes(self) -> set[int]:
+        """The kernel's processes (as last scanned)."""
+        if self.pid is None:
+            return set()
+        if time.monotonic() - self._scanned >= TREE_SCAN_S:
+            self._tree = tree_processes(self.pid, self.uid)
+            self._scanned = time.monotonic()
+        return self._tree
 
     def seconds(self) -> float:
         found = cgroup_cpu_seconds(self.usage_file) if self.usage_file else None
         if found is None and self.pid is not None:
-            found = tree_cpu_seconds(self.pid, self.uid)
+            found = _cpu_of(self.processes())
         # Never backwards (a process of the tree ended unreaped, its time lost).
         self._last = max(self._last, found or 0.0)
         return self._last
+
+    def runnable(self) -> bool:
+        """Whether one of the kernel's threads waits for a CPU now."""
+        self._scanned = float("-inf")     # a fresh look: this is rare
+        return any_runnable(self.processes())
 
     def spec(self) -> tuple:
         """What another process needs to make the same clock: Clock(*spec)."""
@@ -263,6 +324,7 @@ class Limit:
         #: Which limit ended it: "" (not reached), "cpu" or "wall".
         self.by = ""
         self._checked = float("-inf")
+        self._samples = self._runnable = 0
 
     def wall_left(self) -> float:
         """Seconds before the wall clock alone could end it (0: check now)."""
@@ -286,15 +348,27 @@ class Limit:
         self.cpu_used = self.clock.seconds() - self.cpu_start
         if self.cpu_used >= self.seconds:
             self.by = "cpu"
-        elif self.wall_used >= self.backstop:
+            return True
+        # Past its seconds on the wall clock with less CPU than its limit:
+        # waiting (sleep, input) or starved (runnable, no CPU given). Which,
+        # is sampled as it goes on.
+        self._samples += 1
+        self._runnable += self.clock.runnable()
+        if self.wall_used >= self.backstop:
             self.by = "wall"
         return bool(self.by)
 
     @property
     def starved(self) -> bool:
         """Ended by the wall-clock backstop with less CPU used than the
-        limit: the machine, not the code, was slow."""
-        return self.by == "wall"
+        limit while its processes were mostly runnable: the machine, not the
+        code, was slow. (A notebook that sleeps or waits is not starved.)"""
+        return self.by == "wall" and self._runnable * 2 >= max(self._samples, 1)
+
+    def waited_words(self) -> str:
+        """What a backstop reached while the code waited says."""
+        return (f"it did not finish within {self.wall_used:.0f} s on the wall clock, using "
+                f"{self.cpu_used:.1f} s of CPU (waiting: a sleep, or input that never comes?)")
 
     def starved_words(self) -> str:
         return (f"the machine was too busy: {self.wall_used:.0f} s passed on the wall clock "

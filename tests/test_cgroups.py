@@ -450,3 +450,23 @@ def test_v2_without_controllers(tmp_path: Path) -> None:
         assert kernel.remove() == [] and not kernel.paths[0].exists()
     finally:
         assert run.close() == []
+
+
+@needs_cgroups
+def test_the_groups_a_killed_grader_left_are_removed_by_the_next_run() -> None:
+    # A grading process killed before its close (SIGKILL: no atexit, no
+    # finalizer) leaves its run's group; the next run removes it, and never
+    # the group of a grader that still runs.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = cgroups.RunGroup(BOUND, name=f"{cgroups.PREFIX}{gone.pid}-0badc0de")
+    dead.new_kernel_group(None)
+    alive = cgroups.RunGroup(BOUND, name=f"{cgroups.PREFIX}{os.getpid()}-0badc0de")
+    try:
+        removed = cgroups.remove_dead_runs(BOUND)
+        assert {str(h.path) for h in dead.hierarchies} <= set(removed)
+        assert not any(h.path.exists() for h in dead.hierarchies)
+        assert all(h.path.exists() for h in alive.hierarchies)
+    finally:
+        dead.close()
+        alive.close()

@@ -13,7 +13,8 @@ from autograder.grader.execute import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_S
 def test_the_test_kernel_startup_code_is_valid_python():
     ast.parse(TESTS_KERNEL_STARTUP)
     ast.parse(TESTS_SESSION_END)
-    tree = ast.parse(TESTS_SESSION_START % ("/x/kernel.json", "/x/exchange", None, "lab1", (1, 2)))
+    tree = ast.parse(TESTS_SESSION_START % ("/x/kernel.json", "/x/exchange", None, "lab1", (1, 2),
+                                                (123, None, "")))
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert "construct_in_student_kernel" in defined
 

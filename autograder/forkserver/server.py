@@ -96,6 +96,10 @@ PER_SANDBOX = ("HOME", "IPYTHONDIR", "MPLCONFIGDIR")
 
 SANDBOX_WAIT_S = 60.0
 
+#: Above every file descriptor a fork server's child may hold (os.closerange
+#: closes the range at once where Linux has close_range).
+MAX_FD = 1 << 20
+
 
 class ForkError(RuntimeError):
     """A kernel could not be forked into its sandbox (the grader then starts
@@ -323,7 +327,10 @@ def _watch_kernel(kernel: int, lifeline: int) -> None:
     where no process of the notebook can see or signal it): wait for the
     kernel to end, write its waitpid(2) status on the lifeline for the
     placeholder (PLACEHOLDER_SOURCE), and exit. Never returns."""
-    _close_inherited({lifeline})
+    # Every descriptor but the lifeline closed (not through /proc/self/fd:
+    # this process is outside the PID namespace whose /proc it now sees).
+    os.closerange(3, lifeline)
+    os.closerange(lifeline + 1, MAX_FD)
     status = 125 << 8
     while True:
         try:

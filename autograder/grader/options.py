@@ -22,7 +22,7 @@ import secrets
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S
+from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S, WALL_BACKSTOP_FACTOR
 
 #: How student kernels start: forked from a fork server with the libraries
 #: imported (autograder.forkserver.server), or a fresh Python each.
@@ -97,11 +97,14 @@ class GradingOptions:
     jobs: int | None = option(
         None, "--jobs", "submissions graded at once (default: the number of cores)", type=int)
     cell_timeout: int = option(
-        CELL_TIMEOUT_S, "--cell-timeout", f"seconds one cell may run (default {CELL_TIMEOUT_S})",
+        CELL_TIMEOUT_S, "--cell-timeout",
+        f"CPU seconds one cell may use (default {CELL_TIMEOUT_S}; the wall clock stops it at "
+        f"{WALL_BACKSTOP_FACTOR} times that)",
         type=int)
     notebook_timeout: int = option(
         NOTEBOOK_TIMEOUT_S, "--notebook-timeout",
-        f"seconds the whole notebook may run (default {NOTEBOOK_TIMEOUT_S})", type=int)
+        f"CPU seconds the whole notebook may use (default {NOTEBOOK_TIMEOUT_S}; the wall clock "
+        f"stops it at {WALL_BACKSTOP_FACTOR} times that)", type=int)
     seed: str | None = option(None, "--seed",
                               "seed of the hidden tests' inputs (default: random)")
     regrade: bool = option(

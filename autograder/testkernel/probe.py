@@ -384,6 +384,8 @@ class StudentKernel:
             fault = f"`{label}` could not finish: {limit.starved_words()}"
             self.faults.append(fault)
             return GraderFault(fault)
+        if limit.by == "wall":
+            return StudentCodeError(f"`{label}` did not return: {limit.waited_words()}.")
         return StudentCodeError(
             f"`{label}` did not return within {self.timeout:.0f} s of CPU time (an "
             f"infinite loop, or far too much work for these small inputs?).")
@@ -404,9 +406,7 @@ class StudentKernel:
         self.death = {"label": label, "how": how,
                       "status": self._watch.status if self._watch is not None else None}
         return StudentCodeError(
-            f"Your notebook's kernel {'was ' + how if how.startswith('killed') else 'ended'}"
-            f"{'' if how.startswith('killed') or not how else ' (' + how + ')'} "
-            f"while `{label}` ran.")
+            f"Your notebook's kernel died{f' ({how})' if how else ''} while `{label}` ran.")
 
     def _execute(self, code: str, label: str) -> dict:
         # Sent as a user expression, not as code: IPython evaluates user
