@@ -591,9 +591,9 @@ class IsolatedExecute(Execute):
         started = time.monotonic()
         try:
             return super().preprocess(nb, resources, km)
-        except DeadKernelError as error:  # the kernel died outside a cell
+        except DeadKernelError:  # the kernel died outside a cell
             how = self._kernel_died("outside a cell")
-            self._stop(f"the notebook's kernel {how or f'died ({error})'}")
+            self._stop(f"the notebook's kernel {how}")
             return nb, resources
         except RuntimeError as error:
             if self._record["cells_run"]:
@@ -649,14 +649,14 @@ class IsolatedExecute(Execute):
         self._record["grader_faults"].append(hide_data(reason, 400))
 
     def _kernel_died(self, where: str, how: str = "") -> str:
-        """Record that the student's kernel ended ``where``; how, in words
-        ("killed by signal 9 (SIGKILL...)", "exited with status 1", or "")."""
+        """Record that the student's kernel ended ``where``; what the
+        messages say of it: "died (killed by signal 9, SIGKILL...)", "died
+        (exited with status 1)", or "died" where how is not known."""
         words = getattr(self.km, "exit_words", None)
         how = how or (words() if callable(words) else "")
         if self._record["kernel_death"] is None:
             self._record["kernel_death"] = {"where": where, "how": how}
-        return (f"was {how}" if how.startswith("killed") else
-                f"ended ({how})" if how else "")
+        return f"died ({how})" if how else "died"
 
     async def _async_poll_for_reply(self, msg_id, cell, timeout, task_poll_output_msg,
                                     task_poll_kernel_alive):
@@ -687,6 +687,8 @@ class IsolatedExecute(Execute):
                     if limit.starved:
                         self._fault(f"a cell could not finish: {limit.starved_words()}")
                         evalue = f"the grader stopped this cell: {limit.starved_words()}"
+                    elif limit.by == "wall":
+                        evalue = f"the grader stopped this cell: {limit.waited_words()}"
                     else:
                         evalue = (f"the cell used more than its limit of {timeout} s of "
                                   f"CPU time (an endless loop, or far too much work?)")
@@ -725,6 +727,8 @@ class IsolatedExecute(Execute):
             if limit.starved:
                 self._fault(f"the notebook could not finish: {limit.starved_words()}")
                 self._stop("the grader stopped the notebook (the machine was too busy)")
+            elif limit.by == "wall":
+                self._stop(f"the grader stopped the notebook: {limit.waited_words()}")
             else:
                 self._stop(f"the notebook ran past its time limit of {self.notebook_timeout} s "
                            f"of CPU time")
@@ -786,8 +790,8 @@ class IsolatedExecute(Execute):
             return cell, resources
         except DeadKernelError as error:
             how = self._kernel_died(f"cell {index}")
-            reason = f"the notebook's kernel {how}" if how else "the notebook's kernel died"
-            if not how and "memory" in str(error).lower():
+            reason = f"the notebook's kernel {how}"
+            if how == "died" and "memory" in str(error).lower():
                 reason += " (out of memory?)"
             self._note_dropped_output(cell, resets=False)
             cell.outputs.append(_error_output("DeadKernelError", f"{reason}: {error}"))
@@ -907,9 +911,12 @@ class IsolatedExecute(Execute):
             if limit.reached():
                 self._tests_km.interrupt_kernel()
                 self._tests_dirty = True   # not handed on to the next submission
-                if limit.clock is None or limit.starved:
+                # The student's calls have limits of their own (probe); a tests
+                # cell past its wall-clock backstop without the student's CPU
+                # spent is the grader's (its test kernel) or the machine's.
+                if limit.clock is None or limit.by == "wall":
                     self._fault(f"the hidden tests could not finish in {timeout:.0f} s"
-                                + (f": {limit.starved_words()}" if limit.starved else ""))
+                                + (f": {limit.starved_words()}" if limit.by == "wall" else ""))
                 return "timeout", {"ename": "CellTimeoutError",
                                    "evalue": f"the tests took longer than {timeout:.0f} s"
                                    + (" of CPU time" if limit.clock is not None else ""),
@@ -997,5 +1004,4 @@ class IsolatedExecute(Execute):
         self._record["tests"][grade_id]["probe"] = profile
         if isinstance(death, dict):
             how = self._kernel_died(f"the hidden tests of {grade_id}", str(death.get("how") or ""))
-            self._stop(f"the notebook's kernel {how or 'died'} while the hidden tests of "
-                       f"{grade_id} ran")
+            self._stop(f"the notebook's kernel {how} while the hidden tests of {grade_id} ran")
