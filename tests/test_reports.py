@@ -340,3 +340,20 @@ def test_a_feedback_page_says_when_the_grader_dropped_output_and_shows_no_other_
     assert "3.5 MB dropped" in page and "newest of two files" not in page
     assert "printed more" not in feedback_html(
         SubmissionResult("bob", "lab1", 10, 10, GRADED, "bob.ipynb", []), "Lab 1")
+
+
+def test_a_row_to_grade_again_says_so_to_the_student_and_the_instructor():
+    # The grader failed twice on it (autograder.grader.worker.Worker._again):
+    # its scores are not the student's grade, and nothing blames the notebook.
+    from autograder.grader.reports import feedback_html, report_html
+    from autograder.grader.results import NEEDS_REGRADING, ExerciseResult, SubmissionResult
+
+    row = SubmissionResult("yan", "lab1", 3, 10,
+                           status=f"{NEEDS_REGRADING}: the grader's test kernel died",
+                           exercises=[ExerciseResult("dot_scores", 1, 1),
+                                      ExerciseResult("softmax", 0, 2, "The hidden tests did not "
+                                                                      "run.")])
+    page = feedback_html(row, "Lab 1")
+    assert "the grader failed on your notebook" in page and "not your grade" in page
+    assert '<th>To grade again (the grader failed twice)</th><td class="num">1</td>' in \
+        report_html([row], "Lab 1")

@@ -53,7 +53,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from autograder.grader.results import GRADED, NO_SUBMISSION, SubmissionResult
+from autograder.grader.results import GRADED, NO_SUBMISSION, SubmissionResult, needs_regrading
 from autograder.limits import MAX_CELL_OUTPUT_BYTES, MAX_NOTEBOOK_OUTPUT_BYTES
 from autograder.text import (clean_text, csv_text, format_score, late_by, late_hours,
                             safe_filename, unique_name)
@@ -186,7 +186,7 @@ def feedback_html(result: SubmissionResult, lab_title: str,
     truncated = next((note for note in result.notes
                       if note.startswith(OUTPUT_TRUNCATED)), "")
     return _render("feedback.html.j2", lab_title=lab_title, result=result,
-                   graded=GRADED, hints=failed_hints, late_by=late_by(result.late_seconds),
+                   graded=GRADED, regrade=needs_regrading(result.status), hints=failed_hints, late_by=late_by(result.late_seconds),
                    truncated=truncated, cell_cap=MAX_CELL_OUTPUT_BYTES / 2**20,
                    notebook_cap=MAX_NOTEBOOK_OUTPUT_BYTES / 2**20)
 
@@ -299,10 +299,12 @@ def _pass_rate_chart(rates: list[tuple[str, int, int]]) -> dict:
 def _summary(results: list[SubmissionResult], max_score: float) -> list[tuple[str, object]]:
     scores = [r.score for r in results if r.score is not None and math.isfinite(r.score)]
     missing = sum(r.status == NO_SUBMISSION for r in results)
+    again = sum(needs_regrading(r.status) for r in results)
     return [
         ("Submissions", len(results) - missing),
         *([("No submission (0 points)", missing)] if missing else []),
         ("Graded normally", sum(r.status == GRADED for r in results)),
+        *([("To grade again (the grader failed twice)", again)] if again else []),
         ("Late (penalty taken)", sum(r.penalty > 0 for r in results)),
         ("Maximum score", format_score(max_score)),
         ("Mean score", format_score(statistics.fmean(scores)) if scores else "-"),
