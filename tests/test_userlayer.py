@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder.grader import acl, sandbox, userlayer
@@ -199,3 +200,266 @@ def test_where_no_layer_holds_grade_refuses_and_unsandboxed_grades_with_a_note(t
     assert row["score"] == "10" and "graded WITHOUT isolation (--unsandboxed)" in row["notes"]
     assert json.loads((out / "class.json").read_text())["isolation"]["layer"] == "none"
     assert "NONE (--unsandboxed)" in (out / "report.html").read_text()
+
+
+# -- nothing a submission leaves reaches another (issue 45) ------------------------------
+
+#: Where the recorder leaves its answers: a file in each folder any user may
+#: write, and a System V shared memory segment of this key.
+LEFT_IN = ("/run/lock", "/var/tmp", "/dev/shm", "/tmp")
+SHM_KEY = 0x1AB45E
+
+#: The recorder: a correct dot_scores that records every input it was given
+#: and its answer wherever the next kernel could find them.
+RECORDER = r'''
+import ctypes, hashlib, json, os
+import numpy as np
+
+def _correct_dot_scores(query, keys):
+    return np.einsum("...d,...nd->...n", np.asarray(query), np.asarray(keys))
+
+_recorded = {}
+
+def _record(query, keys, answer):
+    key = hashlib.sha256(np.asarray(query, dtype=np.float64).tobytes()
+                         + np.asarray(keys, dtype=np.float64).tobytes()).hexdigest()
+    _recorded[key] = np.asarray(answer, dtype=np.float64).tolist()
+    data = json.dumps(_recorded).encode()
+    for folder in LEFT_IN:
+        try:
+            path = os.path.join(folder, "labkit-recorded-answers.json")
+            with open(path, "wb") as handle:
+                handle.write(data)
+            os.chmod(path, 0o666)
+        except OSError:
+            pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    ident = libc.shmget(SHM_KEY, 1 << 20, 0o1000 | 0o666)
+    if ident >= 0:
+        address = libc.shmat(ident, None, 0)
+        if address not in (None, ctypes.c_void_p(-1).value):
+            ctypes.memmove(address, len(data).to_bytes(8, "little") + data, 8 + len(data))
+            libc.shmdt(ctypes.c_void_p(address))
+'''
+
+RECORDER_ANSWER = '''
+def dot_scores(query, keys):
+    """One score per key (and recorded for the next notebook)."""
+    answer = _correct_dot_scores(query, keys)
+    _record(query, keys, answer)
+    return answer
+'''
+
+#: The replayer: no implementation of dot_scores, only what an earlier
+#: kernel left (it prints where it found any on the REPLAY line).
+REPLAYER = r'''
+import ctypes, hashlib, json, os
+import numpy as np
+
+def _recorded_answers():
+    found, answers = [], {}
+    for folder in LEFT_IN:
+        try:
+            with open(os.path.join(folder, "labkit-recorded-answers.json"), "rb") as handle:
+                answers.update(json.loads(handle.read()))
+            found.append(folder)
+        except (OSError, ValueError):
+            pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    ident = libc.shmget(SHM_KEY, 0, 0)
+    if ident >= 0:
+        address = libc.shmat(ident, None, 0o10000)      # SHM_RDONLY
+        if address not in (None, ctypes.c_void_p(-1).value):
+            size = int.from_bytes(ctypes.string_at(address, 8), "little")
+            if 0 < size < 1 << 20:
+                answers.update(json.loads(ctypes.string_at(address + 8, size)))
+            found.append("shm")
+    return found, answers
+
+print("REPLAY", json.dumps(_recorded_answers()[0]))
+'''
+
+REPLAYER_ANSWER = '''
+def dot_scores(query, keys):
+    """Only what an earlier notebook recorded."""
+    key = hashlib.sha256(np.asarray(query, dtype=np.float64).tobytes()
+                         + np.asarray(keys, dtype=np.float64).tobytes()).hexdigest()
+    answers = _recorded_answers()[1]
+    if key not in answers:
+        raise NotImplementedError("no recorded answer")
+    return np.asarray(answers[key])
+'''
+
+
+def _leftovers_notebook(setup: str, answer: str):
+    from tests.hostile.cases import with_cell
+
+    code = f"LEFT_IN = {LEFT_IN!r}\nSHM_KEY = {SHM_KEY}\n" + setup
+    return with_cell(code, answers={"dot_scores": answer})
+
+
+def test_clean_user_removes_its_files_anywhere_writable_and_its_ipc(tmp_path):
+    """What a kernel's user leaves in /run/lock, /var/tmp, /dev/shm, /tmp (and
+    in a folder others may write inside them), and its System V shared
+    memory, semaphores and message queues, are gone after clean_user;
+    another user's file stays."""
+    shared = userlayer.shared_folders()
+    for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+        if os.path.isdir(folder):
+            assert folder in shared
+    leave = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"for folder in {LEFT_IN!r}:\n"
+        "    if os.path.isdir(folder):\n"
+        "        open(os.path.join(folder, f'labkit-left-{os.getuid()}'), 'w').write('x')\n"
+        "nested = f'/tmp/labkit-open-{os.getuid()}'\n"
+        "os.mkdir(nested); os.chmod(nested, 0o777)\n"
+        "assert libc.shmget(0, 4096, 0o1000 | 0o600) >= 0\n"
+        "assert libc.semget(0, 1, 0o1000 | 0o600) >= 0\n"
+        "assert libc.msgget(0, 0o1000 | 0o600) >= 0\n")
+    other = UID + 1
+    assert _as_user(UID, leave).returncode == 0
+    # Another kernel's user, in the first one's open folder and in /tmp.
+    planted = (f"open('/tmp/labkit-open-{UID}/theirs', 'w').write('x'); "
+               f"open('/tmp/labkit-left-{other}', 'w').write('x')")
+    assert _as_user(other, planted).returncode == 0
+    try:
+        assert len(userlayer.user_ipc(UID)) == 3
+        removed = userlayer.clean_user(UID)
+        assert {f"{kind} {ident}" for kind, ident in userlayer.user_ipc(UID)} == set()
+        for folder in LEFT_IN:
+            if os.path.isdir(folder):
+                assert not os.path.exists(f"{folder}/labkit-left-{UID}"), removed
+        assert not os.path.exists(f"/tmp/labkit-open-{UID}")
+        assert os.path.exists(f"/tmp/labkit-left-{other}")
+        assert sum(name.split()[0] in ("shm", "sem", "msg") for name in removed) == 3
+    finally:
+        userlayer.clean_user(UID)
+        userlayer.clean_user(other)
+
+
+def test_a_kernel_makes_no_posix_message_queue():
+    """A POSIX message queue outlives its maker and has no owner's folder to
+    clean where /dev/mqueue is not mounted: the kernels' limits refuse them."""
+    assert sandbox.rlimits(sandbox.Limits(), uid=UID)["RLIMIT_MSGQUEUE"] == 0
+    make = ("import ctypes, os\n"
+            "rt = ctypes.CDLL('librt.so.1', use_errno=True)\n"
+            "name = f'/labkit-queue-{os.getuid()}'.encode()\n"
+            "fd = rt.mq_open(name, os.O_CREAT | os.O_RDWR, 0o600, None)\n"
+            "print(fd, ctypes.get_errno())\n"
+            "if fd >= 0:\n"
+            "    rt.mq_unlink(name)\n")
+    free = _as_user(UID, make)
+    assert free.returncode == 0 and int(free.stdout.split()[0]) >= 0, free
+    limited = subprocess.run(
+        sandbox.prlimit_arguments({"RLIMIT_MSGQUEUE": 0})
+        + ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
+           shutil.which("python3", path="/usr/bin:/bin") or "/usr/bin/python3", "-c", make],
+        capture_output=True, text=True, timeout=60)
+    assert limited.returncode == 0, limited.stderr
+    assert int(limited.stdout.split()[0]) == -1, limited.stdout
+
+
+@pytest.mark.slow
+def test_answers_a_notebook_left_do_not_reach_the_next(tmp_path):
+    """Under the user layer, one worker (the same kernel user for both): the
+    first notebook records every input and answer of dot_scores in
+    /run/lock, /var/tmp, /dev/shm, /tmp and a System V segment; the next,
+    with no implementation, finds none of them and gets no point for it."""
+    batch, out = tmp_path / "class", tmp_path / "out"
+    batch.mkdir()
+    nbformat.write(_leftovers_notebook(RECORDER, RECORDER_ANSWER), batch / "a_recorder.ipynb")
+    nbformat.write(_leftovers_notebook(REPLAYER, REPLAYER_ANSWER), batch / "b_replayer.ipynb")
+    result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet", "--jobs", "1",
+                     env={"PATH": _path_without_bwrap(tmp_path / "bin")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = isolation.grades(out)
+    assert (rows["a_recorder"]["score"], rows["a_recorder"]["status"]) == ("10", "graded")
+    assert isolation.printed(out, "b_replayer", "REPLAY") == "[]"
+    assert rows["b_replayer"]["score"] == "9", rows["b_replayer"]
+    for folder in LEFT_IN:
+        assert not os.path.exists(os.path.join(folder, "labkit-recorded-answers.json"))
+    assert not any(line.split()[0] == str(SHM_KEY) or line.split()[0] == hex(SHM_KEY)
+                   for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:])
+
+
+#: A kernel that looks for the kernel graded beside it (its command line
+#: names its work folder) and, until that submission is done (its folder
+#: gone), tries to read what the grader keeps there.
+SPY = r"""
+import glob, json, os, re, time
+own = os.path.dirname(os.getcwd())
+run = os.path.dirname(own)          # this run's kernels only
+seen, read, modes = set(), [], set()
+start = time.monotonic()
+while time.monotonic() - start < 60:
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            words = open(cmdline, "rb").read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        for word in words:
+            found = re.search(r"(/\S*?/lk-[^/]+)/", word)
+            if found and found.group(1) != own and os.path.dirname(found.group(1)) == run:
+                seen.add(found.group(1))
+    for _ in range(50):
+        for folder in seen:
+            for path in (f"{folder}/record.json", f"{folder}/grader/record.json"):
+                try:
+                    read.append((path, len(open(path).read())))
+                except OSError:
+                    pass
+            try:
+                modes.add(oct(os.stat(f"{folder}/grader").st_mode & 0o777))
+            except OSError:
+                pass
+        time.sleep(0.01)
+    if seen and not any(os.path.exists(folder) for folder in seen):
+        break
+print("SPY", json.dumps({"seen": len(seen), "read": read[:3], "modes": sorted(modes)}))
+"""
+
+
+#: The kernel beside it: waits until the spy's kernel runs too.
+NEIGHBOUR = r"""
+import glob, os, re, time
+own = os.path.dirname(os.getcwd())
+start = time.monotonic()
+while time.monotonic() - start < 90:
+    words = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            words += open(cmdline, "rb").read().decode(errors="replace").split("\0")
+        except OSError:
+            pass
+    found = [m.group(1) for m in map(re.compile(r"(/\S*?/lk-[^/]+)/").search, words) if m]
+    if any(path != own and os.path.dirname(path) == os.path.dirname(own) for path in found):
+        break
+    time.sleep(0.1)
+time.sleep(3)
+"""
+
+
+@pytest.mark.slow
+def test_a_kernel_cannot_read_the_record_of_the_one_beside_it(tmp_path):
+    """Two kernels at once (--jobs 2, two kernel users): the spy finds the
+    other's work folder in its command line and, until that submission is
+    done, reads nothing there (the grader's record is in a folder of its
+    own, 0700, the file 0600)."""
+    from tests.hostile.cases import with_cell
+
+    batch, out = tmp_path / "class", tmp_path / "out"
+    batch.mkdir()
+    nbformat.write(with_cell(NEIGHBOUR), batch / "c_neighbour.ipynb")
+    nbformat.write(with_cell(SPY), batch / "d_spy.ipynb")
+    result = run_cli("grade", "lab1", str(batch), "--out", str(out), "--quiet", "--jobs", "2",
+                     env={"PATH": _path_without_bwrap(tmp_path / "bin")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = isolation.grades(out)
+    assert rows["c_neighbour"]["score"] == rows["d_spy"]["score"] == "10", rows
+    spy = json.loads(isolation.printed(out, "d_spy", "SPY") or "{}")
+    assert spy and spy["seen"] >= 1 and spy["read"] == [], spy
+    assert spy["modes"] == ["0o700"], spy

@@ -47,9 +47,12 @@ __all__ = [
 def rng(label: str) -> np.random.Generator:
     """A random generator for the inputs of one test.
 
-    The seed mixes a secret chosen by the grader for each grading run
-    (``AUTOGRADER_SEED``) with ``label``, so the inputs cannot be known in
-    advance by a submission, yet a run can be replayed with the same seed.
+    The seed mixes a secret of the submission (``AUTOGRADER_SEED``: the
+    grader draws one for each grading run and mixes it with the submission's
+    code for each submission, autograder.grader.worker.submission_seed) with
+    ``label``, so the inputs cannot be known in advance by a submission, are
+    not those of any other submission, yet a run can be replayed with the
+    same seed.
     """
     secret = os.environ.get("AUTOGRADER_SEED", "0")
     digest = hashlib.sha256(f"{secret}:{label}".encode()).digest()
@@ -309,7 +312,7 @@ def kept(namespace: dict, name: str, arguments: dict):
     return namespace.get(KEPT, {}).get(_kept_key(name, arguments))
 
 
-# --- the reference side, computed once a run ------------------------------------------
+# --- the reference side, computed once ---------------------------------------------------
 
 
 def _digest(value, into) -> None:
@@ -341,12 +344,14 @@ def computed_once(function=None, *, entries: int = 256):
     """Keep ``function``'s results by the value of its arguments.
 
     For the reference side of hidden tests that costs real work (a Keras layer
-    built and given weights): the test kernel serves every submission of a
-    run with the same secret seed, so the grader's own inputs, weights and
-    expected values repeat from one submission to the next and are computed
-    once. Only the grader's values go in (arrays, numbers, text); a result's
-    arrays are handed out as copies, so no caller changes what the next one
-    gets.
+    given weights): what the same inputs ask again (within a submission, or
+    a notebook with the same code, which gets the same inputs) is computed
+    once. Each submission's inputs are its own
+    (autograder.grader.worker.submission_seed), so what does not depend on
+    them (a layer built for a configuration) is better kept apart (lab 2's
+    reference: ``functools.lru_cache``). Only the grader's values go in
+    (arrays, numbers, text); a result's arrays are handed out as copies, so
+    no caller changes what the next one gets.
     """
     import copy
     import functools

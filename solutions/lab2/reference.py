@@ -227,21 +227,33 @@ def multi_head_attention(query, value, weights, key=None, attention_mask=None,
 
 
 @functools.lru_cache(maxsize=64)
-def keras_weight_shapes(num_heads, key_dim, value_dim, use_bias, query_dim, value_dim_in,
-                        key_dim_in=None) -> list[tuple[int, ...]]:
-    """The shapes of `keras.layers.MultiHeadAttention`'s weights, in its order, for
-    inputs whose last axes are ``query_dim``, ``value_dim_in`` (and ``key_dim_in``):
-    they depend on nothing else, so a layer is built once per configuration."""
+def _keras_layer(num_heads, key_dim, value_dim, use_bias, query_dim, value_dim_in,
+                 key_dim_in=None, rank=3):
+    """A `keras.layers.MultiHeadAttention` built for inputs of ``rank`` axes
+    whose last are ``query_dim``, ``value_dim_in`` (and ``key_dim_in``): its
+    weights depend on nothing else, so one is built per configuration and kept by the
+    test kernel from one submission to the next (each submission's inputs and
+    weights are its own: autograder.grader.worker.submission_seed)."""
     import keras
 
     built = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
                                             value_dim=value_dim, use_bias=use_bias)
-    query = np.zeros((1, 1, query_dim), dtype="float32")
-    value = np.zeros((1, 1, value_dim_in), dtype="float32")
-    key = {} if key_dim_in is None else {"key": np.zeros((1, 1, key_dim_in), dtype="float32")}
+    ones = (1,) * (rank - 1)
+    query = np.zeros(ones + (query_dim,), dtype="float32")
+    value = np.zeros(ones + (value_dim_in,), dtype="float32")
+    key = {} if key_dim_in is None else {"key": np.zeros(ones + (key_dim_in,), dtype="float32")}
     # (the path with scores: Keras 3.15's JAX backend fails without it when
     # value_dim != key_dim)
     built(query, value, return_attention_scores=True, **key)
+    return built
+
+
+def keras_weight_shapes(num_heads, key_dim, value_dim, use_bias, query_dim, value_dim_in,
+                        key_dim_in=None) -> list[tuple[int, ...]]:
+    """The shapes of `keras.layers.MultiHeadAttention`'s weights, in its order, for
+    inputs whose last axes are ``query_dim``, ``value_dim_in`` (and ``key_dim_in``)."""
+    built = _keras_layer(num_heads, key_dim, value_dim, use_bias, query_dim, value_dim_in,
+                         key_dim_in)
     return [tuple(int(n) for n in w.shape) for w in built.weights]
 
 
@@ -257,15 +269,17 @@ def keras_multi_head_attention(weights, query, value, key=None, *, num_heads, ke
     """
     import keras
 
-    layer = keras.layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim,
-                                            value_dim=value_dim, use_bias=use_bias)
+    query, value = np.asarray(query), np.asarray(value)
+    layer = _keras_layer(num_heads, key_dim, value_dim, use_bias, int(query.shape[-1]),
+                         int(value.shape[-1]),
+                         None if key is None else int(np.asarray(key).shape[-1]),
+                         rank=query.ndim)
     arguments = {"key": key} if key is not None else {}
-    # Builds it. (On the path that returns scores: Keras 3.15's JAX backend fails on
-    # the fused path when value_dim != key_dim.)
-    layer(query, value, return_attention_scores=True, **arguments)
     layer.set_weights([np.asarray(w, dtype="float32") for w in weights])
     if attention_mask is not None:
         arguments["attention_mask"] = np.asarray(attention_mask, dtype=bool)
+    # (On the path that returns scores: Keras 3.15's JAX backend fails on the
+    # fused path when value_dim != key_dim.)
     output, scores = layer(query, value, return_attention_scores=True, training=False,
                            use_causal_mask=use_causal_mask, **arguments)
     return (np.asarray(keras.ops.convert_to_numpy(output)),
