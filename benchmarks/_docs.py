@@ -36,6 +36,7 @@ BLOCKS = {
     "plain_nbgrader_hostile": "docs/security.md",
     "colab_gpu": "docs/performance.md",
     "scaleout": "docs/performance.md",
+    "load": "docs/performance.md",
 }
 
 
