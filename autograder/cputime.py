@@ -39,7 +39,7 @@ import signal
 import time
 from pathlib import Path
 
-from autograder.limits import WALL_BACKSTOP_FACTOR
+from autograder.limits import STARVED_BACKSTOP_FACTOR, WALL_BACKSTOP_FACTOR
 
 #: How often a limit past its wall-clock seconds reads the CPU count again.
 CHECK_S = 0.25
@@ -270,23 +270,31 @@ class Clock:
     (found by a scan of /proc at most every TREE_SCAN_S: a call's limit reads
     the clock as it starts, some 100 times a submission)."""
 
-    def __init__(self, pid: int | None, uid: int | None = None, usage_file: str = ""):
+    def __init__(self, pid: int | None, uid: int | None = None, usage_file: str = "",
+                 also: tuple[int, ...] = ()):
         self.pid, self.uid, self.usage_file = pid, uid, usage_file
+        #: Other processes counted with the kernel's (with their trees): the
+        #: test kernel, for a tests cell's limit.
+        self.also = tuple(also)
         self._last = 0.0
         self._tree: set[int] = set()
         self._scanned = float("-inf")
 
     def processes(self) -> set[int]:
-        """The kernel's processes (as last scanned)."""
+        """The kernel's processes and those of ``also`` (as last scanned)."""
         if self.pid is None:
             return set()
         if time.monotonic() - self._scanned >= TREE_SCAN_S:
             self._tree = tree_processes(self.pid, self.uid)
+            for pid in self.also:
+                self._tree |= tree_processes(pid)
             self._scanned = time.monotonic()
         return self._tree
 
     def seconds(self) -> float:
         found = cgroup_cpu_seconds(self.usage_file) if self.usage_file else None
+        if found is not None and self.also:
+            found += _cpu_of(set().union(*(tree_processes(pid) for pid in self.also)))
         if found is None and self.pid is not None:
             found = _cpu_of(self.processes())
         # Never backwards (a process of the tree ended unreaped, its time lost).
@@ -294,8 +302,8 @@ class Clock:
         return self._last
 
     def runnable(self) -> bool:
-        """Whether one of the kernel's threads waits for a CPU now."""
-        self._scanned = float("-inf")     # a fresh look: this is rare
+        """Whether one of the kernel's threads (or the other processes the
+        clock counts) waits for a CPU now."""
         return any_runnable(self.processes())
 
     def spec(self) -> tuple:
@@ -307,18 +315,23 @@ class Limit:
     """A time limit of ``seconds`` measured in CPU time, from now.
 
     ``reached()`` is true once the kernel's processes have used ``seconds``
-    of CPU and as many seconds have passed (the student's limit), or once
-    the wall clock has passed ``seconds * backstop`` (the machine's doing
-    when little CPU was used: ``starved``). Between checks the caller may
-    wait: the wall clock alone cannot reach the limit before ``seconds``.
+    of CPU and as many seconds have passed (the student's limit); or once
+    the wall clock has passed ``seconds * backstop`` while they mostly
+    waited (a sleep, input that never comes: the student's too); or, where
+    they were mostly runnable but given no CPU (a machine loaded past its
+    cores), once it has passed ``seconds * starved_backstop`` (the
+    machine's doing: ``starved``). Between checks the caller may wait: the
+    wall clock alone cannot reach the limit before ``seconds``.
     """
 
     def __init__(self, clock: Clock | None, seconds: float,
-                 backstop: float = WALL_BACKSTOP_FACTOR):
+                 backstop: float = WALL_BACKSTOP_FACTOR,
+                 starved_backstop: float = STARVED_BACKSTOP_FACTOR):
         self.clock, self.seconds = clock, float(seconds)
         self.started = time.monotonic()
         self.cpu_start = clock.seconds() if clock is not None else 0.0
         self.backstop = self.seconds * backstop if clock is not None else self.seconds
+        self.starved_backstop = max(self.backstop, self.seconds * starved_backstop)
         self.cpu_used = 0.0
         self.wall_used = 0.0
         #: Which limit ended it: "" (not reached), "cpu" or "wall".
@@ -354,16 +367,20 @@ class Limit:
         # is sampled as it goes on.
         self._samples += 1
         self._runnable += self.clock.runnable()
-        if self.wall_used >= self.backstop:
+        if self.wall_used >= (self.starved_backstop if self._mostly_runnable()
+                              else self.backstop):
             self.by = "wall"
         return bool(self.by)
 
+    def _mostly_runnable(self) -> bool:
+        return self._runnable * 2 >= max(self._samples, 1)
+
     @property
     def starved(self) -> bool:
-        """Ended by the wall-clock backstop with less CPU used than the
-        limit while its processes were mostly runnable: the machine, not the
-        code, was slow. (A notebook that sleeps or waits is not starved.)"""
-        return self.by == "wall" and self._runnable * 2 >= max(self._samples, 1)
+        """Ended by the wall clock with less CPU used than the limit while
+        its processes were mostly runnable: the machine, not the code, was
+        slow. (A notebook that sleeps or waits is not starved.)"""
+        return self.by == "wall" and self._mostly_runnable()
 
     def waited_words(self) -> str:
         """What a backstop reached while the code waited says."""

@@ -34,11 +34,20 @@ CELL_TIMEOUT_S = 120
 #: a call or cell ends once it has used its limit of CPU and as many
 #: seconds have passed), so a loaded machine cannot time out an honest
 #: answer; the wall clock still ends, at 5 times the limit, a kernel that
-#: gets no CPU at all. Reached with less CPU used than the limit, it is the
-#: machine's doing: the submission is graded again (never points taken).
+#: waits (a sleep, input that never comes): the student's doing. A kernel
+#: that is runnable but starved has STARVED_BACKSTOP_FACTOR instead.
 #: DOMjudge and other contest judges keep the same shape: a CPU limit, and
 #: a wall-clock limit a multiple of it.
 WALL_BACKSTOP_FACTOR = 5
+
+#: The wall clock's backstop where the kernel's processes were mostly
+#: runnable yet given little CPU (a machine loaded past its cores: 48 busy
+#: loops on 2 cores slow every process 25 times), as a multiple of the
+#: limit: the code was not waiting, the machine was slow, so the grading
+#: goes on, slowly, up to 30 times the limit (a cell of 120 s: an hour).
+#: Past it, the machine's fault: the submission is graded again, then
+#: flagged "needs regrading" (never points taken).
+STARVED_BACKSTOP_FACTOR = 30
 
 #: CPU seconds the whole notebook may use (``grade --notebook-timeout``): a
 #: lab runs top to bottom in 10-30 s on 2 cores, so 900 s (15 min) is

@@ -886,10 +886,16 @@ class IsolatedExecute(Execute):
 
     def _tests_execute_limited(self, code: str, timeout: float, expressions: dict):
         """_tests_execute for a tests cell: its limit counts the CPU the
-        student's kernel uses (the hidden tests' calls), with the wall clock
-        as the backstop; a backstop reached with little CPU used is the
-        machine's fault."""
-        limit = cputime.Limit(self._student_clock(), timeout)
+        student's kernel (the hidden tests' calls) and the test kernel use,
+        with the wall clock as the backstop; a backstop reached with little
+        CPU used is the grader's or the machine's fault."""
+        clock = self._student_clock()
+        tests_pid = getattr(getattr(self._tests_km, "provisioner", None), "pid", None)
+        if clock is not None and tests_pid:
+            # The test kernel's own work counts too (the references it
+            # computes): a loaded machine slows both.
+            clock.also = (tests_pid,)
+        limit = cputime.Limit(clock, timeout)
         return self._tests_execute(code, timeout, expressions, limit)
 
     def _tests_execute(self, code: str, timeout: float, expressions: dict | None = None,
