@@ -443,15 +443,50 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from autograder.grader import tempdirs
+    from autograder.grader import faults, tempdirs
 
-    # The run's folder of temporary folders, made before any worker starts
-    # so that the workers join it; dead runs' folders go first.
-    tempdirs.run_folder()
+    # Ctrl-C, SIGTERM and SIGHUP stop the run with a sentence, not a traceback
+    # (autograder.grader.faults says what is left after each fault).
+    handlers = faults.stop_on_signals()
     try:
+        # The run's folder of temporary folders, made before any worker starts
+        # so that the workers join it; dead runs' folders go first.
+        tempdirs.run_folder()
         return args.func(args)
     except ValueError as error:
         from autograder.text import clean_text
 
         print(f"error: {clean_text(error)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        return _stopped(stop)
+    except faults.DiskFull as error:
+        print(faults.disk_full_sentence(faults.full_path(error)), file=sys.stderr)
+        return faults.EXIT_DISK_FULL
+    except faults.RunStopped as error:
+        print(error, file=sys.stderr)
+        return error.exit_status
+    except Exception as error:
+        stopping = faults.stopping()
+        if stopping is not None:     # a signal a library turned into its own error
+            return _stopped(faults.Interrupted(stopping))
+        if not faults.is_disk_full(error):
+            raise
+        print(faults.disk_full_sentence(faults.full_path(error)), file=sys.stderr)
+        return faults.EXIT_DISK_FULL
+    finally:
+        faults.restore_signals(handlers)
+
+
+def _stopped(stop: KeyboardInterrupt) -> int:
+    """Say where an interrupted run stopped; a shell's exit status for its signal."""
+    from autograder.grader import faults
+
+    stop = stop if isinstance(stop, faults.Interrupted) else faults.Interrupted()
+    progress = faults.progress
+    if progress.total is None:
+        said = "interrupted before grading began; the same command starts it again"
+    else:
+        said = f"interrupted: {progress.so_far()}; the same command goes on"
+    print(f"\n{said}", file=sys.stderr, flush=True)
+    return stop.exit_status

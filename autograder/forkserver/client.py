@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import select
 import shutil
 import subprocess
@@ -76,7 +77,7 @@ class ForkServer:
             # whatever the working folder or the installed copy of the kit.
             [sys.executable, str(Path(server.__file__).resolve()), *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd=self.home, start_new_session=True)
+            env=env, cwd=self.home, start_new_session=True, preexec_fn=_dies_with_us())
         self.ready = False
         if wait:
             self.wait_ready()
@@ -198,6 +199,22 @@ class ForkServer:
         kept, cls._kept = cls._kept, None
         if kept is not None:
             kept.close()
+
+
+def _dies_with_us():
+    """What makes a fork server die with this grading process, however it
+    ends (SIGKILL included: autograder.grader.faults.die_with_parent, run in
+    the child before it becomes the server). Only when started from the main
+    thread, which lives as long as the process; from another one, the
+    server ends when its stdin closes, as it does when this process dies."""
+    import functools
+    import threading
+
+    from autograder.grader import faults
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return functools.partial(faults.die_with_parent, os.getpid())
 
 
 atexit.register(ForkServer.discard)

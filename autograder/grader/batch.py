@@ -15,14 +15,17 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 import secrets
 import shutil
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.grader import course, intake
+from autograder.grader import course, faults, intake
 from autograder.grader.submissions import Submission, collect
 from autograder.grader.options import GradingOptions, seed_check
 from autograder.text import clean_text
@@ -65,7 +68,13 @@ class ClassGradebook:
         """
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "results").mkdir(exist_ok=True)
-        api = course.prepare_course(self.root, self.lab, self.db_url)
+        with faults.held():     # nbgrader's step logs an interrupt as a failure
+            api = course.prepare_course(self.root, self.lab, self.db_url)
+        faults.check()
+        # What a run stopped in the middle of a write left (faults.write_atomically
+        # removes its own; an older kit's `<student>.tmp`, a killed run's).
+        for left in (self.out_dir / "results").glob("*.tmp"):
+            left.unlink(missing_ok=True)
         self.points = lab_points(api, self.lab)
         run: dict = {"lab": self.lab.id, "db_url": _redact(self.db_url),
                      "course_dir": str(self.root)}
@@ -78,7 +87,7 @@ class ClassGradebook:
             run["students"] = students
         if self.isolation:
             run["isolation"] = self.isolation
-        (self.out_dir / "run.json").write_text(json.dumps(run, indent=1))
+        faults.write_atomically(self.out_dir / "run.json", json.dumps(run, indent=1))
 
     def saved(self, student_id: str, sha256: str | None) -> SubmissionResult | None:
         """The finished result of this very file, if an earlier run into OUT saved one
@@ -100,12 +109,11 @@ class ClassGradebook:
 
     def save(self, sha256: str, result: SubmissionResult, grades: dict[str, float],
              timings: dict[str, float] | None = None) -> None:
-        """Keep ``result`` in OUT/results/ (written whole or not at all)."""
-        path = self._result_path(result.student_id)
-        path.with_suffix(".tmp").write_text(json.dumps(
+        """Keep ``result`` in OUT/results/ (written whole or not at all: a
+        result cut short, by a full disk or a kill, is never left to be read)."""
+        faults.write_atomically(self._result_path(result.student_id), json.dumps(
             {"sha256": sha256, "seed_check": self.seed_check, "result": asdict(result),
              "grades": grades, "timings": timings or {}}))
-        path.with_suffix(".tmp").replace(path)
 
     def record(self, result: SubmissionResult, grades: dict[str, float],
                worker_root: Path) -> None:
@@ -207,7 +215,9 @@ class Grader:
             submissions = submissions[index - 1::count]
         self.gradebook.isolation = self._isolation(submissions)
         # Each file is read here once for its digest (one at a time, not kept).
-        digests = {s.student_id: _digest(s) for s in submissions}
+        digests, sizes = {}, {}
+        for submission in submissions:
+            digests[submission.student_id], sizes[submission.student_id] = _digest(submission)
         results: dict[str, SubmissionResult] = {}
         pending = []
         for submission in submissions:
@@ -222,32 +232,61 @@ class Grader:
                 results[submission.student_id] = saved
             else:
                 pending.append(submission)
+        faults.quiet_gradebook_errors()
+        progress = faults.progress
+        progress.start(self.out_dir, len(submissions), len(results),
+                       sum(sizes[s.student_id] for s in pending))
         # The workers start first: each sets up its course folder and starts
         # its fork server (TensorFlow's import) while this process prepares
         # the class's own.
         pool, futures = self._start(pending)
+        bar = None
         try:
             self.gradebook.prepare([s.student_id for s in submissions], self.options.shard,
                                    total)
+            progress.prepared()
             bar = _progress(len(submissions), self.options.progress, initial=len(results))
             for result, grades, worker_root, timings in self._results(futures, pending):
-                result = self._record(result, grades, Path(worker_root))
-                self.gradebook.save(digests[result.student_id], result, grades, timings)
+                # Graded here (one job), a signal may have been swallowed by
+                # nbgrader, making a failed row of it: not kept.
+                faults.check()
+                if faults.says_disk_full(result.status):
+                    # The worker could not write its course folder (in OUT):
+                    # the notebook was not graded, and is graded by the next run.
+                    raise faults.DiskFull(result.status, faults.quoted_path(result.status))
+                with faults.held():     # the gradebook and OUT/results/ agree
+                    result = self._record(result, grades, Path(worker_root))
+                    try:
+                        self.gradebook.save(digests[result.student_id], result, grades,
+                                            timings)
+                    except OSError as error:
+                        if faults.is_disk_full(error):
+                            raise faults.DiskFull(str(error), faults.full_path(error)) \
+                                from error
+                        raise
                 results[result.student_id] = result
+                progress.one_more()
                 if bar is not None:
                     bar.set_postfix_str(clean_text(result.student_id, keep_lines=False)[:20])
                     bar.update(1)
             if bar is not None:
                 bar.close()
         except BaseException:
-            # A failure here (the class's gradebook, an interrupt): what the
-            # workers are grading is given up, and nothing more is begun.
+            # A failure here (the class's gradebook, an interrupt, a worker
+            # lost, a full disk): what the workers are grading is given up,
+            # and nothing more is begun. Each worker's fork server and
+            # kernels end with it (faults: they die with their parent).
+            if bar is not None:
+                bar.close()
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
                 for process in self._workers:
                     process.terminate()
                 for process in self._workers:
-                    process.join(timeout=10)
+                    process.join(timeout=5)
+                    if process.exitcode is None:
+                        process.kill()
+                        process.join(timeout=5)
             raise
         finally:
             if pool is not None:
@@ -279,7 +318,10 @@ class Grader:
                 return None
         chosen = sandbox.choose_isolation(self.protected, self.options.unsandboxed)
         print(f"Isolation of the student kernels: {clean_text(chosen.summary)}", file=sys.stderr)
-        return chosen.to_json()
+        # What keeps one kernel from taking the machine's CPU from the others.
+        bound = sandbox.describe_cpu_bound(self.options.workers)
+        print(f"CPU and processes of each student kernel: {clean_text(bound)}", file=sys.stderr)
+        return {**chosen.to_json(), "cpu_bound": bound}
 
     def _only(self, submissions: list[Submission]) -> list[Submission]:
         """The class, checked against ``--only``: every id asked for must be in it."""
@@ -304,6 +346,9 @@ class Grader:
             self.gradebook.record(result, grades, worker_root)
             return result
         except Exception as error:  # noqa: BLE001 - the row stays, with the reason
+            if faults.is_disk_full(error):
+                # Not the notebook's: nothing is kept, the next run grades it.
+                raise faults.DiskFull(str(error), faults.full_path(error)) from error
             return intake.failed(result.student_id, self.lab, self.gradebook.points,
                                  intake.grader_error(f"recording the grades failed "
                                                      f"({type(error).__name__}: {error})"),
@@ -326,14 +371,22 @@ class Grader:
         setup = self._setup(pending)
         if not pending or setup.jobs == 1:
             return None, {}
-        pool = ProcessPoolExecutor(max_workers=setup.jobs,
-                                   mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=start_worker, initargs=(setup,))
-        # The pool starts its processes as work is submitted: they start now.
-        others = set(multiprocessing.active_children())
-        futures = {pool.submit(work, submission): submission for submission in pending}
-        #: This run's worker processes (not those of another pool in this process).
-        self._workers = set(multiprocessing.active_children()) - others
+        # Started with the stop signals held (faults.held): a SIGTERM
+        # meanwhile stops the run once they are started, and a Ctrl-C never
+        # stops a worker (which ignores it: worker_started): this process
+        # stops them.
+        faults.quiet_resource_tracker()
+        with faults.held(workers=True):
+            pool = ProcessPoolExecutor(max_workers=setup.jobs,
+                                       mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=worker_started,
+                                       initargs=(setup, os.getpid()))
+            # The pool starts its processes as work is submitted: they start now.
+            others = set(multiprocessing.active_children())
+            futures = {pool.submit(work_in_pool, submission): submission
+                       for submission in pending}
+            #: This run's worker processes (not those of another pool in this process).
+            self._workers = set(multiprocessing.active_children()) - others
         return pool, futures
 
     def _results(self, futures: dict, pending):
@@ -349,7 +402,17 @@ class Grader:
         for future in as_completed(futures):
             try:
                 yield future.result()
-            except Exception as error:  # noqa: BLE001 - a worker died: keep the row
+            except BrokenProcessPool:
+                # A worker process died (killed: the out-of-memory killer's
+                # choice); the pool stopped the others. Not the notebooks'
+                # fault: no row is kept, the same command grades them.
+                stopping = faults.stopping()
+                if stopping is not None:       # a signal to the whole group
+                    raise faults.Interrupted(stopping) from None
+                raise faults.WorkerLost(f"a grading worker died ({self._how_workers_died()}): "
+                                        f"{faults.progress.so_far()}; the same command "
+                                        f"goes on") from None
+            except Exception as error:  # noqa: BLE001 - a worker failed: keep the row
                 submission = futures[future]
                 yield (intake.failed(submission.student_id, self.lab, self.gradebook.points,
                                      intake.grader_error(
@@ -359,17 +422,66 @@ class Grader:
                        {}, str(self._workers_dir / "lost"), {})
 
 
+    def _how_workers_died(self) -> str:
+        """How this run's dead workers ended, as the terminal says it."""
+        workers = list(getattr(self, "_workers", ()))
+        for process in workers:
+            process.join(timeout=1)
+        # The one that died first, not those the pool then ended (SIGTERM).
+        workers.sort(key=lambda process: process.exitcode == -signal.SIGTERM)
+        for process in workers:
+            code = process.exitcode
+            if code is not None and code < 0:
+                name = signal.Signals(-code).name
+                return f"killed by {name}" + (", as the out-of-memory killer does"
+                                              if -code == signal.SIGKILL else "")
+            if code:
+                return f"exit status {code}"
+        return "it ended"
+
+
+#: Why this worker process could not set itself up (worker_started), said
+#: for each submission sent to it.
+_START_FAILED: str | None = None
+
+
+def worker_started(setup: WorkerSetup, parent_pid: int) -> None:
+    """Initializer of a worker process of the pool: it dies with the command
+    (faults.die_with_parent; the pool's processes are started by the
+    command's main thread), leaves Ctrl-C to it (faults.worker_signals),
+    then sets itself up (worker.start_worker). A failure to set up is said
+    for each submission sent here (work_in_pool) rather than as a traceback
+    from the pool."""
+    global _START_FAILED
+    faults.die_with_parent(parent_pid)
+    faults.worker_signals()
+    faults.quiet_gradebook_errors()
+    try:
+        start_worker(setup)
+    except Exception as error:  # noqa: BLE001 - said with each submission sent here
+        _START_FAILED = f"{type(error).__name__}: {error}"
+
+
+def work_in_pool(submission: Submission):
+    """`work` in a worker process of the pool (worker_started)."""
+    if _START_FAILED is not None:
+        raise RuntimeError(f"the worker could not set itself up ({_START_FAILED})")
+    return work(submission)
+
+
 def result_from_json(saved: dict) -> SubmissionResult:
     """A SubmissionResult from its ``asdict`` form in OUT/results/<student>.json."""
     exercises = [ExerciseResult(**e) for e in saved["exercises"]]
     return SubmissionResult(**{**saved, "exercises": exercises})
 
 
-def _digest(submission: Submission) -> str:
-    """What the result saved for ``submission`` was graded from (read now, not kept)."""
+def _digest(submission: Submission) -> tuple[str, int]:
+    """What the result saved for ``submission`` was graded from (read now, not
+    kept), and its size in bytes."""
     data, problem = submission.read()
-    return hashlib.sha256(data if data is not None else
-                          (submission.problem or problem).encode()).hexdigest()
+    return (hashlib.sha256(data if data is not None else
+                           (submission.problem or problem).encode()).hexdigest(),
+            len(data or b""))
 
 
 def _redact(db_url: str) -> str:
