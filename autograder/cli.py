@@ -137,7 +137,30 @@ def _grade(args) -> int:
     print(f"Grades:   {Path(args.out) / 'grades.csv'}")
     print(f"Report:   {Path(args.out) / 'report.html'}")
     print(f"Feedback: {Path(args.out) / 'feedback'}/")
-    return 0
+    return _regrade_status(results)
+
+
+#: The exit status of a run that left rows to grade again (sysexits.h's
+#: EX_TEMPFAIL: a temporary failure, the same command may succeed).
+EXIT_REGRADE = 75
+
+
+def _regrade_status(results) -> int:
+    """Say on the terminal which rows must be graded again (the grader or
+    the machine failed twice on them: results.NEEDS_REGRADING), and the
+    run's exit status: EXIT_REGRADE where there are any, else 0."""
+    from autograder.grader.results import needs_regrading
+
+    again = [r.student_id for r in results if needs_regrading(r.status)]
+    if not again:
+        return 0
+    one = len(again) == 1
+    shown = ", ".join(again[:10]) + (", ..." if len(again) > 10 else "")
+    print(f"{_count(len(again), 'submission')} could not be graded: the grader or the machine "
+          f"failed twice on {'it' if one else 'each'}, not the notebook (grades.csv's status "
+          f"says why): {shown}. Run the same command again to grade "
+          f"{'it' if one else 'them'} again.", file=sys.stderr)
+    return EXIT_REGRADE
 
 
 def _count(number: int, noun: str) -> str:
@@ -159,7 +182,7 @@ def _merge(args) -> int:
     print(f"Grades:   {Path(args.out) / 'grades.csv'}")
     print(f"Report:   {Path(args.out) / 'report.html'}")
     print(f"Feedback: {Path(args.out) / 'feedback'}/")
-    return 0
+    return _regrade_status(results)
 
 
 def _export(args) -> int:

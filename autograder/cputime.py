@@ -84,9 +84,9 @@ def signal_words(number: int) -> str:
         name = signal.Signals(number).name
     except ValueError:
         name = "an unknown signal"
-    hint = {signal.SIGKILL: ": out of memory, or killed from outside?",
-            signal.SIGSEGV: ": a crash in native code?",
-            signal.SIGABRT: ": a crash in native code?"}.get(number, "")
+    hint = {int(signal.SIGKILL): ": out of memory, or killed from outside?",
+            int(signal.SIGSEGV): ": a crash in native code?",
+            int(signal.SIGABRT): ": a crash in native code?"}.get(number, "")
     return f"killed by signal {number}, {name}{hint}"
 
 

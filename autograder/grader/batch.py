@@ -29,7 +29,7 @@ from autograder.grader import course, faults, intake
 from autograder.grader.submissions import Submission, collect
 from autograder.grader.options import GradingOptions, seed_check
 from autograder.text import clean_text
-from autograder.grader.results import ExerciseResult, SubmissionResult
+from autograder.grader.results import ExerciseResult, SubmissionResult, needs_regrading
 from autograder.grader.source import skipped_when_grading
 from autograder.grader.worker import WorkerSetup, lab_points, start_worker, work
 from autograder.labs import KIT_ROOT, Lab, checked_exercise, get_lab
@@ -103,7 +103,9 @@ class ClassGradebook:
                 return None
             if self.seed_check and entry.get("seed_check") != self.seed_check:
                 return None
-            return result_from_json(entry["result"])
+            result = result_from_json(entry["result"])
+            # A row the grader failed on twice is graded again by the same command.
+            return None if needs_regrading(result.status) else result
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
