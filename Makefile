@@ -11,6 +11,8 @@
 #   make test-slurm  a class graded through a real one-node Slurm (own suite)
 #   make test-container  the user layer under a default Docker container's restrictions,
 #               reproduced as root (tests/container.py; own suite, about a minute)
+#   make test-faults  the grader struck from outside: the CLI interrupted, killed, out
+#               of disk; a kernel stopped or killed during a hidden test (own suite)
 #   make test-load  grades independent of the machine's load (benchmarks/load.py): correct
 #               notebooks graded beside 48 busy loops, and beside a notebook that starts
 #               300 busy processes while another class is graded; full marks, none flagged
@@ -31,7 +33,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-verdicts test-backends test-compat test-slurm test-container test-load test-torch test-jax bench clean help
+.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-faults test-verdicts test-backends test-compat test-slurm test-container test-load test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -114,6 +116,13 @@ test-container: env
 test-load: env
 	$(PY) benchmarks/load.py $(LOAD_ARGS)
 
+# The grader struck from outside (tests/test_faults.py, tests/test_machine_faults.py):
+# the CLI interrupted (Ctrl-C, SIGTERM, SIGHUP), killed, a worker killed, the disk
+# full; a student kernel stopped for 5 s or killed during a hidden test. Each
+# strike grades a small class through the CLI: a few minutes, its own suite.
+test-faults: env
+	$(PY) -m pytest $(PARALLEL) -m faults
+
 # Other Keras backends, CPU builds (tests/test_backends.py grades every lab's
 # solution under each one installed; make test-torch runs the verdict suite).
 # PyTorch's CPU wheel is pinned; without it pip would fetch the CUDA build.
@@ -150,7 +159,7 @@ lint: $(STAMP)
 PARALLEL ?= -n 2 --dist loadfile
 
 test: env lint postgres
-	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container"
+	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults"
 
 # A class graded through a real one-node Slurm (tests/test_slurm.py's cluster
 # test, tests/test_slurm_cluster.py): Slurm and munge from Debian's packages,
@@ -173,7 +182,7 @@ test-compat: env
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint
-	$(PY) -m pytest $(PARALLEL) -m "not slow and not backends and not slurm and not container"
+	$(PY) -m pytest $(PARALLEL) -m "not slow and not backends and not slurm and not container and not faults"
 
 # The verdict suite's kernel tier whole: every variant and mistake notebook of
 # every lab graded through the CLI (make test grades a sample of the mistake

@@ -165,6 +165,7 @@ FAULTS = {
 
 
 @pytest.mark.slow
+@pytest.mark.faults
 def test_every_fault_leaves_no_process_no_temporary_file_and_the_same_command_goes_on(
         tmp_path, expected):
     # One class, struck by each fault in turn once its grading started, each
@@ -198,6 +199,7 @@ def test_every_fault_leaves_no_process_no_temporary_file_and_the_same_command_go
 
 
 @pytest.mark.slow
+@pytest.mark.faults
 def test_a_full_disk_says_so_keeps_what_was_saved_and_the_same_command_goes_on(
         tmp_path, expected):
     # OUT/results on a tmpfs with room for one result: the second fills it.

@@ -28,6 +28,7 @@ from tests.conftest import ROOT, run_cli
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.faults,
     pytest.mark.skipif(os.geteuid() != 0 or not bubblewrap_works(),
                        reason="needs root (kernels of their own users) and bubblewrap"),
 ]
@@ -71,6 +72,7 @@ class Machine(threading.Thread):
         super().__init__(daemon=True)
         self.done: dict[str, float] = {}
         self.halt = threading.Event()
+        self.resumes: list[threading.Timer] = []
 
     def run(self):
         while not self.halt.is_set():
@@ -88,10 +90,11 @@ class Machine(threading.Thread):
                         self.done[marker] = time.monotonic()
                         if marker == "kill-me":
                             os.kill(pid, signal.SIGKILL)
-                        else:
+                        else:      # resumed 5 s later, while this goes on looking
                             os.kill(pid, signal.SIGSTOP)
-                            time.sleep(5)
-                            os.kill(pid, signal.SIGCONT)
+                            resume = threading.Timer(5, os.kill, (pid, signal.SIGCONT))
+                            resume.start()
+                            self.resumes.append(resume)
                 except OSError:
                     continue
             time.sleep(0.05)
@@ -113,6 +116,8 @@ def graded(tmp_path_factory):
     finally:
         machine.halt.set()
         machine.join()
+        for resume in machine.resumes:
+            resume.join()
     rows = {row["student_id"]: row for row in csv.DictReader(open(folder / "out" / "grades.csv"))}
     exercises = {(row["student_id"], row["exercise"]): row
                  for row in csv.DictReader(open(folder / "out" / "exercises.csv"))}
