@@ -48,6 +48,26 @@ def _python(code: str) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", textwrap.dedent(code)]
 
 
+def _busy_children(count: int, seconds: float) -> str:
+    """Code that forks ``count`` children, each busy for ``seconds`` in a
+    session of its own (as a notebook's runaway processes are), and waits."""
+    return f"""
+        import os, time
+        end = time.monotonic() + {seconds}
+        children = []
+        for _ in range({count}):
+            pid = os.fork()
+            if pid == 0:
+                os.setsid()
+                while time.monotonic() < end:
+                    pass
+                os._exit(0)
+            children.append(pid)
+        for pid in children:
+            os.waitpid(pid, 0)
+    """
+
+
 def test_detect_says_which_bound_holds() -> None:
     text = BOUND.describe(1.0, KERNEL_TASKS)
     if BOUND.kind == "v2":
@@ -148,20 +168,7 @@ def test_the_quota_holds_and_usage_counts_every_child(run_group: cgroups.RunGrou
     kernel = run_group.new_kernel_group(1.0, 64)
     assert kernel.cpu_seconds() == 0.0
     start = time.monotonic()
-    done = subprocess.run(kernel.join_command_prefix() + _python("""
-        import os, time
-        children = []
-        for _ in range(8):
-            pid = os.fork()
-            if pid == 0:
-                os.setsid()
-                end = time.monotonic() + 1.5
-                while time.monotonic() < end:
-                    pass
-                os._exit(0)
-            children.append(pid)
-        for pid in children:
-            os.waitpid(pid, 0)
+    done = subprocess.run(kernel.join_command_prefix() + _python(_busy_children(8, 1.5) + """
         times = os.times()
         print(times.children_user + times.children_system, times.user + times.system)
     """), capture_output=True, text=True, timeout=30, check=True)
@@ -298,21 +305,7 @@ def test_one_process_keeps_its_core_beside_forty(run_group: cgroups.RunGroup) ->
     beside a kernel with one. With a group each and a core each on 2 cores,
     the one keeps most of its core (without, it got 2 cores / 41)."""
     many, one = run_group.new_kernel_group(1.0, 64), run_group.new_kernel_group(1.0, 64)
-    crowd = subprocess.Popen(many.join_command_prefix() + _python("""
-        import os, time
-        end = time.monotonic() + 3.0
-        children = []
-        for _ in range(40):
-            pid = os.fork()
-            if pid == 0:
-                os.setsid()
-                while time.monotonic() < end:
-                    pass
-                os._exit(0)
-            children.append(pid)
-        for pid in children:
-            os.waitpid(pid, 0)
-    """))
+    crowd = subprocess.Popen(many.join_command_prefix() + _python(_busy_children(40, 3.0)))
     try:
         time.sleep(0.3)
         before, start = many.cpu_seconds(), time.monotonic()

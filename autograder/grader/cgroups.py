@@ -95,6 +95,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.cputime import cgroup_cpu_seconds
 from autograder.limits import (CGROUP_KILL_WAIT_S, KERNEL_FALLBACK_NICE, KERNEL_MIN_CPU_CORES,
                                KERNEL_TASKS)
 
@@ -622,22 +623,24 @@ class KernelGroup:
                         return hierarchy.path / name
         return None
 
+    def usage_file(self) -> Path:
+        """Where the group counts the CPU time of everything that ever ran in
+        it: v2's ``cpu.stat`` (usage_usec), v1's ``cpuacct.usage`` (ns)."""
+        usage = (self._find("cpu", "cpu.stat") if self.kind == "v2"
+                 else self._find("cpuacct", "cpuacct.usage"))
+        if usage is None:
+            raise FileNotFoundError(f"no CPU usage file in {', '.join(map(str, self.paths))}")
+        return usage
+
     def cpu_seconds(self) -> float:
         """CPU time (user and system) of everything that ever ran in the
-        group, its children and the dead included."""
-        if self.kind == "v2":
-            stat = self._find("cpu", "cpu.stat")
-            if stat is None:
-                raise FileNotFoundError(f"no cpu.stat in {self.paths[0]}")
-            for line in stat.read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "usage_usec":
-                    return int(value) / 1e6
-            raise ValueError(f"no usage_usec in {stat}")
-        usage = self._find("cpuacct", "cpuacct.usage")
-        if usage is None:
-            raise FileNotFoundError(f"no cpuacct.usage in {', '.join(map(str, self.paths))}")
-        return int(usage.read_text()) / 1e9
+        group, its children and the dead included (autograder.cputime reads
+        the same file for the grader's limits)."""
+        usage = self.usage_file()
+        seconds = cgroup_cpu_seconds(str(usage))
+        if seconds is None:
+            raise ValueError(f"no CPU time in {usage}")
+        return seconds
 
     def pids_limit_hits(self) -> int:
         """How many times a fork or clone in the group failed for its task

@@ -826,9 +826,10 @@ class SandboxKernelManager(AsyncKernelManager):
         group, why = _new_kernel_group(self.cpu_cores)
         self.cgroup, self._fork_cgroup, self._fork_nice = group, None, None
         if group is not None:
-            usage = group._find("cpu", "cpu.stat") if group.kind == "v2" else \
-                group._find("cpuacct", "cpuacct.usage")
-            self.cpu_usage_file = str(usage or "")
+            try:
+                self.cpu_usage_file = str(group.usage_file())
+            except FileNotFoundError:
+                self.cpu_usage_file = ""     # the clock sums the process tree instead
             self._fork_cgroup = group.procs_paths()
             cores = f"{self.cpu_cores:g} cores" if self.cpu_cores else "equal shares"
             self.cpu_bound_words = (f"cgroup {group.kind}: {cores}, "
