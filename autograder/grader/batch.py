@@ -20,6 +20,7 @@ import secrets
 import shutil
 import signal
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
@@ -281,14 +282,7 @@ class Grader:
             if bar is not None:
                 bar.close()
             if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-                for process in self._workers:
-                    process.terminate()
-                for process in self._workers:
-                    process.join(timeout=5)
-                    if process.exitcode is None:
-                        process.kill()
-                        process.join(timeout=5)
+                _stop_workers(pool, self._workers)
             raise
         finally:
             if pool is not None:
@@ -445,6 +439,30 @@ class Grader:
 #: Why this worker process could not set itself up (worker_started), said
 #: for each submission sent to it.
 _START_FAILED: str | None = None
+
+
+def _stop_workers(pool: ProcessPoolExecutor, workers) -> None:
+    """End a pool's processes now: SIGTERM, 5 s, then SIGKILL, and wait for
+    each to be reaped, so that none outlives the run's failure.
+
+    The processes are those this run saw start (``workers``) and those the
+    pool holds (``pool._processes``, which ``shutdown`` forgets): a process
+    the pool started that the run did not see is ended too. After SIGKILL
+    the wait has no time limit: the kernel ends such a process, and a
+    process left unreaped was the flaw (it outlived a failed run under load).
+    """
+    processes = set(workers) | set((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    deadline = time.monotonic() + 5
+    for process in processes:
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.exitcode is None:
+            process.kill()
+    for process in processes:
+        process.join()
 
 
 def worker_started(setup: WorkerSetup, parent_pid: int) -> None:
