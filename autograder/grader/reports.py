@@ -341,7 +341,8 @@ def report_html(results: list[SubmissionResult], lab_title: str,
 
 #: report_html's ``term`` when no rule of the term applies.
 EMPTY_TERM = {"roster": "", "enrolled": 0, "submitted": 0, "unmatched": [], "policy": "",
-              "overrides_file": "", "notes": [], "isolation": None, "extensions": []}
+              "overrides_file": "", "notes": [], "isolation": None, "extensions": [],
+              "regrades": [], "regrades_file": ""}
 
 
 # --------------------------------------------------------------------------

@@ -83,3 +83,5 @@ class SubmissionResult:
     #: when it was submitted (ISO 8601, "" when not known) and the due date.
     submitted_at: str = ""
     due: str = ""
+    #: the regrade requests of the row (autograder.term.regrades: Regrade.record()).
+    regrades: list[dict] = field(default_factory=list)

@@ -33,6 +33,7 @@ from autograder.grader.results import NO_SUBMISSION, SubmissionResult
 from autograder.term import late
 from autograder.term.model import ClassRow, Student
 from autograder.term.overrides import DEFAULT_FILE, Override, read_overrides
+from autograder.term import regrades as regrade_requests
 
 if TYPE_CHECKING:
     from autograder.term.roster import Roster
@@ -74,6 +75,9 @@ class Term:
     download_notes: list[str] = field(default_factory=list)
     #: Students whose file Moodle's worksheet shows as a draft, never submitted.
     drafts: set[str] = field(default_factory=set)
+    #: The regrade requests (OUT/regrades.csv: autograder.term.regrades), and their file.
+    regrades: list[regrade_requests.Regrade] = field(default_factory=list)
+    regrades_file: Path | None = None
 
     @classmethod
     def load(cls, lab_id: str, points: dict[str, float], out_dir: Path, *,
@@ -121,7 +125,20 @@ class Term:
         if overrides or overrides_file.exists():
             term.overrides = read_overrides(overrides_file, points)
             term.overrides_file = overrides_file
+        term._load_regrades(Path(out_dir) / regrade_requests.DEFAULT_FILE, points)
         return term
+
+    def _load_regrades(self, path: Path, points: dict[str, float]) -> None:
+        """OUT/regrades.csv, when there is one: read, its students resolved against the
+        roster (when there is one), its scores checked against the overrides'."""
+        if not path.exists():
+            return
+        self.regrades_file = path
+        self.regrades = regrade_requests.read_regrades(path, points)
+        if self.roster is not None:
+            self.regrades = regrade_requests.resolve(self.regrades, self._index(None), path)
+        regrade_requests.refuse_double_scores(self.regrades, self.overrides, path,
+                                              self.overrides_file)
 
     def check(self, collected=None) -> None:
         """Match every line of the instructor's files to a student of the class.
@@ -306,6 +323,7 @@ class Term:
                                  f"grades.csv")
                 continue
             apply_override(row, override, self.overrides_file)
+        notes += self._apply_regrades(rows, whole_class)
         for row in rows.values():
             row.raw_score = sum(x.score for x in row.exercises) if row.exercises else row.score
             row.score = row.raw_score
@@ -322,6 +340,28 @@ class Term:
         if times_note:
             notes.insert(0, times_note)
         return [rows[k] for k in sorted(rows)], notes
+
+    def _apply_regrades(self, rows: dict, whole_class: bool) -> list[str]:
+        """Each regrade request kept on its row; a granted one's score applied as an
+        override (the row's notes say so). Notes for requests of no row."""
+        notes = []
+        for regrade in self.regrades:
+            row = rows.get(regrade.student_id)
+            if row is None:
+                if whole_class:
+                    notes.append(f"regrades line {regrade.line}: {regrade.student_id!r} has no "
+                                 f"row in this lab's gradebook; check the id against grades.csv")
+                continue
+            scored = next((x for x in row.exercises if x.exercise == regrade.exercise
+                           and x.auto_score is not None), None)
+            if regrade.score is not None and scored is not None:
+                notes.append(f"{self.regrades_file}, line {regrade.line}: {row.student_id}'s "
+                             f"{regrade.exercise} has a score in {self.overrides_file} too; "
+                             f"that one is kept. Delete the score of one of the two lines.")
+            elif regrade.score is not None:
+                apply_override(row, regrade.override(), self.regrades_file)
+            regrade_requests.record(row, regrade, self.regrades_file)
+        return notes
 
     def _share_groups(self, rows: dict, submissions: dict) -> None:
         """Give every partner of a group submission the group's row (Gradescope)."""
@@ -405,7 +445,8 @@ class Term:
                 due=row.due, late_seconds=row.late_seconds, penalty=row.penalty,
                 feedback=feedback.get(row.student_id, ""),
                 identity=identity, notes=list(row.notes),
-                exercises=[asdict(x) for x in row.exercises]))
+                exercises=[asdict(x) for x in row.exercises],
+                regrades=list(row.regrades)))
         return out
 
     def class_facts(self, rows: list[SubmissionResult]) -> dict:
@@ -492,7 +533,9 @@ def report_term(term: Term, rows: list[SubmissionResult], collected, notes: list
                "policy": policy_text(term.policy, term.lab_id),
                "overrides_file": str(term.overrides_file or ""), "notes": list(notes),
                "extensions": [{"student": r.student_id, "note": note} for r in rows
-                              for note in r.notes if note.startswith("extension: ")]}
+                              for note in r.notes if note.startswith("extension: ")],
+               "regrades": regrade_requests.summary(rows),
+               "regrades_file": str(term.regrades_file or "")}
     if term.roster is not None:
         summary.update(
             roster=f"{term.roster.source.name} ({term.roster.kind or term.roster.lms})",

@@ -70,6 +70,9 @@ class ClassRow:
         exercises: ``[{"exercise", "score", "max_score", "message",
             "auto_score", "override_by", "override_note"}]`` in curriculum
             order.
+        regrades: the student's regrade requests of the lab
+            (autograder.term.regrades: ``{"exercise", "asked", "request",
+            "decision", "score", "reason", "by", "line"}``).
     """
 
     student: Student
@@ -88,6 +91,7 @@ class ClassRow:
     identity: Identity | None = None
     notes: list[str] = field(default_factory=list)
     exercises: list[dict] = field(default_factory=list)
+    regrades: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
