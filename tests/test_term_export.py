@@ -678,7 +678,10 @@ def test_moodle_worksheet_late_modes(tmp_path):
     assert jane[GRADE] == "7" and jane[FEEDBACK].startswith(
         "Score: 7/10<br>Submitted 2.00 hours late (the late penalty is the LMS's to take)")
     assert done.notes[0].startswith("Late penalty: left to Moodle (--late lms)")
-    assert not done.steps[0].startswith("BEFORE")
+    assert not any("Grade penalties" in step for step in done.steps)
+    # the same worksheet filled in again, jane's grade changed: said first (issue 46)
+    assert done.steps[0].startswith(f"BEFORE uploading: {sheet.name} is the same worksheet an "
+                                    f"earlier export filled in")
 
 
 def test_moodle_worksheet_from_a_moodle_download_and_worksheet_option(tmp_path):

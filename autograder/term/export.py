@@ -179,12 +179,17 @@ submission" gets 0 and no feedback file, and a feedback page that is missing
 from __future__ import annotations
 
 import csv
+import decimal
+import hashlib
 import html
 import io
+import json
+import math
 import re
 import unicodedata
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from autograder.text import clean_text, csv_text, format_score, safe_filename, unique_name
@@ -226,10 +231,11 @@ UPLOAD_STEPS = {
     "moodle": [
         "{worksheet}: " + MOODLE_ACTIONS + " > Upload grading worksheet; choose the file. "
         "Leave \"Allow updating records that have been modified more recently in Moodle "
-        "than in the spreadsheet\" unticked: Moodle then keeps (and lists as skipped) any "
-        "grade changed in Moodle after the worksheet was downloaded, by its \"Last modified "
-        "(grade)\" cell; tick it only to overwrite those too. Check the \"Set grade for ...\" "
-        "lines and Confirm.",
+        "than in the spreadsheet\" unticked: Moodle then keeps any grade changed in Moodle "
+        "after the worksheet was downloaded, by its \"Last modified (grade)\" cell, and "
+        "skips that row without a word (its preview lists only the changes it will make); "
+        "tick it only to overwrite those too. Check the \"Set grade for ...\" lines (a "
+        "student missing from them is skipped) and Confirm.",
         "feedback.zip: " + MOODLE_ACTIONS + " > Upload multiple feedback files in a zip "
         "(needs the assignment's \"Feedback files\" setting on).",
     ],
@@ -279,6 +285,12 @@ class Exported:
             otherwise, grades the LMS will not set); the CLI prints them
             first, and README.txt beside the files keeps them with the steps.
         late: "kit" or "lms" (``export``'s ``late``).
+        replaced: (student_id, the LMS's grade, the export's) for each student
+            whose grade in the LMS (as the roster or worksheet says it) the
+            export replaces with another; the notes list the first 10.
+        max_grade: Moodle's Maximum grade as stated (``export``'s
+            ``max_grade``; None: the lab's points, unscaled).
+        lab_max: the lab's points.
     """
 
     to: str
@@ -290,6 +302,9 @@ class Exported:
     steps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     late: str = "kit"
+    replaced: list[tuple[str, str, str]] = field(default_factory=list)
+    max_grade: float | None = None
+    lab_max: float = 0.0
 
 
 # --------------------------------------------------------------------------
@@ -742,12 +757,44 @@ def _moodle_gradebook(out_dir: Path, rows: list[ClassRow], assignment: str, dest
             f"{'id_number' if moodle_key == 'email' else 'email'}, or correct it in the roster.")
     _refuse_duplicates(rows, lambda r: _moodle_key(r, moodle_key).lower(), column.lower())
     table = [[csv_text(row.student.name), csv_text(_moodle_key(row, moodle_key)),
-              _score(row, _value(row, exported.late)),
+              _moodle_grade(row, exported),
               csv_text(feedback_text(row, exported.late))] for row in rows]
     header = ["Full name", column, csv_text(assignment), csv_text(f"{assignment} (Feedback)")]
     exported.files["grades.csv"] = _write_csv(dest / "grades.csv", header, table)
     exported.grades = len(rows)
     _moodle_pages(out_dir, rows, exported)
+
+
+def _gradebook_checks(info: dict, rows: list[ClassRow], assignment: str,
+                      worksheet: Path | None, exported: Exported) -> None:
+    """The gradebook route's Maximum grade and the grades it replaces: from the
+    assignment's grading worksheet (``worksheet``, or the roster when it was
+    one: its ``Maximum grade`` and ``Grade``), else from Moodle's gradebook
+    export as roster (the item's "(Real)" column; it has no maximum)."""
+    source = _max_grade_source(info, worksheet)
+    if worksheet is not None and source is None:
+        raise ValueError(f"The grading worksheet {worksheet} (--worksheet) is not a file: give "
+                         f"the CSV that {MOODLE_ACTIONS} > Download grading worksheet wrote.")
+    written = {id(row): _moodle_grade(row, exported) for row in rows}
+    if source is None:
+        _check_maximum(exported, None, "", exported.lab_max, "gradebook")
+        held, where = _roster_held(info, rows, assignment, exported)
+        _replaced_note(rows, held, written, where, exported)
+        return
+    try:
+        header, records = _read_table(source)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{source}: the grading worksheet cannot be read ({error}); download "
+                         f"it again ({MOODLE_ACTIONS} > Download grading worksheet) and give "
+                         f"it with --worksheet.") from None
+    if _column(header, WORKSHEET_ID) is None:
+        raise ValueError(f"{source} is not Moodle's grading worksheet (no Identifier column): "
+                         f"{_GRADE_WORKSHEET_HOW}.")
+    _check_maximum(exported, _worksheet_maximum(header, records),
+                   f"the grading worksheet {source.name}", exported.lab_max, "gradebook")
+    held = _held_in(source, "moodle worksheet", rows)
+    _replaced_note(rows, held, written, f"Moodle (the grading worksheet {source.name}, as "
+                                        f"downloaded)", exported)
 
 
 #: The grading worksheet's columns Moodle's upload reads, by their English
@@ -821,6 +868,9 @@ def _moodle_worksheet(out_dir: Path, rows: list[ClassRow], info: dict, dest: Pat
     feedback_at = header.index(WORKSHEET_FEEDBACK) if WORKSHEET_FEEDBACK in header else None
     by_participant = {participants[id(row)]: row for row in rows}
     filled: dict[str, ClassRow] = {}
+    held: dict[int, tuple[str, str]] = {}
+    written: dict[int, str] = {}
+    comments: dict[str, str] = {}
     others = 0
     for line, record in enumerate(records[1:], 2):
         if len(record) > len(header):
@@ -834,9 +884,12 @@ def _moodle_worksheet(out_dir: Path, rows: list[ClassRow], info: dict, dest: Pat
             others += 1
             continue
         filled[participants[id(row)]] = row
-        record[at[WORKSHEET_GRADE]] = _score(row, _value(row, exported.late))
+        if _holds_grade(record[at[WORKSHEET_GRADE]]):
+            held[id(row)] = (record[at[WORKSHEET_GRADE]], record[at[WORKSHEET_MODIFIED]])
+        record[at[WORKSHEET_GRADE]] = written[id(row)] = _moodle_grade(row, exported)
         if feedback_at is not None:
             record[feedback_at] = csv_text(feedback_html(row, exported.late))
+            comments[participants[id(row)]] = _digest(record[feedback_at].encode())[:16]
     absent = [row for row in rows if participants[id(row)] not in filled]
     if absent:
         raise ValueError(
@@ -854,13 +907,26 @@ def _moodle_worksheet(out_dir: Path, rows: list[ClassRow], info: dict, dest: Pat
     exported.steps = [step.replace("{worksheet}", source.name) for step in exported.steps]
     _worksheet_notes(source, roster.delimiter, header, records, rows, feedback_at, others,
                      exported)
+    # Moodle never sets a 0 from the worksheet (see the notes): those rows replace nothing.
+    _replaced_note(rows, held, {k: v for k, v in written.items() if v != "0"},
+                   f"Moodle (the grading worksheet {source.name}, as downloaded)", exported)
+    digest = _digest(data)
+    grades = {participants[id(row)]: written[id(row)] for row in rows}
+    earlier = _earlier_export(out_dir, digest)
+    if earlier is not None:
+        _second_upload(source, earlier, rows, participants, grades, comments, exported)
+    _record_export(out_dir, {
+        "worksheet": source.name, "source": str(source), "source_sha256": digest,
+        "written": str(path), "written_sha256": _digest(path.read_bytes()),
+        "exported_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "late": exported.late, "grades": grades, "feedback": comments})
 
 
 def _worksheet_notes(source: Path, delimiter: str, header: list[str], records: list[list[str]],
                      rows: list[ClassRow], feedback_at: int | None, others: int,
                      exported: Exported) -> None:
     """What Moodle will not do with the worksheet as written, said before the upload."""
-    zeros = [r for r in rows if _score(r, _value(r, exported.late)) == "0"]
+    zeros = [r for r in rows if _moodle_grade(r, exported) == "0"]
     if zeros:
         exported.notes.append(
             f"{len(zeros)} student(s) have the grade 0 in the worksheet: {_list(zeros)}. "
@@ -873,20 +939,8 @@ def _worksheet_notes(source: Path, delimiter: str, header: list[str], records: l
             f"comments are off): only the grades go into Moodle this way; the feedback pages "
             f"go with feedback.zip. Turn \"Feedback comments\" on and download the worksheet "
             f"again to have the comments too.")
-    maximum = next((header.index(h) for h in header if h.casefold() == "maximum grade"), None)
-    if maximum is not None and len(records) > 1:
-        cell = records[1][maximum].replace(",", ".").strip()
-        lab_max = max(r.max_score for r in rows)
-        try:
-            moodle_max = float(cell)
-        except ValueError:
-            moodle_max = None
-        if moodle_max is not None and abs(moodle_max - lab_max) > 1e-9:
-            exported.notes.append(
-                f"Moodle's Maximum grade for this assignment is {cell}, and the lab has "
-                f"{format_score(lab_max)} points: Moodle skips a grade above its maximum and "
-                f"does not rescale. Set the assignment's Maximum grade to "
-                f"{format_score(lab_max)} before uploading.")
+    _check_maximum(exported, _worksheet_maximum(header, records[1:]), source.name,
+                   exported.lab_max, "worksheet")
     if others:
         exported.notes.append(
             f"{others} row(s) of {source.name} are participants this class does not have "
@@ -895,6 +949,414 @@ def _worksheet_notes(source: Path, delimiter: str, header: list[str], records: l
     if delimiter != ",":
         exported.notes.append(f"{source.name} was {delimiter!r}-separated; it is written with "
                               f"commas, as Moodle downloads it and its upload reads by default.")
+
+
+# --------------------------------------------------------------------------
+# What the LMS holds already: the grades an export replaces, the grade's maximum
+# --------------------------------------------------------------------------
+
+
+def _number(cell: str) -> float | None:
+    """A grade cell as a number ("9.00", "9,5", "7"), None when it is none."""
+    text = cell.strip().replace("\u00a0", "").replace(" ", "")
+    if text.count(",") == 1 and "." not in text:
+        text = text.replace(",", ".")  # Moodle's format_float in a decimal-comma locale
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _holds_grade(cell: str) -> bool:
+    """Whether an LMS's grade cell holds a grade: not blank, not "-" (no grade in
+    Canvas's and Moodle's exports, and in their importers)."""
+    return cell.strip() not in ("", "-")
+
+
+def _differs(held: str, written: str) -> bool:
+    """Whether writing ``written`` over the LMS's ``held`` changes the grade."""
+    old, new = _number(held), _number(written)
+    if old is not None and new is not None:
+        return abs(old - new) > 0.005  # both LMSs keep two decimals
+    return held.strip().casefold() != written.strip().casefold()  # "EX", a letter
+
+
+def _read_table(path: Path) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a roster file as the LMS wrote it, cells stripped.
+
+    Raises:
+        ValueError: the file is not a roster read_roster reads.
+    """
+    from autograder.term.roster import _decode, read_roster
+
+    roster = read_roster(path)
+    text = _decode(path, path.read_bytes(), [])
+    records = [[clean_text(cell, keep_lines=False).strip() for cell in record]
+               for record in csv.reader(io.StringIO(text, newline=""),
+                                        delimiter=roster.delimiter)]
+    records = [r for r in records if any(r)]
+    return records[0], records[1:]
+
+
+def _column(header: list[str], name: str) -> int | None:
+    lower = [h.casefold() for h in header]
+    return lower.index(name.casefold()) if name.casefold() in lower else None
+
+
+#: A grade item's column in Moodle's gradebook export (grade/export/lib.php
+#: ``format_column_name``: the module's name, ``labelsep`` ": ", the item's name,
+#: then " (Real)", " (Percentage)" or " (Letter)" by display type).
+_MOODLE_ITEM_COLUMN = re.compile(r"^(?:[^:]+: )?(?P<name>.+) \((?P<kind>Real)\)$")
+
+
+def _moodle_item_column(header: list[str], assignment: str, lab: str,
+                        title: str) -> int | None:
+    """The "(Real)" column of Moodle's gradebook export that is this lab's grade
+    item: named ``assignment`` exactly, else the one naming the lab."""
+    items = [(i, m.group("name")) for i, h in enumerate(header)
+             if (m := _MOODLE_ITEM_COLUMN.match(h))]
+    exact = [i for i, name in items if name.strip() == assignment.strip()]
+    if len(exact) == 1:
+        return exact[0]
+    mine = [i for i, name in items if _names_lab(f"{name} (0)", lab, title)]
+    return mine[0] if len(mine) == 1 else None
+
+
+def _held_in(path: Path, kind: str, rows: list[ClassRow], column: str | None = None,
+             lab: str = "", title: str = "") -> dict[int, tuple[str, str]]:
+    """What an LMS file says each row's grade is: id(row) -> (grade cell, Moodle's
+    "Last modified (grade)" or ""), for the rows it lists with a grade.
+
+    ``kind`` is the roster kind: "canvas gradebook" (the student by the ID
+    column, the grade in ``column``, the assignment's "Name (id)"), "moodle
+    worksheet" (by "Participant N", the ``Grade`` column) or "moodle gradebook"
+    (by email, ID number or username; the grade item's "(Real)" column named
+    ``column`` or naming the lab).
+    """
+    header, records = _read_table(path)
+    at: int | None
+    if kind == "canvas gradebook":
+        at = _column(header, column or "")
+        key_at = _column(header, "ID")
+
+        def keys(row: ClassRow) -> list[str]:
+            return [str(row.student.lms_ids.get("id", "")).strip()]
+    elif kind == "moodle worksheet":
+        at, key_at = _column(header, WORKSHEET_GRADE), _column(header, WORKSHEET_ID)
+
+        def keys(row: ClassRow) -> list[str]:
+            return [f"Participant {_participant(row)[1]}"]
+    elif kind == "moodle gradebook":
+        at = _moodle_item_column(header, column or title, lab, title)
+        found = [_column(header, name) for name in ("Email address", "ID number", "Username")]
+        key_at = None
+        if at is None:
+            return {}
+        by: dict[str, tuple[str, str]] = {}
+        for record in records:
+            for index in found:
+                if index is not None and index < len(record) and record[index] and \
+                        at < len(record):
+                    by.setdefault(record[index].casefold(), (record[at], ""))
+        held = {}
+        for row in rows:
+            for key in (row.student.email, row.student.lms_ids.get("id_number", ""),
+                        row.student.lms_ids.get("username", "")):
+                if key and key.casefold() in by and _holds_grade(by[key.casefold()][0]):
+                    held[id(row)] = by[key.casefold()]
+                    break
+        return held
+    else:
+        return {}
+    if at is None or key_at is None:
+        return {}
+    modified_at = _column(header, WORKSHEET_MODIFIED)
+    by = {}
+    for record in records:
+        if max(at, key_at) < len(record):
+            when = record[modified_at] if modified_at is not None and \
+                modified_at < len(record) else ""
+            key = record[key_at]
+            if kind == "moodle worksheet":
+                number = _WORKSHEET_PARTICIPANT.search(key)
+                key = f"Participant {number.group(1)}" if number else key
+            by.setdefault(key, (record[at], when))
+    held = {}
+    for row in rows:
+        for key in keys(row):
+            if key in by and _holds_grade(by[key][0]):
+                held[id(row)] = by[key]
+    return held
+
+
+def _roster_held(info: dict, rows: list[ClassRow], column: str | None,
+                 exported: Exported) -> tuple[dict[int, tuple[str, str]], str]:
+    """The grades the roster ``grade`` read holds for this lab, and where they are
+    ("" and nothing when the roster has no column of the lab, or is gone)."""
+    kind, source = info.get("roster_kind") or "", Path(info.get("roster_file") or "")
+    if kind not in ("canvas gradebook", "moodle worksheet", "moodle gradebook"):
+        return {}, ""
+    if not source.is_file():
+        exported.notes.append(
+            f"The roster the lab was graded with ({source}) is not there any more, so the "
+            f"export cannot say which grades already in the LMS it replaces: check the "
+            f"LMS's column for grades a TA entered before importing.")
+        return {}, ""
+    try:
+        held = _held_in(source, kind, rows, column, info.get("lab", ""),
+                        info.get("lab_title") or "")
+    except (OSError, ValueError) as error:
+        exported.notes.append(f"The roster {source} cannot be read again ({error}), so the "
+                              f"export cannot say which grades already in the LMS it replaces.")
+        return {}, ""
+    where = {"canvas gradebook": f"Canvas (the roster {source.name}, column {column!r}, as "
+                                 f"exported: grades entered since are not in it)",
+             "moodle worksheet": f"Moodle (the grading worksheet {source.name}, as downloaded)",
+             "moodle gradebook": f"Moodle's gradebook (the roster {source.name}, as "
+                                 f"exported)"}[kind]
+    return held, where
+
+
+def _replaced_note(rows: list[ClassRow], held: dict[int, tuple[str, str]],
+                   written: dict[int, str], where: str, exported: Exported,
+                   what: str = "this export replaces", most: int = 10) -> None:
+    """List, under "Read first", each student whose grade in the LMS the export
+    replaces with another one (``Exported.replaced`` keeps them all)."""
+    replaced = [(row, held[id(row)], written[id(row)]) for row in rows
+                if id(row) in held and id(row) in written
+                and _differs(held[id(row)][0], written[id(row)])]
+    if not replaced:
+        return
+    exported.replaced = [(row.student.student_id, old, new) for row, (old, _), new in replaced]
+
+    def item(row: ClassRow, old: str, when: str, new: str) -> str:
+        since = f" (Last modified (grade): {when})" if when.strip() not in ("", "-") else ""
+        return f"{_who(row)}: {clean_text(old, keep_lines=False)}{since} -> {new}"
+
+    shown = "; ".join(item(row, old, when, new) for row, (old, when), new in replaced[:most])
+    more = f"; and {len(replaced) - most} more" if len(replaced) > most else ""
+    exported.notes.append(
+        f"{len(replaced)} student(s) already have another grade in {where}, which {what} "
+        f"(the LMS's grade -> the export's): {shown}{more}. A TA may have "
+        f"entered them: check each before importing, and change the file's cell (or the "
+        f"grade, with `grade --only`) where the LMS's grade should stay.")
+
+
+def _max_grade_source(info: dict, worksheet: Path | None) -> Path | None:
+    """The grading worksheet that says the assignment's Maximum grade: ``worksheet``,
+    else the roster when it was one (None when neither is there)."""
+    if worksheet is not None and Path(worksheet).is_file():
+        return Path(worksheet)
+    if info.get("roster_kind") == "moodle worksheet":
+        source = Path(info.get("roster_file") or "")
+        return source if source.is_file() else None
+    return None
+
+
+def _worksheet_maximum(header: list[str], records: list[list[str]]) -> str | None:
+    """The worksheet's "Maximum grade" cell (the same on every row), None when absent."""
+    at = next((i for i, h in enumerate(header) if h.casefold() == "maximum grade"), None)
+    if at is None:
+        return None
+    return next((r[at].strip() for r in records if at < len(r) and r[at].strip()), None)
+
+
+#: Where an assignment's Maximum grade is set in Moodle (mod/assign/mod_form.php:
+#: the "Grade" section's modgrade element, 'modgrademaxgrade' "Maximum grade").
+MOODLE_MAX_SETTING = "the assignment > Settings > Grade > Maximum grade"
+
+
+def _check_maximum(exported: Exported, moodle_max: str | None, where: str, lab_max: float,
+                   route: str) -> None:
+    """Say what Moodle will make of the grades given its Maximum grade.
+
+    ``moodle_max`` is the Maximum grade a worksheet says (None when the kit has
+    no way to know it); ``exported.max_grade`` the one stated with --max-grade
+    (the grades are then scaled to it). The worksheet's upload skips a grade
+    above the maximum (mod/assign/feedback/offline/locallib.php
+    ``process_import_grades``: "Out of range"); the gradebook's CSV import stores
+    the number as is (grade/import/csv/classes/load_data.php
+    ``update_grade_item``: ``unformat_float``), clamped to the item's range
+    (lib/grade/grade_item.php ``update_final_grade``: ``bounded_grade``), so
+    14.5 into a 100-point item is 14.5 of 100 and nothing says so.
+    """
+    lab = format_score(lab_max)
+    known = _number(moodle_max) if moodle_max is not None else None
+    stated = exported.max_grade
+    thing = ("the assignment's Maximum grade" if route == "worksheet"
+             else "the grade item's Maximum grade (the assignment's, for its item)")
+    if stated is not None:
+        if known is not None and abs(known - stated) > 1e-9:
+            exported.notes.append(
+                f"Maximum grade: {where} says {moodle_max}, and --max-grade says "
+                f"{format_score(stated)}: the grades are written for {format_score(stated)}, "
+                f"as stated. If Moodle's is still {moodle_max} ({MOODLE_MAX_SETTING}), "
+                f"export again with --max-grade {format_score(known)} or change it in Moodle.")
+        if abs(stated - lab_max) > 1e-9:
+            exported.notes.append(
+                f"Grades scaled to Moodle's Maximum grade {format_score(stated)} "
+                f"(--max-grade): each is the lab's score x {format_score(stated)} / {lab}, to "
+                f"two decimals; the feedback keeps the lab's points (Score: .../{lab}).")
+        return
+    if known is not None:
+        if abs(known - lab_max) <= 1e-9:
+            return
+        verb = ("skips a grade above its maximum and does not rescale" if route == "worksheet"
+                else "stores each number as is (14.5 of 100), with no word")
+        if route == "worksheet":
+            exported.notes.append(
+                f"Moodle's Maximum grade for this assignment is {moodle_max}, and the lab has "
+                f"{lab} points: Moodle {verb}. Set the assignment's Maximum grade to {lab} "
+                f"before uploading, or export again with --max-grade {format_score(known)} to "
+                f"write the grades scaled to {format_score(known)}.")
+        else:
+            exported.notes.append(
+                f"Moodle's Maximum grade for this assignment's grade item is {moodle_max} "
+                f"({where}), and the lab has {lab} points: the gradebook's CSV import {verb}. "
+                f"Set it to {lab} before importing, or export again with --max-grade "
+                f"{format_score(known)} to write the grades scaled to {format_score(known)}.")
+        exported.steps.insert(0, (
+            f"BEFORE {'uploading' if route == 'worksheet' else 'importing'}: set {thing} to "
+            f"{lab}, the lab's points ({MOODLE_MAX_SETTING}; it is {moodle_max} now), or "
+            f"export again with --max-grade {format_score(known)} to scale the grades to it."))
+        return
+    if route == "gradebook":
+        exported.notes.append(
+            f"Maximum grade: the kit cannot see the grade item's (the lab has {lab} points; "
+            f"Moodle's default is 100), and the gradebook's CSV import stores each number as "
+            f"is: 14.5 into a 100-point item is 14.5 of 100. Check it before importing (step "
+            f"1), or give the assignment's grading worksheet with --worksheet FILE (its "
+            f"Maximum grade is read), or state it with --max-grade N.")
+        exported.steps.insert(0, (
+            f"BEFORE importing: check that {thing} is {lab}, the lab's points "
+            f"({MOODLE_MAX_SETTING}, or Course > Grades > Gradebook setup > the item > Edit "
+            f"grade item). If it is not, set it to {lab}, or export again with --max-grade N "
+            f"(the item's maximum) to write the grades scaled to N."))
+
+
+def _scaled(value: float, lab_max: float, max_grade: float) -> float:
+    """``value`` of ``lab_max`` points as a grade of ``max_grade``, to two decimals
+    (half up, as a person rounds: 14.5 of 16 is 90.63 of 100)."""
+    if lab_max <= 0:
+        return value
+    exact = decimal.Decimal(repr(value)) * decimal.Decimal(repr(max_grade)) \
+        / decimal.Decimal(repr(lab_max))
+    return float(exact.quantize(decimal.Decimal("0.01"), rounding=decimal.ROUND_HALF_UP))
+
+
+def _moodle_grade(row: ClassRow, exported: Exported) -> str:
+    """A Moodle grade cell: the score, scaled to --max-grade when it is not the lab's points."""
+    value = _value(row, exported.late)
+    if exported.max_grade is not None and row.status != NO_SUBMISSION:
+        value = _scaled(value, exported.lab_max, exported.max_grade)
+    return _score(row, value)
+
+
+# --------------------------------------------------------------------------
+# Moodle: an earlier export of the same worksheet
+# --------------------------------------------------------------------------
+
+#: What the worksheet route exported, by worksheet: OUT/export/moodle/exported.json
+#: (wherever --dest put the files), so that a later export of the same file
+#: says what Moodle will skip.
+EXPORT_RECORD = Path("export") / "moodle" / "exported.json"
+#: The most exports the record keeps (the newest).
+EXPORT_RECORD_SIZE = 50
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _load_record(out_dir: Path) -> list[dict]:
+    path = out_dir / EXPORT_RECORD
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entries = data["exports"]
+        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _earlier_export(out_dir: Path, digest: str) -> dict | None:
+    """The newest earlier export of the worksheet whose bytes hash to ``digest``
+    (as the source filled in, or as the file the kit wrote)."""
+    found = [e for e in _load_record(out_dir)
+             if digest in (e.get("source_sha256"), e.get("written_sha256"))]
+    return found[-1] if found else None
+
+
+def _record_export(out_dir: Path, entry: dict) -> None:
+    path = out_dir / EXPORT_RECORD
+    entries = _load_record(out_dir) + [entry]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"exports": entries[-EXPORT_RECORD_SIZE:]}, indent=1,
+                               ensure_ascii=False), encoding="utf-8")
+
+
+def _second_upload(source: Path, earlier: dict, rows: list[ClassRow],
+                   participants: dict[int, str], grades: dict[str, str],
+                   comments: dict[str, str], exported: Exported) -> None:
+    """Say what Moodle does with a worksheet an earlier export filled in already.
+
+    Moodle's upload (mod/assign/feedback/offline/locallib.php
+    ``process_import_grades``, and its preview, importgradesform.php) reads each
+    row's "Last modified (grade)" with ``strtotime`` (``-`` gives false: 0) and
+    skips the row, grade and feedback comments alike, when Moodle's grade
+    record was modified more than 60 s later (``$stalemodificationdate``),
+    unless "Allow updating records ..." is ticked. A worksheet's cell is the
+    time of its download (gradingtable.php ``col_timemarked``); an upload makes
+    (or updates) each row's grade record, now. So the same file uploaded again
+    after a regrade is skipped on every row the first upload set. The preview
+    lists only what it will change ("Set grade for ...", 'Set field "Feedback
+    comments" for ...': the strings 'gradeupdate', 'feedbackupdate'), never a
+    skipped row, and says "No modified grades found in uploaded worksheet"
+    ('nochanges') when there is nothing it will change.
+
+    When rows changed since the earlier export, the first step says so and
+    what to do (a fresh download with --worksheet); otherwise a note does.
+    """
+    before_grades = earlier.get("grades") or {}
+    before_comments = earlier.get("feedback") or {}
+    changed = []
+    for row in rows:
+        participant = participants[id(row)]
+        old, new = before_grades.get(participant), grades.get(participant)
+        if old != new:
+            changed.append(f"{_who(row)}: {old if old is not None else 'not in it'} -> {new}")
+        elif before_comments.get(participant) not in (None, comments.get(participant)):
+            changed.append(f"{_who(row)}: its feedback")
+    when = earlier.get("exported_at") or "an earlier run"
+    record = f"OUT/{EXPORT_RECORD.as_posix()}"
+    if not changed:
+        exported.notes.append(
+            f"{source.name} is the worksheet an earlier export filled in ({when}; {record}), "
+            f"and no grade or comment changed since. If that export was uploaded, Moodle has "
+            f"them already and this upload changes nothing (\"No modified grades found in "
+            f"uploaded worksheet\").")
+        return
+    shown = "; ".join(changed[:10]) + (f"; and {len(changed) - 10} more"
+                                       if len(changed) > 10 else "")
+    exported.notes.append(
+        f"{source.name} is the worksheet an earlier export filled in ({when}; {record}), and "
+        f"{len(changed)} row(s) changed since: {shown}. If that export was uploaded, Moodle "
+        f"skips every row it set when this file is uploaded again with \"Allow updating "
+        f"records ...\" unticked, these included, and its preview does not list skipped rows: "
+        f"download the grading worksheet again and export with --worksheet FILE (step 1).")
+    exported.steps.insert(0, (
+        f"BEFORE uploading: {source.name} is the same worksheet an earlier export filled in "
+        f"({when}). If you uploaded that export, Moodle now holds a grade record for every row "
+        f"it set, newer than this file's \"Last modified (grade)\" cells (\"-\" or the times "
+        f"of the first download), and with \"Allow updating records that have been modified "
+        f"more recently in Moodle than in the spreadsheet\" unticked it skips those rows, "
+        f"grade and feedback comments alike: the {len(changed)} changed since would not reach "
+        f"Moodle. Its preview lists only the changes it will make (\"Set grade for ...\"), "
+        f"never a skipped row, and shows \"No modified grades found in uploaded worksheet\" "
+        f"when it skips them all. Download the grading worksheet again (" + MOODLE_ACTIONS +
+        f" > Download grading worksheet) and export with --worksheet FILE; or tick that box "
+        f"for this one upload, which also overwrites any grade changed in Moodle since (a "
+        f"TA's too)."))
 
 
 # --------------------------------------------------------------------------
@@ -932,7 +1394,8 @@ def _plain(out_dir: Path, rows: list[ClassRow], dest: Path, exported: Exported) 
 
 def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | None = None,
            moodle_key: str = "email", lab: str | None = None, late: str = "kit",
-           moodle_route: str = "worksheet", worksheet: Path | None = None) -> Exported:
+           moodle_route: str = "worksheet", worksheet: Path | None = None,
+           max_grade: float | None = None) -> Exported:
     """Write a graded lab's grades and feedback in the files ``to`` imports.
 
     Args:
@@ -955,7 +1418,13 @@ def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | N
             Grade and Feedback comments filled in; "gradebook": the
             gradebook's CSV import.
         worksheet: the grading worksheet to fill in (default: the roster
-            ``grade`` read, when it was one).
+            ``grade`` read, when it was one); with the gradebook route, read
+            for the assignment's Maximum grade and the grades Moodle holds.
+        max_grade: Moodle only: the assignment's (grade item's) Maximum grade
+            as the instructor states it; when it is not the lab's points the
+            grades are scaled to it (``_scaled``). Without it, the worksheet's
+            Maximum grade is checked, and the gradebook route's steps say to
+            check the item's (``_check_maximum``).
 
     Returns:
         Exported: the files written (README.txt among them), the counts, the
@@ -966,8 +1435,9 @@ def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | N
             ``moodle_key``, OUT not graded, a class.json of another lab or
             with no rows, students the LMS could not find (listed), no
             assignment column of the lab among several, no grading
-            worksheet for Moodle's default route, or ``late="lms"`` with
-            Moodle's gradebook route when the kit has a late policy.
+            worksheet for Moodle's default route, ``late="lms"`` with
+            Moodle's gradebook route when the kit has a late policy, or a
+            ``max_grade`` that is not a positive number, or not for Moodle.
     """
     if to not in EXPORT_FORMATS:
         raise ValueError(f"Unknown export format {to!r}: expected one of "
@@ -983,6 +1453,13 @@ def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | N
     if moodle_key not in MOODLE_KEYS:
         raise ValueError(f"Unknown Moodle key {moodle_key!r}: expected one of "
                          f"{', '.join(MOODLE_KEYS)} (--moodle-key).")
+    if max_grade is not None and to != "moodle":
+        raise ValueError(f"--max-grade is Moodle's Maximum grade, and the export is for {to}: "
+                         f"leave it out (Canvas takes the lab's points from the Points "
+                         f"Possible row; the csv has max_score).")
+    if max_grade is not None and not (math.isfinite(max_grade) and max_grade > 0):
+        raise ValueError(f"--max-grade {max_grade} is not a Maximum grade: give the positive "
+                         f"number Moodle shows as the assignment's Maximum grade (e.g. 100).")
     out_dir = Path(out_dir)
     info, rows = read_class(out_dir)
     if lab is not None and info["lab"] != lab:
@@ -1010,15 +1487,29 @@ def export(out_dir: Path, to: str, dest: Path | None = None, assignment: str | N
     rows = sorted(rows, key=lambda r: r.student.student_id)
     steps = before + [step.format(key=MOODLE_KEYS[moodle_key], worksheet="{worksheet}")
                       for step in UPLOAD_STEPS[route]]
-    exported = Exported(to=to, dest=dest, steps=steps, notes=notes, late=late)
+    exported = Exported(to=to, dest=dest, steps=steps, notes=notes, late=late,
+                        max_grade=max_grade, lab_max=max(r.max_score for r in rows))
+    plain = {id(row): _score(row, _value(row, late)) for row in rows}
     if to == "canvas":
         _canvas(out_dir, rows, assignment, dest, exported)
+        held, where = _roster_held(info, rows, assignment, exported)
+        _replaced_note(rows, held, plain, where, exported)
     elif route == "moodle":
         _moodle_worksheet(out_dir, rows, info, dest, exported, worksheet)
         _moodle_pages(out_dir, rows, exported)
     elif to == "moodle":
         _moodle_gradebook(out_dir, rows, assignment, dest, exported, moodle_key)
+        _gradebook_checks(info, rows, assignment, worksheet, exported)
     else:
         _plain(out_dir, rows, dest, exported)
+        column = None
+        if info.get("roster_kind") == "canvas gradebook":
+            try:
+                column = canvas_assignment(info, info["lab"])[0]
+            except ValueError:
+                column = None
+        held, where = _roster_held(info, rows, column, exported)
+        _replaced_note(rows, held, plain, where, exported,
+                       what="grades.csv's score would replace, imported there")
     _write_readme(exported, info["lab"])
     return exported
