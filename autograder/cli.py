@@ -192,7 +192,8 @@ def _export(args) -> int:
     done = export(Path(args.out), args.to, dest=Path(args.dest) if args.dest else None,
                   assignment=args.assignment, moodle_key=args.moodle_key, lab=args.lab,
                   late=args.late, moodle_route=args.moodle_route,
-                  worksheet=Path(args.worksheet) if args.worksheet else None)
+                  worksheet=Path(args.worksheet) if args.worksheet else None,
+                  max_grade=args.max_grade)
     print(f"Exported {done.grades} grades and {done.feedback} feedback pages of {args.lab} "
           f"for {args.to} into {done.dest}:")
     for name in sorted(done.files):
@@ -387,7 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "in) or gradebook (a CSV for the gradebook's import)")
     export.add_argument("--worksheet", metavar="FILE",
                         help="Moodle: the grading worksheet to fill in (default: the roster "
-                             "the lab was graded with)")
+                             "the lab was graded with); a fresh download after an earlier "
+                             "upload; with --moodle-route gradebook, read for the Maximum "
+                             "grade and the grades Moodle holds")
+    export.add_argument("--max-grade", type=float, metavar="N",
+                        help="Moodle: the assignment's (grade item's) Maximum grade in Moodle; "
+                             "when it is not the lab's points the grades are scaled to N "
+                             "(default: the lab's points, checked against the worksheet)")
     export.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
                         help="how Moodle's gradebook import finds each student (default: email)")
     export.set_defaults(func=_export)

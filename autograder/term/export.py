@@ -134,6 +134,17 @@ Who takes the late penalty (``late``)
     with ``worksheet=``); a student without one, or one the worksheet does
     not list, is refused (grade with the grading worksheet as ``--roster``).
 
+    The upload's preview (importgradesform.php) lists only what it will
+    change ("Set grade for <student> to <grade>", 'Set field "Feedback
+    comments" for ...'), never a skipped row, and "No modified grades found
+    in uploaded worksheet" when nothing. Each export of a worksheet is
+    recorded in ``OUT/export/moodle/exported.json`` (the worksheet's SHA-256,
+    the file written and its SHA-256, when, the grades and a hash of each
+    comment); a later export of the same file (after ``grade --only``) says,
+    first in the steps, that an upload of it is skipped on every row the first
+    upload set (``_second_upload``), and which rows changed since: the fix is a
+    fresh download given with ``worksheet=``.
+
 ``to="moodle"``, ``moodle_route="gradebook"``
     ``grades.csv`` for the gradebook's "Import > CSV file": ``Full name``,
     the key (``Email address`` with ``moodle_key="email"``, ``ID number``
@@ -148,7 +159,16 @@ Who takes the late penalty (``late``)
     feedback text is plain text: the score, the late penalty and one line
     per exercise. An imported grade is an override in the gradebook: later
     grading in the assignment does not reach the gradebook until it is
-    removed; hence the worksheet is the default.
+    removed; hence the worksheet is the default. The import stores each
+    number as is (``update_grade_item``: ``unformat_float``; then
+    lib/grade/grade_item.php ``update_final_grade`` clamps it to the item's
+    range, ``bounded_grade``): 14.5 into a 100-point item is 14.5 of 100.
+    The item's Maximum grade is read from the assignment's grading worksheet
+    (``worksheet=``, or the roster when it was one); Moodle's gradebook
+    export (grade/export/txt) has no maximum, only the grades by display type
+    ("Assignment: Lab 1 (Real)"). Where it is known and is not the lab's
+    points, the first step says to set it (or to export with
+    ``max_grade``); where it is not known, the first step says to check it.
 
     With either route, ``feedback.zip`` for the assignment's "Upload
     multiple feedback files in a zip": one folder per participant, named as
@@ -160,6 +180,23 @@ Who takes the late penalty (``late``)
     become spaces, as in Moodle's download. The participant id is the
     roster's ``lms_ids["participant"]``, else the Moodle download's
     (``Identity.user_id``); students without one are listed in ``skipped``.
+
+Maximum grade (``max_grade``, ``--max-grade``; Moodle only)
+    Moodle's Maximum grade of the assignment, as the instructor states it.
+    When it is not the lab's points, every Moodle grade is the lab's score
+    scaled to it, to two decimals half up (14.5 of 16 -> 90.63 of 100); the
+    feedback keeps the lab's points. It overrides what a worksheet says (with
+    a note when they differ: the worksheet may predate a change in Moodle).
+
+Grades the LMS holds already
+    Every export lists under "Read first" (the first 10, then a count; all
+    in ``Exported.replaced``) the students whose grade in the LMS, as the
+    file the kit has says it, is another one than the export's: Canvas's
+    gradebook export (the roster) in the assignment's column; Moodle's
+    worksheet's ``Grade`` with its ``Last modified (grade)`` (a 0, never set by
+    the worksheet, replaces nothing); the gradebook route's worksheet, or the
+    gradebook export's item column; for ``csv``, the roster's column of the
+    lab. A blank or ``-`` cell is no grade.
 
 ``to="csv"``
     ``grades.csv`` with ``student_id, name, email, section, lab, score,
