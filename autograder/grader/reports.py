@@ -53,7 +53,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from autograder.grader.results import GRADED, NO_SUBMISSION, SubmissionResult, needs_regrading
+from autograder.grader.results import (GRADED, NEEDS_REGRADING, NO_SUBMISSION, SubmissionResult,
+                                      needs_regrading)
 from autograder.limits import MAX_CELL_OUTPUT_BYTES, MAX_NOTEBOOK_OUTPUT_BYTES
 from autograder.text import (clean_text, csv_text, format_score, late_by, late_hours,
                             safe_filename, unique_name)
@@ -232,8 +233,63 @@ def _exercise_order(results: list[SubmissionResult]) -> list[str]:
     return list(order)
 
 
+def ran(result: SubmissionResult) -> bool:
+    """Whether ``result`` is a notebook the tests ran on ("graded", or "partly
+    graded: ..." when the run stopped): its exercises say what the student
+    did. A file that was empty, cut short, not a notebook, another lab's,
+    too large, or that the grader failed on has every exercise at 0 for a
+    reason that is not the exercise's."""
+    return result.status == GRADED or result.status.startswith("partly graded")
+
+
+#: Why a submission is not among the graded notebooks, by its status's start:
+#: (start, one, several). The last one that matches names it.
+LEFT_OUT = [
+    ("", "submission not graded for another reason", "submissions not graded for other reasons"),
+    ("empty file", "empty file", "empty files"),
+    ("not a notebook", "file that was not a notebook", "files that were not notebooks"),
+    ("invalid notebook", "notebook cut short or damaged", "notebooks cut short or damaged"),
+    ("wrong notebook", "notebook of another lab", "notebooks of another lab"),
+    ("this looks like lab", "notebook of another lab", "notebooks of another lab"),
+    ("file too large", "file too large to read", "files too large to read"),
+    ("grader error", "submission the grader failed on", "submissions the grader failed on"),
+    (NEEDS_REGRADING, "submission to grade again", "submissions to grade again"),
+]
+
+
+def left_out(results: list[SubmissionResult]) -> list[tuple[int, str]]:
+    """The submissions that are not graded notebooks (``ran``), counted by
+    why: [(2, "files that were not notebooks"), (1, "empty file")], most
+    first. Enrolled students who sent nothing are not submissions: not listed."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for r in results:
+        if r.status == NO_SUBMISSION or ran(r):
+            continue
+        _, one, several = [kind for kind in LEFT_OUT if r.status.startswith(kind[0])][-1]
+        counts[(one, several)] += 1
+    return [(count, one if count == 1 else several)
+            for (one, several), count in sorted(counts.items(), key=lambda kv: -kv[1])]
+
+
+def counted_note(results: list[SubmissionResult]) -> str:
+    """What report.html says beside the pass rates: which rows they count."""
+    graded = sum(ran(r) for r in results)
+    text = f"Of {graded} graded notebook{'s' * (graded != 1)}"
+    out = left_out(results)
+    if not out:
+        return text + "."
+    parts = [f"{count} {what}" for count, what in out]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    total = sum(count for count, _ in out)
+    return (f"{text}; {listed} {'is' if total == 1 else 'are'} not counted (their exercises "
+            f"are at 0 for that reason, not for the exercise's).")
+
+
 def pass_rates(results: list[SubmissionResult]) -> list[tuple[str, int, int]]:
-    """(exercise, passed, graded) in curriculum order (first appearance)."""
+    """(exercise, passed, graded) in curriculum order (first appearance), of
+    the graded notebooks only (``ran``): an empty file's, a .py's, a cut-short
+    notebook's exercises are not failed exercises (``left_out`` counts them)."""
+    results = [r for r in results if ran(r)]
     rates = []
     for exercise in _exercise_order(results):
         rows = [x for r in results for x in r.exercises if x.exercise == exercise]
@@ -243,7 +299,9 @@ def pass_rates(results: list[SubmissionResult]) -> list[tuple[str, int, int]]:
 
 def common_failures(results: list[SubmissionResult],
                     top: int = TOP_MESSAGES) -> dict[str, list[tuple[int, str]]]:
-    """Per exercise, the ``top`` most common failure messages: (count, example)."""
+    """Per exercise, the ``top`` most common failure messages: (count,
+    example), of the graded notebooks only (``ran``, as ``pass_rates``)."""
+    results = [r for r in results if ran(r)]
     found: dict[str, list[tuple[int, str]]] = {}
     for exercise in _exercise_order(results):
         counts: Counter[str] = Counter()
@@ -331,6 +389,7 @@ def report_html(results: list[SubmissionResult], lab_title: str,
         "report.html.j2", lab_title=lab_title, summary=_summary(results, max_score),
         histogram=_histogram_chart(score_histogram([r.score for r in results], max_score)),
         rates=_pass_rate_chart(pass_rates(submitted)), failures=common_failures(submitted),
+        counted=counted_note(submitted),
         not_graded=[r for r in ordered if r.status not in (GRADED, NO_SUBMISSION)],
         noted=[r for r in ordered if r.notes], term=term,
         missing=[r for r in ordered if r.status == NO_SUBMISSION],
@@ -420,17 +479,59 @@ def feedback_names(results: list[SubmissionResult]) -> dict[str, str]:
     return names
 
 
+#: Width of the file column in write_gradebook_table (its end is kept).
+FILE_WIDTH = 48
+#: The mark of a row whose file was chosen among several, or taken from a zip.
+CHOSEN_MARK = "*"
+
+
+def chosen_file(result: SubmissionResult) -> str:
+    """The file graded, as the terminal shows it, when it was chosen among
+    several of the student's files or taken out of the student's zip ("": it
+    was the student's one file). Found in the row's notes (choice.py's
+    CHOICE_NOTE, NESTED_NOTE), which grades.csv keeps (merge reads them back)."""
+    from autograder.grader.submissions.choice import CHOICE_NOTE, NESTED_NOTE
+
+    if not result.source_name or not any(CHOICE_NOTE.search(n) or NESTED_NOTE in n
+                                         for n in result.notes):
+        return ""
+    parts = result.source_name.split("/")
+    # From the student's zip on (alice/lab1.zip/lab1/x.ipynb -> lab1.zip/lab1/x.ipynb),
+    # else the file's own name.
+    start = max((i for i, part in enumerate(parts[:-1]) if part.lower().endswith(".zip")),
+                default=len(parts) - 1)
+    return "/".join(parts[start:])
+
+
 def write_gradebook_table(results: list[SubmissionResult]) -> str:
-    """A plain-text table of student, score/max and status, for the terminal."""
-    rows = [("student_id", "score", "status")]
+    """A plain-text table of student, score/max and status, for the terminal.
+
+    When a student's file was chosen among several (a resubmission kept
+    beside the first upload...) or taken from a zip they uploaded, a fourth
+    column ``file`` shows it, marked ``*``, and a line under the table says
+    where the reasons are.
+    """
+    rows = [("student_id", "score", "status", "file")]
     for r in _sorted(results):
         status = re.sub(r"\s+", " ", clean_text(r.status, keep_lines=False)).strip()
         if len(status) > STATUS_WIDTH:
             status = status[: STATUS_WIDTH - 3] + "..."
+        chosen = re.sub(r"\s+", " ", clean_text(chosen_file(r), keep_lines=False)).strip()
+        if len(chosen) > FILE_WIDTH:
+            chosen = "..." + chosen[-(FILE_WIDTH - 3):]
         rows.append((clean_text(r.student_id, keep_lines=False),
-                     f"{format_score(r.score)}/{format_score(r.max_score)}", status))
+                     f"{format_score(r.score)}/{format_score(r.max_score)}", status,
+                     f"{CHOSEN_MARK} {chosen}" if chosen else ""))
     w0 = max(len(row[0]) for row in rows)
     w1 = max(len(row[1]) for row in rows)
-    lines = [f"{a:<{w0}}  {b:>{w1}}  {c}".rstrip() for a, b, c in rows]
-    lines.insert(1, f"{'-' * w0}  {'-' * w1}  {'-' * len('status')}")
+    marked = sum(bool(row[3]) for row in rows[1:])
+    if not marked:
+        lines = [f"{a:<{w0}}  {b:>{w1}}  {c}".rstrip() for a, b, c, _ in rows]
+        lines.insert(1, f"{'-' * w0}  {'-' * w1}  {'-' * len('status')}")
+        return "\n".join(lines) + "\n"
+    w2 = max(len(row[2]) for row in rows)
+    lines = [f"{a:<{w0}}  {b:>{w1}}  {c:<{w2}}  {d}".rstrip() for a, b, c, d in rows]
+    lines.insert(1, f"{'-' * w0}  {'-' * w1}  {'-' * w2}  {'-' * len('file')}")
+    lines.append(f"{CHOSEN_MARK} the file graded of several the student uploaded, or from "
+                 f"inside their zip ({marked}): grades.csv's file and notes say which and why")
     return "\n".join(lines) + "\n"

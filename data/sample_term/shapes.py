@@ -689,6 +689,38 @@ def moodle_entry_name(p: MoodleParticipant, filename: str, *, folders: bool = Tr
     return f"{folder}/{filename}"
 
 
+def moodle_unused_filename(filename: str, existing: list[str]) -> str:
+    """The name Moodle gives an upload whose name is already in the draft area:
+    "lab1_attention.ipynb" -> "lab1_attention (1).ipynb", then " (2)"...
+
+    moodle/moodle lib/filestorage/file_storage.php ``get_unused_filename``
+    (since 2.5; repository/upload/lib.php ``process_upload`` stores the new
+    file under it and the file picker offers "Rename to ..." or "Overwrite"):
+        $basename = pathinfo($filename)['filename'];
+        if (preg_match('~^(.+) \\(([0-9]+)\\)$~', $basename, $matches)) $basename = $matches[1];
+        ... WHERE filename LIKE "$basename (%).$extension" ORDER BY length DESC, filename DESC
+        foreach: if (preg_match('~^(.+) \\(([0-9]+)\\)$~', $resultbasename, $m)) { $number = $m[2] + 1; break; }
+        $newfilename = $basename . ' (' . $number . ')' . '.' . $extension;
+    """
+    if filename not in existing:
+        return filename
+    stem, dot, ext = filename.rpartition(".")
+    if not dot:
+        stem, ext = filename, ""
+    tail = f".{ext}" if dot else ""
+    numbered = re.compile(r"^(.+) \(([0-9]+)\)$")
+    match = numbered.match(stem)
+    base = match[1] if match else stem
+    like = [n for n in existing if n.startswith(f"{base} (") and n.endswith(f"){tail}")]
+    number = 1
+    for name in sorted(like, key=lambda n: (len(n), n), reverse=True):
+        found = numbered.match(name.rpartition(".")[0] if dot and "." in name else name)
+        if found:
+            number = int(found[2]) + 1
+            break
+    return f"{base} ({number}){tail}"
+
+
 def moodle_zip(path, participants: list[MoodleParticipant], downloaded_at: datetime.datetime, *,
                server_tz: str = "UTC", folders: bool = True, version: str = "4.1",
                seconds_per_entry: float = 0.0) -> list[str]:
@@ -712,7 +744,9 @@ def moodle_zip(path, participants: list[MoodleParticipant], downloaded_at: datet
       ``zip_packer::archive_to_pathname`` -> ``stored_file::archive_file`` ->
       ``zip_archive::add_file_from_pathname`` -> ``ZipArchive::addFile`` of the
       pooled content file, so the stamp is that file's mtime: when the bytes
-      first reached the file pool (``pooled_at``), in the server's zone.
+      first reached the file pool (``pooled_at``, or ``pooled_at[filename]``
+      when it is a dict: a resubmission's files reached it at different
+      times), in the server's zone.
     Neither is the submission time: the worksheet's "Last modified
     (submission)" is.
     """
@@ -732,6 +766,8 @@ def moodle_zip(path, participants: list[MoodleParticipant], downloaded_at: datet
                     stamp = local + datetime.timedelta(seconds=index * seconds_per_entry)
                 else:
                     pooled = p.pooled_at or p.timemodified
+                    if isinstance(pooled, dict):
+                        pooled = pooled.get(filename) or p.timemodified
                     stamp = _aware(pooled, "pooled_at").astimezone(zone)
                 info = zipfile.ZipInfo(name, date_time=_dos_tuple(stamp))
                 info.compress_type = zipfile.ZIP_DEFLATED

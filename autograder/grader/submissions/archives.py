@@ -15,6 +15,12 @@ another system, unzipped here) is shown with U+FFFD for each byte that is
 not (:func:`display`), and the file is still read through its real name.
 Symbolic links, FIFOs and devices are listed (so their student gets a row
 saying why) but never opened.
+
+A zip a student uploaded (``lab1.zip`` holding the lab's notebook) is
+listed by :func:`nested_entries`, under the same limits as a class
+download (MAX_ARCHIVE_MEMBERS, MAX_ARCHIVE_BYTES, MAX_FILE_BYTES a file),
+and its files are read through it (origin ``("nested", <the zip's origin>,
+member_index)``); a zip inside it is listed, never opened.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
+import io
 import os
 import re
 import stat
@@ -148,12 +155,16 @@ def too_large_problem(size: int | None = None) -> str:
 def read_origin(origin: tuple) -> bytes:
     """The content at a Submission's ``origin``, at most MAX_FILE_BYTES.
 
-    ``origin`` is ``("file", path)`` or ``("zip", zip_path, member_index)``:
-    plain values, so that it travels to a worker process, which opens the zip
+    ``origin`` is ``("file", path)``, ``("zip", zip_path, member_index)`` or
+    ``("nested", origin, member_index)`` (a member of the zip a student
+    uploaded, itself at ``origin``): plain values, so that it travels to a worker process, which opens the zip
     once (``_archive``) and reads each member it is given from it.
     """
     if origin[0] == "file":
         return _read_limited(lambda: _open_regular(origin[1]))
+    if origin[0] == "nested":
+        _, outer, index = origin
+        return _read_limited(lambda: _member(read_origin(outer), index))
     _, zip_path, index = origin
     info = os.stat(zip_path)
     archive = _archive(zip_path, info.st_mtime_ns, info.st_size)
@@ -251,14 +262,13 @@ def check_archive(archive: zipfile.ZipFile, path: Path) -> None:
     the headers' and hold: the zip module never unpacks more than a
     member's header says.
     """
-    members = [info for info in archive.infolist() if not info.is_dir()]
-    if len(members) > MAX_ARCHIVE_MEMBERS:
+    members, total = _archive_sizes(archive)
+    if members > MAX_ARCHIVE_MEMBERS:
         raise ValueError(
-            f"Cannot read submissions from {display(str(path))!r}: it has {len(members):,} "
+            f"Cannot read submissions from {display(str(path))!r}: it has {members:,} "
             f"files, more than the {MAX_ARCHIVE_MEMBERS:,} a class download has (a zip bomb?). "
             "Check the zip; if it is right, unzip it yourself and pass the folder."
         )
-    total = sum(info.file_size for info in members if info.file_size <= MAX_FILE_BYTES)
     if total > MAX_ARCHIVE_BYTES:
         raise ValueError(
             f"Cannot read submissions from {display(str(path))!r}: its files would unpack to "
@@ -268,6 +278,82 @@ def check_archive(archive: zipfile.ZipFile, path: Path) -> None:
             "(each file is then read on its own, up to "
             f"{MAX_FILE_BYTES // (1024 * 1024)} MB)."
         )
+
+
+def _archive_sizes(archive: zipfile.ZipFile) -> tuple[int, int]:
+    """(files, bytes they unpack to) of ``archive``, by its headers: only the
+    files within MAX_FILE_BYTES count in the bytes (larger ones are never read)."""
+    members = [info for info in archive.infolist() if not info.is_dir()]
+    return len(members), sum(info.file_size for info in members
+                             if info.file_size <= MAX_FILE_BYTES)
+
+
+def nested_entries(entry: Entry) -> tuple[list[Entry], str]:
+    """The files of the zip a student uploaded (``entry``), or [] and why not.
+
+    The zip is read (at most MAX_FILE_BYTES, as any file) and listed under
+    the limits of a class download (check_archive's: MAX_ARCHIVE_MEMBERS
+    files, MAX_ARCHIVE_BYTES unpacked, a file past MAX_FILE_BYTES listed
+    but not read); nothing is extracted or kept: each file is read from the
+    zip again when asked. A file's path is the zip's path, ``/``, and its
+    path inside (``alice/lab1.zip/lab1/lab1_attention.ipynb``); its time is
+    the zip's (when the student uploaded it, as far as the download says),
+    never the time the student's own machine wrote inside. Why not: a
+    sentence to follow "the zip ..." ("cannot be opened: BadZipFile: ...").
+    """
+    data = entry.data()
+    if data is None:
+        return [], f"could not be read ({entry.problem or 'not read'})"
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as error:
+        return [], f"cannot be opened ({type(error).__name__}: {error}): it is damaged or not a zip"
+    with archive:
+        members, total = _archive_sizes(archive)
+        if members > MAX_ARCHIVE_MEMBERS:
+            return [], (f"has {members:,} files, more than the {MAX_ARCHIVE_MEMBERS:,} a "
+                        f"download may have (a zip bomb?): not opened")
+        if total > MAX_ARCHIVE_BYTES:
+            return [], (f"would unpack to {total / 1024 ** 3:.1f} GiB, more than the limit of "
+                        f"{MAX_ARCHIVE_BYTES / 1024 ** 3:.0f} GiB (a zip bomb?): not opened")
+        entries = []
+        for index, info in enumerate(archive.infolist()):
+            if info.is_dir():
+                continue
+            inner = _zip_name(info)
+            source = f"{entry.source_name}/{inner}"
+            parts = entry.parts + clean_parts(inner)
+            if info.flag_bits & 0x1:
+                entries.append(Entry(source, parts, info.file_size, entry.mtime, None,
+                                     "the file is password-protected inside the zip: not "
+                                     "read; upload the .ipynb itself, not in a zip"))
+                continue
+            if info.file_size > MAX_FILE_BYTES:
+                entries.append(Entry(source, parts, info.file_size, entry.mtime, None,
+                                     too_large_problem(info.file_size)))
+                continue
+            outer = entry.reader
+            reader = entry_reader(lambda index=index: _member(outer(), index))
+            origin = ("nested", entry.origin, index) if entry.origin is not None else None
+            entries.append(Entry(source, parts, info.file_size, entry.mtime, reader,
+                                 origin=origin))
+    return entries, ""
+
+
+@contextlib.contextmanager
+def _member(data: bytes, index: int):
+    """The ``index``-th member of the zip ``data``, open for reading."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive, \
+            archive.open(archive.infolist()[index]) as handle:
+        yield handle
+
+
+def root_origin(origin: tuple | None) -> tuple | None:
+    """The origin of the file in the download that holds ``origin``: itself,
+    or for a file inside a zip a student uploaded, that zip's."""
+    while origin is not None and origin[0] == "nested":
+        origin = origin[1]
+    return origin
 
 
 def zip_entries(archive: zipfile.ZipFile, path: Path | None = None) -> list[Entry]:

@@ -5,13 +5,27 @@ first, then by name: a file without a problem before one with a problem; the
 notebook with the most of this lab's exercises answered (an answer cell, or
 a cell defining the exercise, that no longer raises NotImplementedError);
 a notebook named like the lab notebook (exact or a "Copy of"/"(1)"
-duplicate) before another notebook; the newest (file or zip mtime); the
-fewest duplicate markers; the first by name. So a newer ``alice (1).ipynb``
-that is the blank notebook, or another lab's, does not replace alice's
-work. Grading every file and keeping the best is not done: it would reward
-uploading many guesses (and cost a grading per file). Which file was graded
-and why is said in ``note`` (remarks for the instructor, in the student's
-row of grades.csv), never in ``problem`` (reasons that stop grading).
+duplicate) before another notebook; then the newest; the fewest duplicate
+markers; the first by name. So a newer ``alice (1).ipynb`` that is the
+blank notebook, or another lab's, does not replace alice's work. Grading
+every file and keeping the best is not done: it would reward uploading many
+guesses (and cost a grading per file). Which file was graded and why is
+said in ``note`` (remarks for the instructor, in the student's row of
+grades.csv), never in ``problem`` (reasons that stop grading).
+
+"The newest" is what the LMS says, never the zip's times, in a Moodle or
+Canvas download (lms.py, Candidate.lms): Moodle 4.1+ stamps every entry
+with the download's time and Moodle 4.0 with when the bytes reached its
+file pool, so the times would grade one file from one zip and another from
+the other. The LMS's naming says it instead: a later upload of a name the
+student's files already have is ``lab1_attention (1).ipynb`` (Moodle),
+``lab1_attention-1.ipynb`` (Canvas), and Canvas's attachment ids grow with
+each upload: the same file is graded from every version of a download.
+Files of different names that the LMS does not order are chosen by name
+(the note says the download does not say which is newer). Elsewhere (a
+folder of files, a plain zip) the newest file or zip time comes first.
+When a file the LMS says is later is not graded (empty, cut short, fewer
+exercises answered), the note says so and why.
 """
 
 from __future__ import annotations
@@ -21,11 +35,18 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from autograder.grader.submissions.archives import TooLarge, read_origin, too_large_problem
-from autograder.grader.submissions.lms import LAB_NOTEBOOK, OTHER_LAB, Candidate, Group
+from autograder.grader.submissions.archives import (TooLarge, read_origin, root_origin,
+                                                    too_large_problem)
+from autograder.grader.submissions.lms import (LAB_NOTEBOOK, LMS_NAMING, OTHER_LAB, Candidate,
+                                               Group)
 from autograder.grader.submissions.identity import Identity
 
 _MAX_LISTED = 5
+#: How the note on a student whose file was chosen among several begins
+#: (reports.write_gradebook_table finds it): "3 files for this student: graded ...".
+CHOICE_NOTE = re.compile(r"\b(\d+) files for this student: graded ")
+#: What the note on a notebook graded from inside a student's zip says.
+NESTED_NOTE = "from inside the student's zip"
 
 
 @dataclass
@@ -103,9 +124,13 @@ def choose(group: Group, exercises: tuple[str, ...]) -> Submission:
     readable = [c for c in group.candidates if not problems[id(c)] and c.kind < OTHER_LAB]
     answers = {id(c): answered(c.entry.data(), exercises) if len(readable) > 1 else 0
                for c in readable}
+    # In an LMS's download the LMS's naming orders the uploads, not the zip's times.
+    by_lms = all(c.lms for c in group.candidates)
 
     def rank(c: Candidate):
-        return (bool(problems[id(c)]), -answers.get(id(c), -1), c.kind, -c.entry.mtime,
+        newest = ((bool(_later_than(c, group.candidates)), -c.upload_id) if by_lms
+                  else (-c.entry.mtime,))
+        return (bool(problems[id(c)]), -answers.get(id(c), -1), c.kind, *newest,
                 c.markers, c.entry.source_name)
 
     ordered = sorted(group.candidates, key=rank)
@@ -114,7 +139,11 @@ def choose(group: Group, exercises: tuple[str, ...]) -> Submission:
     if best.note:
         notes.append(best.note)
     if len(ordered) > 1:
-        notes.append(_choice_note(best, ordered[1:], problems, answers, len(exercises)))
+        facts = _Facts(problems, answers, len(exercises), by_lms)
+        notes.append(_choice_note(best, ordered[1:], facts))
+        later = _later_than(best, group.candidates)
+        if later:
+            notes.append(_not_graded_note(later, best, facts))
     submitted_at, time_source = submission_time(group, best)
     return Submission(
         student_id="",
@@ -137,7 +166,8 @@ def submission_time(group: Group, best: Candidate) -> tuple[str, str]:
     if not best.entry.mtime:
         return "", ""
     try:
-        if best.entry.origin and best.entry.origin[0] == "zip":
+        origin = root_origin(best.entry.origin)
+        if origin and origin[0] == "zip":
             # The zip's date is a wall-clock time; archives.py read it as local.
             stamp = datetime.datetime.fromtimestamp(best.entry.mtime)
             return stamp.isoformat(timespec="seconds"), "zip time"
@@ -194,18 +224,65 @@ def _problem_of(candidate: Candidate) -> str:
     return candidate.problem
 
 
-def _choice_note(best: Candidate, others: list[Candidate], problems: dict,
-                 answers: dict, exercises: int) -> str:
+@dataclass
+class _Facts:
+    """What choose found of a student's files, for the notes."""
+
+    problems: dict
+    answers: dict
+    exercises: int
+    by_lms: bool
+
+
+def _later_than(candidate: Candidate, others: list[Candidate]) -> Candidate | None:
+    """The latest of ``others`` that the LMS's naming says was uploaded after
+    ``candidate`` (None: none is): the same name with a higher number
+    (Moodle's " (N)", Canvas's "-N"), or for Canvas a higher attachment id."""
+    if not candidate.lms:
+        return None
+    later = [o for o in others if o is not candidate and o.lms == candidate.lms and (
+        (o.family == candidate.family and o.number > candidate.number)
+        or (o.lms == "canvas" and o.upload_id > candidate.upload_id))]
+    return max(later, key=lambda o: (o.upload_id, o.number), default=None)
+
+
+def _short(candidate: Candidate) -> str:
+    return repr(candidate.entry.parts[-1] if candidate.entry.parts
+                else candidate.entry.source_name)
+
+
+def _order_rule(newer: Candidate, older: Candidate) -> str:
+    """Why the LMS says ``newer`` was uploaded after ``older``."""
+    if newer.lms == "canvas" and newer.upload_id != older.upload_id:
+        return (f"Canvas's attachment id {newer.upload_id} is after {older.upload_id}; ids grow "
+                f"with each upload")
+    if newer.lms == "canvas":
+        return (f"Canvas names a file uploaded when its name is taken '<name>-N' "
+                f"(Attachment.make_unique_filename)")
+    return (f"Moodle names a file uploaded when its name is taken '<name> (N)' "
+            f"(file_storage::get_unused_filename), N growing")
+
+
+def _choice_note(best: Candidate, others: list[Candidate], facts: _Facts) -> str:
     """Which of a student's files was graded and why, and which were not."""
     runner = others[0]
+    problems, answers = facts.problems, facts.answers
     mine, theirs = answers.get(id(best), -1), answers.get(id(runner), -1)
     if problems[id(runner)] and not problems[id(best)]:
         why = "the only one without a problem"
     elif id(runner) in answers and mine != theirs:
-        why = (f"the most exercises answered: {mine} of {exercises}, against "
+        why = (f"the most exercises answered: {mine} of {facts.exercises}, against "
                f"{max(theirs, 0)} in {runner.entry.source_name!r}")
     elif runner.kind != best.kind:
         why = "named like the lab notebook" if best.kind == LAB_NOTEBOOK else "a notebook"
+    elif facts.by_lms and _later_than(runner, [best]):
+        why = f"the later upload: {_order_rule(best, runner)}"
+    elif facts.by_lms:
+        lms = LMS_NAMING.get(best.lms, best.lms)
+        name = ("the closest name to the lab notebook" if runner.markers != best.markers
+                else "the first by name")
+        why = (f"{name}; {lms}'s download does not say which was uploaded later (its zip "
+               f"times are not upload times)")
     elif runner.entry.mtime != best.entry.mtime:
         why = "the newest"
     else:
@@ -215,3 +292,24 @@ def _choice_note(best: Candidate, others: list[Candidate], problems: dict,
         listed.append(f"and {len(others) - _MAX_LISTED} more")
     return (f"{len(others) + 1} files for this student: graded {best.entry.source_name!r} "
             f"({why}); ignored {', '.join(listed)}")
+
+
+def _not_graded_note(later: Candidate, best: Candidate, facts: _Facts) -> str:
+    """Why the file the LMS says is later was not graded (the fair choice: a
+    later upload that is empty, cut short or answers less does not replace
+    the student's work; the instructor may decide otherwise)."""
+    problem = facts.problems[id(later)]
+    theirs, mine = facts.answers.get(id(later), -1), facts.answers.get(id(best), -1)
+    if problem:
+        why = problem
+    elif id(later) in facts.answers and theirs < mine:
+        why = (f"it answers fewer exercises ({max(theirs, 0)} of {facts.exercises}, against "
+               f"{mine})" if theirs >= 0 else "it is not a notebook that can be read "
+               "(cut short or damaged)")
+    elif later.kind != best.kind:
+        why = "it is not named like the lab notebook" if best.kind == LAB_NOTEBOOK \
+            else "it is not a notebook of this lab"
+    else:
+        why = "it ranks below by name"
+    return (f"{later.entry.source_name!r} is the later upload ({_order_rule(later, best)}) "
+            f"but was not graded: {why}")

@@ -63,6 +63,26 @@ paths are relative to the folder or zip given:
 Noise is ignored: ``__MACOSX/``, ``.ipynb_checkpoints/`` and any other path
 part starting with ``.``, ``__pycache__/``, ``submission_metadata.yml``,
 ``Thumbs.db``, ``desktop.ini`` and Office lock files (``~$...``).
+
+Resubmissions: the LMS names a later upload whose name the student's
+files already have, and that order is kept on the Candidate (choice.py
+grades the later one, the same whatever the zip's times say):
+
+- Moodle (``file_storage::get_unused_filename``, lib/filestorage/
+  file_storage.php, used by the file picker's "Rename" when a file of that
+  name is in the draft area): ``lab1_attention.ipynb``, then
+  ``lab1_attention (1).ipynb``, ``lab1_attention (2).ipynb``: the name
+  before the last ``.`` without a final `` (N)``, then `` (N+1)`` for the
+  highest N there;
+- Canvas (``Attachment.make_unique_filename``, app/models/attachment.rb):
+  ``lab1_attention-1.ipynb``, ``-2``...; and the attachment id in Canvas's
+  entry name (``<name>_<user id>_<attachment id>_<file>``) grows with each
+  upload.
+
+A ``.zip`` the student uploaded is opened (archives.nested_entries) and
+each notebook in it is a Candidate, named by its path inside (with a note
+saying so); a zip that cannot be opened, holds no notebook or only another
+zip stays one Candidate whose problem says why.
 """
 
 from __future__ import annotations
@@ -74,7 +94,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from autograder.grader.submissions.archives import Entry
+from autograder.grader.submissions.archives import Entry, nested_entries
 from autograder.grader.submissions.identity import Identity
 
 _NOISE_PARTS = {"__macosx", "__pycache__"}
@@ -117,16 +137,73 @@ _RENAMED_NOTEBOOK = (".ipynb.txt", ".ipynb.json")
 #: What a Candidate is, best first (choice.py ranks by it).
 LAB_NOTEBOOK, OTHER_NOTEBOOK, OTHER_LAB, NOT_A_NOTEBOOK = range(4)
 
+#: Moodle's numbered name: file_storage::get_unused_filename matches the name
+#: before its last "." with ``~^(.+) \(([0-9]+)\)$~``.
+_MOODLE_NUMBER = re.compile(r"^(.+) \(([0-9]+)\)$")
+#: Canvas's extension (Attachment.make_unique_filename):
+#: ``filename[/(\.[A-Za-z][A-Za-z0-9]*)*(\.[A-Za-z0-9]*)$/]``.
+_CANVAS_EXT = re.compile(r"(\.[A-Za-z][A-Za-z0-9]*)*(\.[A-Za-z0-9]*)$")
+#: A student's zip with more notebooks than this is no one student's upload.
+MAX_NESTED_NOTEBOOKS = 10
+#: The LMSs whose naming orders a student's uploads (choice.py).
+LMS_NAMING = {"moodle": "Moodle", "canvas": "Canvas"}
+
 
 @dataclass
 class Candidate:
-    """An entry with what its name says about it."""
+    """An entry with what its name says about it.
+
+    ``lms``, ``family``, ``number`` and ``upload_id`` are the upload order
+    the LMS's naming gives ("" and 0 outside a Moodle or Canvas download):
+    of two files of one ``family`` (the name without the LMS's number), the
+    higher ``number`` was uploaded later; Canvas's ``upload_id`` (the
+    attachment id) grows with every upload.
+    """
 
     entry: Entry
     kind: int  # LAB_NOTEBOOK, OTHER_NOTEBOOK, OTHER_LAB or NOT_A_NOTEBOOK
     markers: int  # duplicate markers removed from its name ("Copy of", "(1)")
     problem: str
     note: str
+    lms: str = ""
+    family: str = ""
+    number: int = 0
+    upload_id: int = 0
+
+
+def moodle_number(name: str) -> tuple[str, int]:
+    r"""(the name without Moodle's number, the number): ``"a (2).ipynb"`` ->
+    ``("a.ipynb", 2)``; ``(name, 0)`` when it has none.
+
+    The inverse of ``file_storage::get_unused_filename``: PHP's
+    ``pathinfo($filename)['filename']`` (before the last ".") matched by
+    ``~^(.+) \(([0-9]+)\)$~``; the new name is ``$basename . ' (' . $number
+    . ')' . '.' . $extension``.
+    """
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        stem, ext = name, ""
+    match = _MOODLE_NUMBER.match(stem)
+    if not match:
+        return name, 0
+    return match[1] + (f".{ext}" if dot else ""), int(match[2])
+
+
+def canvas_number(name: str) -> tuple[str, int]:
+    r"""(the name without Canvas's number, the number): ``"a-1.ipynb"`` ->
+    ``("a.ipynb", 1)``; ``(name, 0)`` when it has none.
+
+    The inverse of ``Attachment.make_unique_filename``: the extension is
+    ``filename[/(\.[A-Za-z][A-Za-z0-9]*)*(\.[A-Za-z0-9]*)$/] || ""``, the
+    new name ``"#{basename}-#{addition}#{extname}"``.
+    """
+    found = _CANVAS_EXT.search(name)
+    ext = found.group(0) if found else ""
+    base = name[: len(name) - len(ext)] if ext else name
+    match = re.match(r"^(.+)-([0-9]+)$", base)
+    if not match:
+        return name, 0
+    return match[1] + ext, int(match[2])
 
 
 @dataclass
@@ -606,9 +683,21 @@ class _Rules:
             self.groups[key] = Group(key, raw_id, split_ext(name)[0], identity)
         return self.groups[key]
 
-    def _add(self, group: Group, entry: Entry, name: str, named_by_student: bool) -> None:
-        group.candidates.append(
-            classify(entry, name, self.lab_id, self.notebook_stem, named_by_student))
+    def _add(self, group: Group, entry: Entry, name: str, named_by_student: bool,
+             lms: str = "", upload_id: int = 0) -> None:
+        """Add ``entry`` (the student's file ``name``) to ``group``: a zip's
+        notebooks, each in its own right (``unzip``), or the file."""
+        candidate = classify(entry, name, self.lab_id, self.notebook_stem, named_by_student)
+        if lms:
+            folder = "/".join(entry.parts[:-1])
+            family, number = (moodle_number if lms == "moodle" else canvas_number)(name)
+            candidate.lms, candidate.number, candidate.upload_id = lms, number, upload_id
+            candidate.family = f"{folder}/{family}"
+        if candidate.kind == NOT_A_NOTEBOOK and split_ext(name)[1] == ".zip" \
+                and not entry.problem:
+            group.candidates.extend(unzip(candidate, name, self.lab_id, self.notebook_stem))
+        else:
+            group.candidates.append(candidate)
 
     def _canvas(self, entry: Entry, name: str) -> bool:
         """Rule 2: a Canvas bulk-download name; False when ``name`` is not one."""
@@ -622,7 +711,8 @@ class _Rules:
         if canvas["late"]:
             group.marked_late = True
             group.note("submitted late (Canvas: LATE)")
-        self._add(group, entry, canvas["orig"], named_by_student=True)
+        self._add(group, entry, canvas["orig"], named_by_student=True, lms="canvas",
+                  upload_id=int(canvas["sub"]))
         return True
 
     def _moodle_flat(self, entry: Entry, name: str) -> bool:
@@ -634,7 +724,7 @@ class _Rules:
                             f"{moodle['name']}_{moodle['pid']}", moodle["orig"],
                             Identity("moodle", moodle["name"], moodle["pid"],
                                      submission_id=f"{moodle['name']}_{moodle['pid']}"))
-        self._add(group, entry, moodle["orig"], named_by_student=True)
+        self._add(group, entry, moodle["orig"], named_by_student=True, lms="moodle")
         return True
 
     def _top_file(self, entry: Entry, name: str) -> None:
@@ -669,4 +759,65 @@ class _Rules:
             group = self._group(("folder", folder), folder, name, Identity("folder", folder))
             if _GRADESCOPE.match(folder) and self.metadata_problem:
                 group.note(self.metadata_problem)
-        self._add(group, entry, name, named_by_student=True)
+        self._add(group, entry, name, named_by_student=True,
+                  lms="moodle" if moodle else "")
+
+
+# -- a zip the student uploaded ---------------------------------------------------
+
+
+def unzip(candidate: Candidate, name: str, lab_id: str, notebook_stem: str) -> list[Candidate]:
+    """The notebooks in the zip a student uploaded, each a Candidate; else
+    ``[candidate]`` (the zip) with a problem saying why none is graded.
+
+    Noise inside (``__MACOSX/``, ``.ipynb_checkpoints/``...) is ignored as
+    in a download. Each notebook keeps the zip's upload order (its LMS
+    number) and says in its note that it was graded from inside the zip;
+    a zip inside the zip is never opened (said in the note, or the problem
+    when it is all there is). A zip of more than MAX_NESTED_NOTEBOOKS
+    notebooks is no student's upload: not graded, with the reason.
+    """
+    zip_entry = candidate.entry
+    fix = (f"upload {notebook_stem}.ipynb itself, not in a zip (in Jupyter or Colab: "
+           f"File > Download > Download .ipynb)")
+    entries, problem = nested_entries(zip_entry)
+    if problem:
+        candidate.problem = f"not a notebook: the zip {name!r} {problem}; {fix}"
+        return [candidate]
+    depth = len(zip_entry.parts)
+    files = [e for e in entries if not is_noise(e.parts[depth:])]
+    inside = ["/".join(e.parts[depth:]) for e in files]
+    zips = [path for path in inside if split_ext(path)[1] == ".zip"]
+    notebooks = [e for e in files if split_ext(e.parts[-1])[1] == ".ipynb"]
+    if not notebooks:
+        held = ", ".join(repr(path) for path in inside[:_MAX_SHOWN]) + (
+            f" and {len(inside) - _MAX_SHOWN} more" if len(inside) > _MAX_SHOWN else "")
+        if zips and len(zips) == len(inside):
+            why = f"holds only another zip ({held}): a zip inside a zip is not opened"
+        elif inside:
+            why = f"holds no notebook (it holds {held})"
+        else:
+            why = "is empty"
+        candidate.problem = f"not a notebook: the zip {name!r} {why}; {fix}"
+        return [candidate]
+    if len(notebooks) > MAX_NESTED_NOTEBOOKS:
+        candidate.problem = (
+            f"not graded: the zip {name!r} holds {len(notebooks)} notebooks, more than the "
+            f"{MAX_NESTED_NOTEBOOKS} one student's upload may hold; {fix}. (A class download "
+            f"is given to the grader itself as the submissions, not inside a folder.)")
+        return [candidate]
+    skipped = (f"; {', '.join(repr(z) for z in zips[:_MAX_SHOWN])} inside it (a zip inside a "
+               f"zip) not opened" if zips else "")
+    found = []
+    for entry in notebooks:
+        path = "/".join(entry.parts[depth:])
+        inner = classify(entry, entry.parts[-1], lab_id, notebook_stem, named_by_student=True)
+        inner.lms, inner.family = candidate.lms, candidate.family
+        inner.number, inner.upload_id = candidate.number, candidate.upload_id
+        inner.note = "; ".join(filter(None, [
+            inner.note, f"graded {path!r} from inside the student's zip {name!r}{skipped}"]))
+        found.append(inner)
+    return found
+
+
+_MAX_SHOWN = 5
