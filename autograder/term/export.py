@@ -1176,8 +1176,9 @@ def _replaced_note(rows: list[ClassRow], held: dict[int, tuple[str, str]],
     exported.notes.append(
         f"{len(replaced)} student(s) already have another grade in {where}, which {what} "
         f"(the LMS's grade -> the export's): {shown}{more}. A TA may have "
-        f"entered them: check each before importing, and change the file's cell (or the "
-        f"grade, with `grade --only`) where the LMS's grade should stay.")
+        f"entered them: check each before importing. Where the LMS's grade should stay, "
+        f"write it into the file's cell (a blank cell removes a grade in Canvas), or put the "
+        f"TA's scores in OUT/overrides.csv and grade again (--only the student).")
 
 
 def _max_grade_source(info: dict, worksheet: Path | None) -> Path | None:
@@ -1239,8 +1240,15 @@ def _check_maximum(exported: Exported, moodle_max: str | None, where: str, lab_m
     if known is not None:
         if abs(known - lab_max) <= 1e-9:
             return
-        verb = ("skips a grade above its maximum and does not rescale" if route == "worksheet"
-                else "stores each number as is (14.5 of 100), with no word")
+        full = f"{lab} of {lab} here is {lab} of {format_score(known)} in Moodle"
+        if route == "worksheet":
+            verb = (f"stores each grade as is, with no warning ({full})" if known > lab_max
+                    else "skips a grade above its maximum, without a word, and does not "
+                         "rescale")
+        else:
+            verb = (f"stores each number as is, with no warning ({full})" if known > lab_max
+                    else "stores each number as is, and a grade above the maximum as the "
+                         "maximum")
         if route == "worksheet":
             exported.notes.append(
                 f"Moodle's Maximum grade for this assignment is {moodle_max}, and the lab has "
