@@ -212,6 +212,37 @@ def _export(args) -> int:
     return 0
 
 
+def _term(args) -> int:
+    from autograder.labs import KIT_ROOT, read_course_file
+    from autograder.text import clean_text
+    from autograder.term.whole import TermSettings, build_gradebook, parse_lab_arguments
+    from autograder.term.whole_files import rule_text, write_term
+
+    course = Path(args.course) if args.course else KIT_ROOT / "course.toml"
+    settings = TermSettings.from_settings(
+        read_course_file(course).get("term"), course.parent, parse_lab_arguments(args.labs),
+        Path(args.excused) if args.excused else None)
+    book = build_gradebook(settings)
+    done = write_term(book, Path(args.out), moodle_key=args.moodle_key)
+    print(f"The term: {len(book.labs)} labs ({', '.join(lab.lab for lab in book.labs)}), "
+          f"{len(book.rows)} students, into {done.dest}:")
+    for name in sorted(done.files):
+        print(f"  {name}")
+    print(clean_text(rule_text(book), keep_lines=False))
+    notes = book.notes + done.notes
+    if notes:
+        print("Read first:")
+        for note in notes:
+            print(f"  - {clean_text(note, keep_lines=False)}")
+    for lms, why in done.not_written.items():
+        print(f"Not written: the {lms} import: {clean_text(why, keep_lines=False)}")
+    print("Steps:")
+    for number, step in enumerate(done.steps, 1):
+        print(f"  {number}. {clean_text(step, keep_lines=False)}")
+    print(f"(The same in {done.dest / 'README.txt'}; the report in {done.dest / 'term.html'}.)")
+    return 0
+
+
 def _gradescope(args) -> int:
     from autograder.scaleout.gradescope import build_bundle
 
@@ -398,6 +429,22 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
                         help="how Moodle's gradebook import finds each student (default: email)")
     export.set_defaults(func=_export)
+
+    whole = commands.add_parser(
+        "term", help="the whole term in one gradebook: every lab's graded OUT, the weights, "
+                     "drops and excused labs of course.toml [term]; term.csv, term.html and "
+                     "Canvas, Moodle and CSV imports with a column per lab")
+    whole.add_argument("labs", nargs="*", metavar="LAB=OUT",
+                      help="each lab and the --out folder it was graded into, e.g. "
+                           "lab1=lab1-out lab4=lab4-out (default: course.toml [term] labs)")
+    whole.add_argument("--out", required=True, help="folder for term.csv, term.html, export/")
+    whole.add_argument("--course", help="the course settings with [term] (default: the kit's "
+                                       "course.toml)")
+    whole.add_argument("--excused", help="CSV student_id,lab,reason of excused labs (default: "
+                                        "course.toml [term] excused)")
+    whole.add_argument("--moodle-key", choices=("email", "id_number"), default="email",
+                      help="how Moodle's gradebook import finds each student (default: email)")
+    whole.set_defaults(func=_term)
 
     gradescope = commands.add_parser(
         "gradescope", help="write a lab's Gradescope autograder bundle (grading at submission "
