@@ -87,7 +87,8 @@ def grade(lab_id: str, submissions: Path, out_dir: Path, options: GradingOptions
     term = Term.load(lab_id, source_points(grader.lab), grader.out_dir,
                      course_file=options.course_file, roster=options.roster,
                      times=options.times, extensions=options.extensions,
-                     overrides=options.overrides)
+                     overrides=options.overrides,
+                     worksheet_timezone=options.worksheet_timezone)
     # Every line of them is matched to the class before anyone is graded.
     term.check(grader.find(submissions, term.roster))
     results = grader.grade_all(submissions, term.roster)
@@ -108,8 +109,9 @@ def remembered_term(out_dir: Path, options: GradingOptions) -> GradingOptions:
     """``options`` with the term's files (roster, course settings, times,
     extensions, overrides) of the last run into ``out_dir`` where this run
     names none, so that `grade --only bob` or a resumed run applies the same
-    rules; then OUT/term.json records this run's. A file given replaces the
-    remembered one; deleting OUT/term.json forgets them all.
+    rules (and --worksheet-timezone, while the roster is the same); then
+    OUT/term.json records this run's. A file given replaces the remembered
+    one; deleting OUT/term.json forgets them all.
 
     Raises:
         ValueError: a remembered file is gone (moved or deleted), saying which.
@@ -133,9 +135,19 @@ def remembered_term(out_dir: Path, options: GradingOptions) -> GradingOptions:
                     f"Give {flag} again with its new place, or delete {record} to grade "
                     f"without the files the earlier runs used.")
             changes[name] = Path(path)
+    # the zone of a Moodle worksheet goes with it (--worksheet-timezone)
+    if not isinstance(remembered, dict):
+        remembered = {}
+    zone = remembered.get("worksheet_timezone")
+    same_roster = options.roster is None or (
+        str(Path(options.roster).resolve()) == remembered.get("roster"))
+    if options.worksheet_timezone is None and isinstance(zone, str) and same_roster:
+        changes["worksheet_timezone"] = zone
     options = dataclasses.replace(options, **changes) if changes else options
-    used = {name: str(Path(getattr(options, name)).resolve()) for name in TERM_FILES
-            if getattr(options, name) is not None}
+    used: dict[str, str] = {name: str(Path(getattr(options, name)).resolve())
+                            for name in TERM_FILES if getattr(options, name) is not None}
+    if options.worksheet_timezone:
+        used["worksheet_timezone"] = options.worksheet_timezone
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(used, indent=1), encoding="utf-8")
     return options

@@ -139,8 +139,8 @@ MOODLE_WORKSHEET = (
     '"Feedback comments"\n'
     '"Participant 200001","Jane Doe",jane@uni.example,"Submitted for grading",,10.00,Yes,'
     '"Monday, 5 October 2026, 9:00 PM",-,\n'
-    '"Participant 200002","Tom Lee",tom@uni.example,"Submitted for grading",,10.00,Yes,'
-    '"Wednesday, 7 October 2026, 10:15 AM",-,\n'
+    '"Participant 200002","Tom Lee",tom@uni.example,"Submitted for grading - 1 day 10 hours '
+    'late",,10.00,Yes,"Wednesday, 7 October 2026, 10:15 AM",-,\n'
     '"Participant 200003","Ada Kay",ada@uni.example,"No submission",,10.00,Yes,-,-,\n'
 )
 

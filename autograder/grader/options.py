@@ -85,6 +85,9 @@ class GradingOptions:
         extensions: a CSV of extensions (None: course.toml's, if any).
         overrides: the instructor's scores and notes (None: OUT/overrides.csv
             when it exists).
+        worksheet_timezone: the zone of Moodle's grading worksheet's dates, an
+            IANA name (None: course.toml's, else the course's; autograder.term.late.
+            worksheet_zone).
         similarity: compare the answers pairwise after grading.
         similar_to: a folder of earlier terms' or public solutions to compare with.
         similarity_threshold: the pair's similarity (the mean of the two sides'
@@ -151,6 +154,11 @@ class GradingOptions:
     overrides: Path | None = option(
         None, "--overrides", "CSV student_id,exercise,score,note,by: your scores and notes "
         "(default: OUT/overrides.csv when it exists)", group="term", type=Path)
+    worksheet_timezone: str | None = option(
+        None, "--worksheet-timezone", "the time zone of the Moodle profile of whoever downloaded "
+        "the grading worksheet given as --roster: Moodle writes its dates in it (default: "
+        "course.toml's [moodle] worksheet_timezone, else the course's; checked against "
+        "Moodle's Status)", group="term", metavar="ZONE")
     similarity: bool = option(True, "--no-similarity",
                               "do not compare the answers pairwise after grading",
                               group="term", invert=True)
@@ -194,6 +202,10 @@ class GradingOptions:
         if self.only and self.shard:
             raise ValueError("--only and --shard do not go together: regrade students in the "
                              "OUT folder of the whole class (after `merge`).")
+        if self.worksheet_timezone is not None:
+            from autograder.term.late import LatePolicy, worksheet_zone
+
+            worksheet_zone(self.worksheet_timezone, None, LatePolicy())   # raises if not a zone
         if self.similarity_threshold is not None and not (
                 isinstance(self.similarity_threshold, (int, float))
                 and 0 < self.similarity_threshold <= 1):

@@ -170,19 +170,30 @@ class Lateness:
 
 
 def lateness(policy: LatePolicy, lab: str, submitted: datetime.datetime | None,
-             extension: "Extension | None" = None, marked_late: bool = False) -> Lateness:
-    """How late a submission of ``lab`` made at ``submitted`` was, under ``policy``."""
+             extension: "Extension | None" = None, marked_late: bool = False,
+             own: "OwnDates | None" = None) -> Lateness:
+    """How late a submission of ``lab`` made at ``submitted`` was, under ``policy``.
+
+    ``own``: the student's own dates in the LMS (Moodle's user or group
+    override): its due date replaces the lab's; an ``extension`` with
+    ``days`` adds them to it, one with a ``due`` replaces it (as Moodle's
+    extension beats an override). The last date for credit moves with the
+    due date; where the course sets none, ``own.cutoff`` (Moodle's Cut-off
+    date) is it, or the extended due date when that is later.
+    """
     deadline = policy.deadlines.get(lab)
     if deadline is None:
         return Lateness(None, submitted)
     due, last = deadline.due, deadline.no_credit_after
     if last is None and policy.no_credit_after_days:
         last = due + datetime.timedelta(days=policy.no_credit_after_days)
-    if extension is not None:
-        moved = extension.due_for(due)
-        if last is not None:
-            last = last + (moved - due)
-        due = moved
+    base = own.due if own is not None and own.due is not None else due
+    moved = extension.due_for(base) if extension is not None else base
+    if last is not None:
+        last = last + (moved - due)
+    elif own is not None and own.cutoff is not None:
+        last = max(own.cutoff, moved)
+    due = moved
     if submitted is None:
         note = ("Canvas marks it late, and the time it was submitted is not known: no "
                 "penalty taken (give --times to apply the policy)") if marked_late else ""
@@ -388,6 +399,80 @@ def parse_moodle_time(text: str, zone: datetime.tzinfo, where: str) -> datetime.
                          f"or give the times with --times.") from None
 
 
+#: Where the zone of Moodle's grading worksheet is stated: grade's flag, and
+#: course.toml's setting (``[moodle] worksheet_timezone``).
+WORKSHEET_ZONE_FLAG = "--worksheet-timezone"
+WORKSHEET_ZONE_SETTING = "[moodle] worksheet_timezone"
+
+
+def worksheet_zone(given: str | None, moodle: dict | None, policy: LatePolicy,
+                   where: str = "course.toml") -> tuple[datetime.tzinfo, str]:
+    """The time zone the dates of Moodle's grading worksheet are read in, and
+    where it comes from ("" when no one stated it).
+
+    Moodle writes them with ``userdate()`` in the DOWNLOADING user's profile
+    zone, not the course's: ``given`` (``--worksheet-timezone``), else
+    course.toml's ``[moodle] worksheet_timezone``, else the course's own zone
+    (``[deadlines] timezone``), which Term.check then checks against
+    Moodle's own Status.
+
+    Raises:
+        ValueError: a zone that is not an IANA name, or a ``[moodle]`` key
+            that looks like a misspelt ``worksheet_timezone``.
+    """
+    moodle = dict(moodle or {})
+    wrong = sorted(k for k in moodle if "zone" in str(k).lower() and k != "worksheet_timezone")
+    if wrong:
+        raise ValueError(f"{where} [moodle] has {', '.join(wrong)}, which the kit does not "
+                         f"know; the zone of the grading worksheet is worksheet_timezone "
+                         f"(e.g. worksheet_timezone = \"Europe/Berlin\").")
+    for name, source in ((given, WORKSHEET_ZONE_FLAG),
+                         (moodle.get("worksheet_timezone"), f"{where} {WORKSHEET_ZONE_SETTING}")):
+        if name is None or name == "":
+            continue
+        try:
+            return ZoneInfo(str(name)), f"{source} {name}"
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{source} {str(name)!r} is not a time zone: give the IANA name "
+                             f"of the time zone in the Moodle profile of the user who "
+                             f"downloaded the grading worksheet, such as \"Europe/Berlin\" "
+                             f"or \"UTC\".") from None
+    return policy.timezone, ""
+
+
+#: format_time()'s English units (lib/moodlelib.php; lang/en/moodle.php: 'year',
+#: 'years', 'day', 'days', 'hour', 'hours', 'min', 'mins', 'sec', 'secs').
+_FORMAT_TIME_UNITS = {"year": 365 * 86400, "day": 86400, "hour": 3600, "min": 60, "sec": 1}
+#: The largest unit format_time shows -> how much its text may leave out: it
+#: shows two units from the first non-zero one and drops the rest.
+_FORMAT_TIME_LEFT_OUT = {365 * 86400: 86400, 86400: 3600, 3600: 60, 60: 1, 1: 1}
+_MOODLE_LATE = re.compile(r"^((?:\d+ (?:years?|days?|hours?|mins?|secs?)\s*){1,2})late$")
+
+
+def moodle_late(status: str) -> tuple[float, float] | None:
+    """How late Moodle's grading worksheet's Status says a submission was:
+    (at least, less than) seconds; None when it says nothing late.
+
+    mod/assign/gradingtable.php ``col_status`` writes ``get_string(
+    'submittedlateshort', 'assign', format_time($timesubmitted - $due))``
+    ("{$a} late") when ``$timesubmitted > $due``, ``$due`` being the
+    student's extension, else their override's due date, else the
+    assignment's; ``format_time`` (lib/moodlelib.php) writes the two largest
+    units from the first non-zero one and drops the rest: "1 day 2 hours"
+    is 26 to 27 hours, "10 mins 27 secs" 627 seconds.
+    """
+    for part in str(status).split(" - "):
+        match = _MOODLE_LATE.match(" ".join(part.split()))
+        if not match:
+            continue
+        words = match.group(1).split()
+        pairs = [(int(words[i]), _FORMAT_TIME_UNITS[words[i + 1].rstrip("s")])
+                 for i in range(0, len(words), 2)]
+        low = sum(n * unit for n, unit in pairs)
+        return float(low), float(low + _FORMAT_TIME_LEFT_OUT[pairs[0][1]])
+    return None
+
+
 @dataclass(frozen=True)
 class Extension:
     """One student's extension of one lab (or of every lab: ``lab == "*"``)."""
@@ -444,6 +529,28 @@ def read_extensions(path: Path, policy: LatePolicy) -> list[Extension]:
         extensions.append(Extension(row["student_id"].strip(), row["lab"].strip(), days=value,
                                     line=line))
     return extensions
+
+
+@dataclass(frozen=True)
+class OwnDates:
+    """One student's own dates of one lab in the LMS: a Moodle user or group
+    override, read from the grading worksheet's "Due date" and "Cut-off date"
+    columns (Term.check).
+
+    Attributes:
+        student_id: whose.
+        due: their due date, where it is not the lab's (None: the lab's).
+        cutoff: their last date for credit, used only where course.toml sets
+            none for the lab (None: none).
+        line: the worksheet's line.
+        source: the worksheet's file name.
+    """
+
+    student_id: str
+    due: datetime.datetime | None = None
+    cutoff: datetime.datetime | None = None
+    line: int = 0
+    source: str = ""
 
 
 def extension_for(extensions: list[Extension], student_id: str, lab: str) -> Extension | None:

@@ -18,8 +18,10 @@
   submissions > Download grading worksheet, ``mod/assign/gradingtable.php``):
   ``Identifier`` ("Participant 123456"), ``Full name``, the identity fields
   the site shows (``Email address``, ``ID number``, ``Username``...),
-  ``Status``, ``Grade``, ``Maximum Grade``...; with blind marking only
-  ``Identifier``. Or the gradebook export (Grades > Export > Plain text
+  ``Status``, then, with user or group overrides on the assignment,
+  ``Allow submissions from``, ``Due date``, ``Cut-off date`` (each row's
+  own dates, read by Term.check), ``Grade``, ``Maximum Grade``...; with
+  blind marking only ``Identifier``. Or the gradebook export (Grades > Export > Plain text
   file): ``First name``, ``Last name``, the profile fields (``ID number``,
   ``Institution``, ``Department``, ``Email address``), one column per grade
   item ("Assignment: Lab 1 (Real)") and ``Last downloaded from this
@@ -116,6 +118,13 @@ class Roster:
     #: the line): "Submitted for grading", "Draft (not submitted)", "... -
     #: Extension granted until: Wednesday, 7 October 2026, 11:59 PM".
     statuses: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Moodle's grading worksheet with user or group overrides on the
+    #: assignment (or relative dates): student_id -> (its "Due date", its
+    #: "Cut-off date" as written, "" when not set; the line). Only when the
+    #: header has those columns (``date_columns``).
+    dates: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    #: The worksheet has the "Due date" column (gradingtable.php ``$hasoverrides``).
+    date_columns: bool = False
 
     def __len__(self) -> int:
         return len(self.students)
@@ -293,7 +302,11 @@ def read_roster(path) -> Roster:
                   submitted={item.student.student_id: (item.submitted, item.line)
                              for item in found if item.submitted},
                   statuses={item.student.student_id: (item.status, item.line)
-                            for item in found if item.status})
+                            for item in found if item.status},
+                  dates={item.student.student_id: (item.due, item.cutoff, item.line)
+                         for item in found if item.due or item.cutoff},
+                  date_columns=kind == "moodle worksheet"
+                  and "due date" in {h.casefold() for h in header})
 
 
 def _decode(path: Path, data: bytes, notes: list[str]) -> str:
@@ -389,6 +402,8 @@ class _Found:
     student: Student
     submitted: str = ""
     status: str = ""
+    due: str = ""
+    cutoff: str = ""
 
 
 def _canvas(path, kind, header, rows, notes):
@@ -467,11 +482,21 @@ def _moodle(path, kind, header, rows, notes):
             raise ValueError(f"{path}: line {line}: the row has no name, ID number, username "
                              f"or email to identify the student; fill one in or delete the row.")
         submitted = _cell(header, cells, "last modified (submission)") if worksheet else ""
+        # With overrides, gradingtable.php adds "Allow submissions from", "Due
+        # date", "Cut-off date" after Status: each row's own dates, userdate()
+        # or '' when not set (col_duedate, col_cutoffdate).
+        due = _cell(header, cells, "due date") if worksheet else ""
+        cutoff = _cell(header, cells, "cut-off date") if worksheet else ""
         found.append(_Found(line, raw, fallback, Student("", name, email, "", ids),
-                            "" if submitted.strip() in ("", "-") else submitted,
-                            _cell(header, cells, "status") if worksheet else ""))
+                            _date_cell(submitted), _cell(header, cells, "status")
+                            if worksheet else "", _date_cell(due), _date_cell(cutoff)))
     _unique(path, found, ("participant", "id_number", "username"))
     return found, assignments
+
+
+def _date_cell(text: str) -> str:
+    """A worksheet's date as written, "" for none ('-' or empty)."""
+    return "" if text.strip() in ("", "-") else text
 
 
 def _plain(path, kind, header, rows, notes):

@@ -611,7 +611,10 @@ class MoodleParticipant:
     (submission)"). ``pooled_at`` is when each file's bytes first reached the
     file pool (``$CFG->dataroot/filedir``, by content hash: normally the draft
     upload; identical bytes stored earlier by anyone keep that earlier time):
-    the zip stamp of Moodle <= 4.0.
+    the zip stamp of Moodle <= 4.0. ``override_due``, ``override_cutoff``,
+    ``override_allow_from``: the student's user (or group) override of the
+    assignment's dates (``assign_overrides``; None: the assignment's own).
+    ``extension_due`` is ``assign_user_flags.extensionduedate``.
     """
 
     participant_id: int
@@ -628,6 +631,14 @@ class MoodleParticipant:
     timemarked: datetime.datetime | None = None
     extension_due: datetime.datetime | None = None
     locked: bool = False
+    override_due: datetime.datetime | None = None
+    override_cutoff: datetime.datetime | None = None
+    override_allow_from: datetime.datetime | None = None
+
+    @property
+    def has_override(self) -> bool:
+        return any(x is not None for x in (self.override_due, self.override_cutoff,
+                                           self.override_allow_from))
 
     @property
     def fullname(self) -> str:
@@ -856,14 +867,15 @@ def moodle_status(p: MoodleParticipant, due: datetime.datetime | None,
     (``get_string('submissionstatus_' . $displaystatus)``: "Submitted for
     grading", "Draft (not submitted)", "No submission"), then
     "<format_time(timesubmitted - due)> late" (``submittedlateshort``) when
-    submitted after the due date (the extension's when granted), "Graded" /
+    submitted after the due date (``$due``: the extension's when granted, else
+    the user override's, ``$row->duedate``, else the assignment's), "Graded" /
     "Graded - resubmitted", or "Assignment is overdue by: <format_time(now -
     due)>" when nothing was submitted and the due date passed, "Extension
     granted until: <userdate>"; when downloading the ``</div>``s become " - ":
         $o = strip_tags(rtrim(str_replace('</div>', ' - ', $o), '- '));
     """
     parts = [_MOODLE_STATUS.get(p.status, "No submission")]
-    deadline = p.extension_due or due
+    deadline = p.extension_due or p.override_due or due
     submitted = p.timemodified
     new = p.status in (None, "new")
     if deadline and submitted and not new and _utc(submitted) > _utc(deadline):
@@ -900,7 +912,9 @@ def moodle_worksheet(path, participants: list[MoodleParticipant], *,
                      user_tz: str, max_grade: float = 10.0,
                      identity_fields: tuple = ("email",), online_text: bool = False,
                      feedback_comments: bool = True, max_grade_header: str = "Maximum grade",
-                     bom: bool = True) -> str:
+                     bom: bool = True, allow_from: datetime.datetime | None = None,
+                     cutoff: datetime.datetime | None = None,
+                     overrides: bool | None = None) -> str:
     """Moodle's offline grading worksheet (View all submissions > Download grading worksheet).
 
     public/mod/assign/feedback/offline/locallib.php ``download_grades``:
@@ -910,6 +924,21 @@ def moodle_worksheet(path, participants: list[MoodleParticipant], *,
         Identifier | Full name | <identity fields: Email address...> | Status |
         Grade | Maximum grade | Grade can be changed | Last modified (submission) |
         [Online text] | Last modified (grade) | [Feedback comments]
+    With user or group overrides on the assignment (``overrides``; None: when
+    a participant has one), ``$hasoverrides = $this->assignment->has_overrides()``
+    adds three columns right after Status (``if ($hasoverrides ||
+    $inrelativedatesmode)``):
+        ... | Status | Allow submissions from | Due date | Cut-off date | Grade | ...
+    (assign.php: allowsubmissionsfromdate 'Allow submissions from', duedate
+    'Due date', cutoffdate 'Cut-off date'), each row's effective dates (the
+    SQL's ``effective.*``: the row of the student's override, else the
+    assignment's ``allow_from``, ``due``, ``cutoff``). An override stores
+    NULL for a date it leaves as the assignment's (classes/override_manager.php
+    ``parse_formdata``: "Any values set the same as the existing assignment
+    are set to null"), and the SQL does not fill it in: such a cell is
+    empty. ``col_allowsubmissionsfromdate``, ``col_duedate``,
+    ``col_cutoffdate`` write ``userdate($row->duedate)`` when downloading,
+    '' (empty) when the date is not set (0 or NULL).
     (public/mod/assign/lang/en/assign.php: recordid 'Identifier', status
     'Status', maxgrade 'Maximum grade' ('Maximum Grade' in Moodle <= 4.x:
     ``max_grade_header``), gradecanbechanged 'Grade can be changed',
@@ -920,13 +949,19 @@ def moodle_worksheet(path, participants: list[MoodleParticipant], *,
     'Participant ' with the space); ``display_grade`` '' when ungraded else
     ``format_float(grade, 2)``; ``col_grademax`` "10.00"; "Yes";
     ``col_timesubmitted`` '-' or ``userdate(timemodified)``;
-    ``col_timemarked`` '-' or ``userdate(timemarked)``.
+    ``col_timemarked`` '-' or ``userdate(timemarked)``. Every date is written
+    in ``user_tz``, the downloading user's profile zone.
     File: the CSV dataformat (Spout): UTF-8 with a BOM, ",", '"', PHP
     ``fputcsv`` quoting, LF. Rows here by last name, first name.
     """
     headers = {"email": "Email address", "idnumber": "ID number", "username": "Username"}
+    if overrides is None:
+        overrides = any(p.has_override for p in participants)
     header = ["Identifier", "Full name"] + [headers[f] for f in identity_fields]
-    header += ["Status", "Grade", max_grade_header, "Grade can be changed",
+    header.append("Status")
+    if overrides:
+        header += ["Allow submissions from", "Due date", "Cut-off date"]
+    header += ["Grade", max_grade_header, "Grade can be changed",
                "Last modified (submission)"]
     if online_text:
         header.append("Online text")
@@ -939,6 +974,13 @@ def moodle_worksheet(path, participants: list[MoodleParticipant], *,
         row = [f"Participant {p.participant_id}", p.fullname]
         row += [getattr(p, f) for f in identity_fields]
         row.append(moodle_status(p, due, downloaded_at, user_tz))
+        if overrides:
+            # the SQL's effective.*: the override's row when the student has one
+            # (a date the override leaves as the assignment's is NULL there,
+            # override_manager::clear_unused_values), else the assignment's
+            dates = ((p.override_allow_from, p.override_due, p.override_cutoff)
+                     if p.has_override else (allow_from, due, cutoff))
+            row += ["" if date is None else moodle_userdate(date, user_tz) for date in dates]
         row.append("" if p.grade is None or p.grade < 0 else f"{p.grade:.2f}")
         row.append(f"{max_grade:.2f}")
         row.append("Yes")
