@@ -1399,9 +1399,9 @@ def _second_upload(source: Path, earlier: dict, rows: list[ClassRow],
         f"Moodle. Its preview lists only the changes it will make (\"Set grade for ...\"), "
         f"never a skipped row, and shows \"No modified grades found in uploaded worksheet\" "
         f"when it skips them all. Download the grading worksheet again (" + MOODLE_ACTIONS +
-        f" > Download grading worksheet) and export with --worksheet FILE; or tick that box "
-        f"for this one upload, which also overwrites any grade changed in Moodle since (a "
-        f"TA's too)."))
+        " > Download grading worksheet) and export with --worksheet FILE; or tick that box "
+        "for this one upload, which also overwrites any grade changed in Moodle since (a "
+        "TA's too)."))
 
 
 # --------------------------------------------------------------------------
