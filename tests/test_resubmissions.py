@@ -172,8 +172,8 @@ def test_the_same_class_from_moodle_4_0_and_4_1_grades_the_same_files(moodle_dow
     for by_id in found.values():
         resubmitted = by_id["Student_Resubmitted_200001"]
         assert resubmitted.data == NEW and resubmitted.problem == ""
-        assert "the later upload: Moodle names a file uploaded when its name is taken " \
-               "'<name> (N)' (file_storage::get_unused_filename)" in resubmitted.note
+        assert "(the later upload: Moodle names a later upload of a name '<name> (1)', " \
+               "' (2)'... (file_storage::get_unused_filename))" in resubmitted.note
         assert resubmitted.submitted_at == ""   # Moodle's zip times are not submission times
 
 
@@ -182,12 +182,12 @@ def test_a_later_upload_that_is_empty_or_cut_short_does_not_replace_the_work(moo
     for by_id in found.values():
         empty = by_id["Student_Later-Empty_200004"]
         assert empty.data == NEW and empty.problem == ""
-        assert "(1).ipynb' is the later upload (Moodle names" in empty.note
-        assert "but was not graded: empty file (0 bytes)" in empty.note
+        assert "the later upload 'lab1_attention (1).ipynb' was not graded: empty file " \
+               "(0 bytes): nothing to grade (Moodle names a later upload" in empty.note
         cut = by_id["Student_Later-Cut-Short_200005"]
         assert cut.data == NEW and cut.problem == ""
-        assert "but was not graded: it is not a notebook that can be read (cut short or " \
-               "damaged)" in cut.note
+        assert "the later upload 'lab1_attention (1).ipynb' was not graded: it is not a " \
+               "notebook that can be read (cut short or damaged)" in cut.note
 
 
 def test_two_names_moodle_does_not_order_are_chosen_by_name_and_said_so(moodle_downloads):

@@ -247,8 +247,8 @@ def _later_than(candidate: Candidate, others: list[Candidate]) -> Candidate | No
 
 
 def _short(candidate: Candidate) -> str:
-    return repr(candidate.entry.parts[-1] if candidate.entry.parts
-                else candidate.entry.source_name)
+    """The student's own name of the file (from their zip on, for a file inside one)."""
+    return repr(candidate.name or candidate.entry.source_name)
 
 
 def _order_rule(newer: Candidate, older: Candidate) -> str:
@@ -257,10 +257,10 @@ def _order_rule(newer: Candidate, older: Candidate) -> str:
         return (f"Canvas's attachment id {newer.upload_id} is after {older.upload_id}; ids grow "
                 f"with each upload")
     if newer.lms == "canvas":
-        return (f"Canvas names a file uploaded when its name is taken '<name>-N' "
-                f"(Attachment.make_unique_filename)")
-    return (f"Moodle names a file uploaded when its name is taken '<name> (N)' "
-            f"(file_storage::get_unused_filename), N growing")
+        return "Canvas names a later upload of a name '<name>-1', '-2'... " \
+               "(Attachment.make_unique_filename)"
+    return ("Moodle names a later upload of a name '<name> (1)', ' (2)'... "
+            "(file_storage::get_unused_filename)")
 
 
 def _choice_note(best: Candidate, others: list[Candidate], facts: _Facts) -> str:
@@ -311,5 +311,4 @@ def _not_graded_note(later: Candidate, best: Candidate, facts: _Facts) -> str:
             else "it is not a notebook of this lab"
     else:
         why = "it ranks below by name"
-    return (f"{later.entry.source_name!r} is the later upload ({_order_rule(later, best)}) "
-            f"but was not graded: {why}")
+    return f"the later upload {_short(later)} was not graded: {why} ({_order_rule(later, best)})"

@@ -169,6 +169,9 @@ class Candidate:
     family: str = ""
     number: int = 0
     upload_id: int = 0
+    #: The student's own name of the file (Canvas's and Moodle's flat names
+    #: without their prefix; "lab1.zip/lab1/x.ipynb" inside the student's zip).
+    name: str = ""
 
 
 def moodle_number(name: str) -> tuple[str, int]:
@@ -602,7 +605,7 @@ def classify(entry: Entry, name: str, lab_id: str, notebook_stem: str,
     stem, ext, renamed = split_ext(name)
     note = f"{name!r} was renamed by the browser; graded as a .ipynb" if renamed else ""
     if ext != ".ipynb":
-        return Candidate(entry, NOT_A_NOTEBOOK, 0, _not_a_notebook(ext), "")
+        return Candidate(entry, NOT_A_NOTEBOOK, 0, _not_a_notebook(ext), "", name=name)
     base, markers = _strip_markers(stem, dash_number=named_by_student)
     kind, problem = OTHER_NOTEBOOK, ""
     if _normal(base) == _normal(notebook_stem):
@@ -612,7 +615,7 @@ def classify(entry: Entry, name: str, lab_id: str, notebook_stem: str,
         if theirs is not None and ours is not None and theirs != ours:
             kind = OTHER_LAB
             problem = f"this looks like lab{theirs}'s notebook ({name}), not {lab_id}'s"
-    return Candidate(entry, kind, markers, problem, note)
+    return Candidate(entry, kind, markers, problem, note, name=name)
 
 
 # -- folders (rule 6) ----------------------------------------------------------
@@ -814,6 +817,7 @@ def unzip(candidate: Candidate, name: str, lab_id: str, notebook_stem: str) -> l
         inner = classify(entry, entry.parts[-1], lab_id, notebook_stem, named_by_student=True)
         inner.lms, inner.family = candidate.lms, candidate.family
         inner.number, inner.upload_id = candidate.number, candidate.upload_id
+        inner.name = f"{name}/{path}"
         inner.note = "; ".join(filter(None, [
             inner.note, f"graded {path!r} from inside the student's zip {name!r}{skipped}"]))
         found.append(inner)
