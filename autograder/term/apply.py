@@ -172,9 +172,17 @@ class Term:
         for the times file, such a line is an error line in ``errors``, shown
         on the terminal and in the report, and applied to no one.
 
+        With Moodle's grading worksheet as the roster, its dates are read in
+        ``worksheet_zone`` (``_moodle_statuses``, ``_moodle_dates``) and the
+        kit's lateness is checked against Moodle's Status on every row
+        (``_check_moodle_lateness``).
+
         Raises:
             ValueError: with a roster, every extension or override line
-                that matches nobody or two students, with the ids near it.
+                that matches nobody or two students, with the ids near it;
+                with Moodle's worksheet, the rows where the kit's lateness and
+                Moodle's Status disagree, or no row's Due date that is
+                course.toml's (nothing is graded: a wrong zone or due date).
         """
         index = self._index(collected)
         refused = []
@@ -297,8 +305,9 @@ class Term:
         With overrides on the assignment (``$hasoverrides``) or relative dates,
         mod/assign/gradingtable.php adds "Allow submissions from", "Due date"
         and "Cut-off date" after Status: each row's own dates (the override's,
-        else the assignment's; '' when not set), written by userdate() in the
-        downloading user's zone. A row whose Due date is not course.toml's due
+        else the assignment's; '' when not set, and where an override keeps
+        the assignment's date), written by userdate() in the downloading
+        user's zone (``worksheet_zone``). A row whose Due date is not course.toml's due
         date of the lab (to the minute) has an override: it is that student's
         due date, and an extension (the extensions file's, or Moodle's "Extension
         granted until") still beats it, as in Moodle. Where course.toml sets no
@@ -442,7 +451,7 @@ class Term:
                 continue
             student = roster.by_id(student_id)
             name = f" ({student.name})" if student is not None and student.name else ""
-            moodle = (f"no \"late\": on time" if said is None
+            moodle = ("no \"late\": on time" if said is None
                       else f"{duration(said[0])} to {duration(said[1])} late")
             kit = f"{duration(seconds)} late" if seconds > 0 else "on time"
             wrong.append(f"{roster.source}, line {line}: {student_id}{name}: Moodle's Status "
@@ -715,7 +724,7 @@ class Term:
         row.due = found.due.isoformat(timespec="minutes") if found.due else ""
         row.late_seconds = found.seconds
         overridden = own is not None and own.due is not None and found.due is not None
-        if overridden:
+        if own is not None and overridden:
             row.notes.append(self._override_note(own))
         if extension is not None and found.due is not None:
             row.notes.append(self._extension_note(extension, found.due))

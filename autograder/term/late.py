@@ -16,6 +16,10 @@ The course's settings live in course.toml (read by autograder.labs)::
     extensions = "extensions.csv"       # relative to course.toml (or --extensions)
     trust_file_times = false            # see below
 
+    [moodle]
+    worksheet_timezone = "Europe/Berlin"  # the Moodle profile zone of whoever downloaded
+                                          # the grading worksheet (or --worksheet-timezone)
+
 A lab without a due date has no late work. The penalty is Canvas's rule: a
 share of the lab's points per period late (a part of a period counts as a
 whole one, counted from the due date once past the grace period), at most
@@ -26,12 +30,15 @@ Extensions (``--extensions FILE`` or ``[late] extensions``) are a CSV with
 the columns ``student_id,lab`` and either ``due`` (the student's own due
 date) or ``days`` (days added to the lab's; fractions allowed); ``lab`` may
 be ``*`` for every lab. A student's extension moves ``no_credit_after`` by
-as much.
+as much. Moodle's user and group overrides (the grading worksheet's "Due
+date" and "Cut-off date": ``OwnDates``, read by Term.check) give a student
+their own due date; an extension in days is added to it.
 
 When a submission was made comes, best first, from a times file
 (``--times FILE``: a CSV ``student_id,submitted_at``, or the JSON of
 Canvas's submissions API, see ``read_times``), Moodle's grading worksheet
-given as the roster (its "Last modified (submission)"), Gradescope's
+given as the roster (its "Last modified (submission)", written in the
+downloading user's time zone: ``worksheet_zone``), Gradescope's
 metadata (``:created_at:``). Never from an LMS zip's stamps: Canvas stamps
 every entry with the time the zip was built, Moodle with when the file
 reached its file pool (a draft). A zip's or a folder's file times are when

@@ -77,12 +77,15 @@ Sources cited (the stored versions read; line numbers where the mirror had them)
   ``public/lang/en/langconfig.php`` (``strftimedaydatetime`` = ``'%A, %d %B
   %Y, %I:%M %p'``, ``pmcaps`` = ``'PM'``).
 - moodle/moodle ``public/mod/assign/gradingtable.php`` (``__construct`` columns
-  when downloading, ``col_recordid``, ``col_status``, ``col_timesubmitted``,
+  when downloading, ``$hasoverrides`` and the ``effective`` dates' SQL,
+  ``col_recordid``, ``col_status``, ``col_timesubmitted``,
   ``col_timemarked``, ``col_grademax``, ``col_gradecanbechanged``,
-  ``display_grade``); ``public/mod/assign/lang/en/assign.php`` (the
-  strings); ``public/mod/assign/feedback/offline/locallib.php``
-  ``download_grades``; ``lib/classes/dataformat/spout_base.php``,
-  ``dataformat/csv/classes/writer.php``,
+  ``col_allowsubmissionsfromdate``, ``col_duedate``, ``col_cutoffdate``,
+  ``display_grade``); ``public/mod/assign/classes/override_manager.php``
+  (``parse_formdata``: an override's unchanged dates are NULL);
+  ``public/mod/assign/lang/en/assign.php`` (the strings);
+  ``public/mod/assign/feedback/offline/locallib.php`` ``download_grades``;
+  ``lib/classes/dataformat/spout_base.php``, ``dataformat/csv/classes/writer.php``,
   ``lib/spout/src/Spout/Writer/CSV/Writer.php`` (``openWriter``: UTF-8 BOM;
   ``addRowToWriter``: PHP ``fputcsv``) and
   ``.../CSV/Manager/OptionsManager.php`` (",", '"', BOM on).
