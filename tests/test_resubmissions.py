@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import io
-import json
 import pickle
 import sys
 import zipfile

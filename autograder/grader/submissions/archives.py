@@ -302,7 +302,8 @@ def nested_entries(entry: Entry) -> tuple[list[Entry], str]:
     sentence to follow "the zip ..." ("cannot be opened: BadZipFile: ...").
     """
     data = entry.data()
-    if data is None:
+    outer = entry.reader
+    if data is None or outer is None:
         return [], f"could not be read ({entry.problem or 'not read'})"
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -332,7 +333,6 @@ def nested_entries(entry: Entry) -> tuple[list[Entry], str]:
                 entries.append(Entry(source, parts, info.file_size, entry.mtime, None,
                                      too_large_problem(info.file_size)))
                 continue
-            outer = entry.reader
             reader = entry_reader(lambda index=index: _member(outer(), index))
             origin = ("nested", entry.origin, index) if entry.origin is not None else None
             entries.append(Entry(source, parts, info.file_size, entry.mtime, reader,
