@@ -300,6 +300,17 @@ def test_a_zip_that_cannot_be_graded_keeps_its_row_with_the_reason(tmp_path, dat
     assert alice.data == data
 
 
+def test_students_zips_named_as_them_in_a_wrapping_folder_are_theirs(tmp_path):
+    root = tmp_path / "subs"
+    (root / "export").mkdir(parents=True)
+    (root / "export" / "alice.zip").write_bytes(STUDENT_ZIP)
+    (root / "export" / "bob.zip").write_bytes(_zip_of({"lab1_attention.ipynb": OLD}))
+    found = {s.student_id: s for s in collect_submissions(root, LAB, STEM)}
+    assert sorted(found) == ["alice", "bob"]
+    assert found["alice"].data == NEW and found["bob"].data == OLD
+    assert found["bob"].source_name == "export/bob.zip/lab1_attention.ipynb"
+
+
 def test_a_zip_inside_the_students_zip_is_not_opened_and_said(tmp_path):
     data = _zip_of({"lab1_attention.ipynb": NEW, "old.zip": STUDENT_ZIP})
     alice = _alice(_student_folder(tmp_path, data))

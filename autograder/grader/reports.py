@@ -17,8 +17,10 @@ records in results.py only:
   a table of exercises, a hint per failed exercise). Nothing else: the
   instructor's ``notes`` never appear there;
 - ``report.html``: the class overview (counts, mean/median, score histogram,
-  pass rate per exercise, most common failure messages, submissions that
-  were not graded normally, instructor notes).
+  pass rate per exercise and most common failure messages of the graded
+  notebooks (``ran``; the files left out are counted beside them,
+  ``left_out``), submissions that were not graded normally, instructor
+  notes).
 
 Every HTML page is self-contained (inline CSS and SVG, no script, nothing
 fetched) and every value in it is HTML-escaped: the pages are Jinja2

@@ -11,9 +11,12 @@ Three steps, one module each:
   and never extracted; each file is read only when asked, at most
   MAX_FILE_BYTES;
 - lms.py: the LMS naming rules (Canvas, Moodle, Gradescope, a folder per
-  student, a file per student) group the files by student and make the ids;
+  student, a file per student) group the files by student and make the ids,
+  keep the order of a student's uploads the LMS's names give (Moodle's
+  ``(1)``, Canvas's ``-1``), and open a ``.zip`` the student uploaded;
 - choice.py: of a student's files, the one graded is chosen (most answers,
-  the lab's name, the newest...), with a note saying why.
+  the lab's name, the newest by the LMS's names or else by the files'
+  times...), with a note saying why.
 """
 
 from __future__ import annotations

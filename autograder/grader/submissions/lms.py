@@ -647,9 +647,12 @@ def _student_like_children(files: list[Entry], level: int, notebook_stem: str) -
     for entry in files:
         child = entry.parts[level]
         if len(entry.parts) == level + 1:  # a file
-            _, ext, _ = split_ext(child)
+            stem, ext, _ = split_ext(child)
             if ext == ".ipynb" and not _looks_like_lab_notebook(child, notebook_stem):
                 students.add(child)
+            elif ext == ".zip" and _lab_number(stem) is None \
+                    and _normal(stem) != _normal(notebook_stem):
+                students.add(child)  # alice.zip: a student's zip, named as the student
             elif _CANVAS.match(child) or _MOODLE_FLAT.match(child):
                 students.add(child)
         elif _MOODLE.match(child) or _GRADESCOPE.match(child):
