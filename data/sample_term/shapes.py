@@ -70,6 +70,9 @@ Sources cited (the stored versions read; line numbers where the mirror had them)
   DateTime()``); ``lib/filestorage/stored_file.php`` ``archive_file`` and
   ``lib/filestorage/zip_archive.php`` ``add_file_from_pathname``
   (``ZipArchive::addFile``: the pooled content file's mtime), Moodle <= 4.0.
+- moodle/moodle ``lib/filestorage/file_storage.php`` ``get_unused_filename``
+  and ``repository/upload/lib.php`` ``process_upload`` (a later upload of a
+  name the draft area has is "<name> (N).<ext>": ``moodle_unused_filename``).
 - moodle/moodle ``lib/moodlelib.php`` ``clean_param`` (``PARAM_FILE``),
   ``format_time``, ``userdate``, ``date_format_string``;
   ``calendar/type/gregorian/classes/structure.php``
