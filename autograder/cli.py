@@ -224,8 +224,9 @@ def _term(args) -> int:
         Path(args.excused) if args.excused else None)
     book = build_gradebook(settings)
     done = write_term(book, Path(args.out), moodle_key=args.moodle_key)
-    print(f"The term: {len(book.labs)} labs ({', '.join(lab.lab for lab in book.labs)}), "
-          f"{len(book.rows)} students, into {done.dest}:")
+    print(f"The term: {_count(len(book.labs), 'lab')} "
+          f"({', '.join(lab.lab for lab in book.labs)}), {_count(len(book.rows), 'student')}, "
+          f"into {done.dest}:")
     for name in sorted(done.files):
         print(f"  {name}")
     print(clean_text(rule_text(book), keep_lines=False))

@@ -189,8 +189,9 @@ def _canvas(book: Gradebook, dest: Path, written: TermWritten) -> None:
         "export/canvas/grades.csv: Course > Grades > Import, choose the file; check in the "
         "preview that each lab's column is the existing assignment, not a new one; Upload Data. "
         "\"EX\" excuses the assignment. Canvas totals with its own assignment groups: give each "
-        "lab's group the weight course.toml gives it (Assignments > the gear > Assign groups "
-        "weights) for Canvas's total to be term.csv's.")
+        "lab's group the weight course.toml gives it (Assignments > the options menu > "
+        "Assignment Groups Weight > \"Weight final grade based on assignment groups\") for "
+        "Canvas's total to be term.csv's.")
 
 
 def _moodle(book: Gradebook, dest: Path, written: TermWritten, moodle_key: str) -> None:
