@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import io
+import os
 import pickle
 import sys
 import zipfile
@@ -137,6 +138,15 @@ def moodle_downloads(tmp_path_factory):
                           version=version, folders=folders)
         found[(version, folders)] = {s.student_id: s for s in
                                      collect_submissions(path, LAB, STEM)}
+    # the 4.0 download unzipped: its files keep the zip's (file pool) times
+    unzipped = folder / "unzipped"
+    with zipfile.ZipFile(folder / "moodle_4.0_folders.zip") as archive:
+        for info in archive.infolist():
+            target = Path(archive.extract(info, unzipped))
+            stamp = datetime.datetime(*info.date_time).timestamp()
+            os.utime(target, (stamp, stamp))
+    found[("4.0", "unzipped")] = {s.student_id: s for s in
+                                  collect_submissions(unzipped, LAB, STEM)}
     return found, expected
 
 
@@ -168,12 +178,13 @@ def test_the_same_class_from_moodle_4_0_and_4_1_grades_the_same_files(moodle_dow
         chosen = {student: _graded(s) for student, s in by_id.items()}
         assert chosen == expected, download
     # the student: the later upload, whatever the zip's times
-    for by_id in found.values():
+    for (_, folders), by_id in found.items():
         resubmitted = by_id["Student_Resubmitted_200001"]
         assert resubmitted.data == NEW and resubmitted.problem == ""
         assert "(the later upload: Moodle names a later upload of a name '<name> (1)', " \
                "' (2)'... (file_storage::get_unused_filename))" in resubmitted.note
-        assert resubmitted.submitted_at == ""   # Moodle's zip times are not submission times
+        if folders != "unzipped":   # Moodle's zip times are not submission times
+            assert resubmitted.submitted_at == ""
 
 
 def test_a_later_upload_that_is_empty_or_cut_short_does_not_replace_the_work(moodle_downloads):
