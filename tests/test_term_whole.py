@@ -330,3 +330,19 @@ def test_lab_columns_from_the_settings_and_columns_the_lms_cannot_tell_apart(tmp
                                          "import does not read as an assignment"):
         write_term(build_gradebook(_settings(course, columns={"lab4": "Final Score"})),
                    tmp_path / "c")
+
+
+def test_labs_of_the_command_line_replace_the_files_and_unused_weights_are_said(tmp_path):
+    import tomllib
+
+    course, lab1, _ = term_class(tmp_path)
+    table = tomllib.loads(course.read_text(encoding="utf-8"))["term"]
+    other = tmp_path / "other.csv"
+    other.write_text("student_id,lab,reason\nann,lab1,jury duty\n", encoding="utf-8")
+    settings = TermSettings.from_settings(table, tmp_path, {"lab1": lab1}, excused=other)
+    assert list(settings.labs) == ["lab1"] and settings.excused_file == other
+    assert settings.notes == ["course.toml [term] weights of lab4 not used: it is not among "
+                              "this run's labs (lab1)."]
+    book = build_gradebook(settings)
+    assert _totals(book) == {"ann": None, "bob": 0.0, "cara": 50.0, "dan": 70.0}
+    assert "no total: no lab counts for this student" in book.rows[0].notes
