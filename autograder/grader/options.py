@@ -203,9 +203,16 @@ class GradingOptions:
             raise ValueError("--only and --shard do not go together: regrade students in the "
                              "OUT folder of the whole class (after `merge`).")
         if self.worksheet_timezone is not None:
-            from autograder.term.late import LatePolicy, worksheet_zone
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-            worksheet_zone(self.worksheet_timezone, None, LatePolicy())   # raises if not a zone
+            try:
+                ZoneInfo(str(self.worksheet_timezone))
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(
+                    f"--worksheet-timezone {str(self.worksheet_timezone)!r} is not a time "
+                    f"zone: give the IANA name of the time zone in the Moodle profile of the "
+                    f"user who downloaded the grading worksheet, such as \"Europe/Berlin\" "
+                    f"or \"UTC\".") from None
         if self.similarity_threshold is not None and not (
                 isinstance(self.similarity_threshold, (int, float))
                 and 0 < self.similarity_threshold <= 1):
