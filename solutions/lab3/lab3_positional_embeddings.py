@@ -130,7 +130,8 @@ plt.show()
 # - *the values* (2 points): the table above for even depths, from one row to
 #   2048 rows, called with positional or keyword arguments;
 # - *an odd depth* (0.5 points): `positional_encoding(10, 7)` works and its
-#   last column is a sine without its cosine (column 6 is $2i$ with $i = 3$);
+#   last column is a sine without its cosine (column 6 is $2i$ with $i = 3$); a
+#   formula that is wrong for even depths too loses the values' points, not these;
 # - *the dtype* (0.5 points): the array is **float32**, whatever you computed in
 #   (`.astype(np.float32)`, or `ops.cast(..., "float32")` for a tensor).
 
@@ -187,6 +188,14 @@ checks.check_close(lecture_table,
                     [0.909297, -0.416147, 0.092699, 0.995694, 0.004309, 0.999991]],
                    "positional_encoding(3, 6) (the lecture's table)", atol=2e-6,
                    hint=lecture_table_hint(lecture_table))
+try:
+    keyword_table, keyword_error = positional_encoding(length=3, depth=6), None
+except TypeError as error:
+    keyword_table, keyword_error = None, error
+checks.check_true(keyword_error is None, "positional_encoding(length=3, depth=6) (by keyword)",
+                  f"it raised TypeError: {keyword_error}",
+                  hint="keep the parameter names length and depth: the tests call "
+                       "positional_encoding(length=..., depth=...) too.")
 checks.check_true(checks.to_numpy(lecture_table).dtype == np.float32,
                   "positional_encoding returns float32",
                   f"the dtype is {checks.to_numpy(lecture_table).dtype}",

@@ -508,13 +508,16 @@ MISTAKES = [
     Mistake("positional_encoding", "sin_cos_swapped",
             "cosine in the even columns and sine in the odd ones",
             swap(_TABLE_WHERE, "np.where(c % 2 == 0, np.sin(angle), np.cos(angle))",
-                  "np.where(c % 2 == 0, np.cos(angle), np.sin(angle))")),
+                  "np.where(c % 2 == 0, np.cos(angle), np.sin(angle))"),
+            fails=("test_positional_encoding",)),
     Mistake("positional_encoding", "exponent_i",
             "exponent i / depth with i the pair index, instead of 2i / depth",
-            swap(_TABLE_WHERE, "((c - c % 2) / depth)", "((c // 2) / depth)")),
+            swap(_TABLE_WHERE, "((c - c % 2) / depth)", "((c // 2) / depth)"),
+            fails=("test_positional_encoding",)),
     Mistake("positional_encoding", "exponent_column",
             "exponent c / depth with c the column index: the cosine gets its own angle",
-            swap(_TABLE_WHERE, "((c - c % 2) / depth)", "(c / depth)")),
+            swap(_TABLE_WHERE, "((c - c % 2) / depth)", "(c / depth)"),
+            fails=("test_positional_encoding",)),
     Mistake("positional_encoding", "concatenated_layout",
             "the TensorFlow tutorial's [sin | cos] layout instead of interleaved columns",
             '''
@@ -524,7 +527,8 @@ def positional_encoding(length, depth):
     angles = positions * rates
     table = np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
     return table[:, :depth].astype(np.float32)
-'''),
+''',
+            fails=("test_positional_encoding",)),
     Mistake("positional_encoding", "float64",
             "the table returned in float64 (the cast to float32 forgotten)",
             swap(_TABLE_WHERE, ".astype(np.float32)", ""),
@@ -544,7 +548,8 @@ def positional_encoding(length, depth):
     Mistake("positional_encoding", "positions_from_one",
             "positions counted from 1 instead of 0",
             swap(_TABLE_WHERE, "np.arange(length, dtype=np.float64)",
-                  "np.arange(1, length + 1, dtype=np.float64)")),
+                  "np.arange(1, length + 1, dtype=np.float64)"),
+            fails=("test_positional_encoding",)),
     Mistake("positional_encoding", "odd_depth_drops_last",
             "depth // 2 pairs only: an odd depth loses its last (sine) column",
             '''
@@ -558,22 +563,49 @@ def positional_encoding(length, depth):
             fails=("test_positional_encoding__odd_depth",)),
     Mistake("positional_encoding", "exponent_sign",
             "pos * 10000^(2i/d): the position multiplied instead of divided",
-            swap(_TABLE_WHERE, "pos / 10000.0 **", "pos * 10000.0 **")),
+            swap(_TABLE_WHERE, "pos / 10000.0 **", "pos * 10000.0 **"),
+            fails=("test_positional_encoding",)),
+    # Issue 47: one mistake per stated rule, each losing its own share only.
+    Mistake("positional_encoding", "parameters_renamed",
+            "the parameters named (seq_len, d_model): a call by keyword fails",
+            '''
+def positional_encoding(seq_len, d_model):
+    pos = np.arange(seq_len, dtype=np.float64)[:, None]
+    c = np.arange(d_model)
+    angle = pos / 10000.0 ** ((c - c % 2) / d_model)
+    return np.where(c % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
+''',
+            fails=("test_positional_encoding",)),
+    Mistake("positional_encoding", "odd_depth_rounded_up",
+            "an odd depth rounded up to the next even one, then its last column cut: the "
+            "angles use 2i / (depth + 1)",
+            '''
+def positional_encoding(length, depth):
+    padded = depth + depth % 2
+    positions = np.arange(length)[:, None]
+    angles = positions / np.power(10000.0, np.arange(0, padded, 2) / padded)
+    table = np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(length, padded)
+    return table[:, :depth].astype(np.float32)
+''',
+            fails=("test_positional_encoding__odd_depth",)),
     # --- PositionalEmbedding -----------------------------------------------------------
     Mistake("PositionalEmbedding", "no_sqrt_scaling",
             "the token vectors not multiplied by sqrt(d_model)",
-            swap(_PE_SLICE, "        x = x * ops.sqrt(ops.cast(self.d_model, x.dtype))\n", "")),
+            swap(_PE_SLICE, "        x = x * ops.sqrt(ops.cast(self.d_model, x.dtype))\n", ""),
+            fails=("test_PositionalEmbedding",)),
     Mistake("PositionalEmbedding", "scaled_by_d_model",
             "the token vectors multiplied by d_model instead of its square root",
             swap(_PE_SLICE, "x * ops.sqrt(ops.cast(self.d_model, x.dtype))",
-                  "x * ops.cast(self.d_model, x.dtype)")),
+                  "x * ops.cast(self.d_model, x.dtype)"),
+            fails=("test_PositionalEmbedding",)),
     Mistake("PositionalEmbedding", "sum_scaled",
             "the sum scaled: (tokens + table) * sqrt(d_model)",
             swap(_PE_OWN_TABLE, "        tokens = self.token_embedding(token_ids) * math.sqrt(self.d_model)\n"
                                  "        return tokens + ops.slice(self.table, (0, 0), (T, self.d_model))",
                   "        tokens = self.token_embedding(token_ids)\n"
                   "        return (tokens + ops.slice(self.table, (0, 0), (T, self.d_model))) * "
-                  "math.sqrt(self.d_model)")),
+                  "math.sqrt(self.d_model)"),
+            fails=("test_PositionalEmbedding",)),
     Mistake("PositionalEmbedding", "trainable_table",
             "the sinusoidal table made a trainable weight (initialised with the table)",
             swap(_PE_TILE,
@@ -581,7 +613,8 @@ def positional_encoding(length, depth):
                   "        self.table = self.add_weight(\n"
                   "            shape=(self.max_length, self.d_model), name=\"positional_table\",\n"
                   "            initializer=keras.initializers.Constant(\n"
-                  "                positional_encoding(self.max_length, self.d_model)))")),
+                  "                positional_encoding(self.max_length, self.d_model)))"),
+            fails=("test_PositionalEmbedding",)),
     Mistake("PositionalEmbedding", "non_trainable_weight",
             "the table a non-trainable weight: still a weight, which the layer must not have",
             swap(_PE_TILE,
@@ -589,11 +622,13 @@ def positional_encoding(length, depth):
                   "        self.table = self.add_weight(\n"
                   "            shape=(self.max_length, self.d_model), name=\"positional_table\",\n"
                   "            trainable=False, initializer=keras.initializers.Constant(\n"
-                  "                positional_encoding(self.max_length, self.d_model)))")),
+                  "                positional_encoding(self.max_length, self.d_model)))"),
+            fails=("test_PositionalEmbedding",)),
     Mistake("PositionalEmbedding", "table_by_token_ids",
             "the table's rows looked up with the token ids instead of the positions",
             swap(_PE_TILE, "ops.take(self.table, position_ids, axis=0)",
-                  "ops.take(self.table, token_ids, axis=0)")),
+                  "ops.take(self.table, token_ids, axis=0)"),
+            fails=("test_PositionalEmbedding",)),
     Mistake("PositionalEmbedding", "mask_inverted",
             "compute_mask True on the padding (token_ids == 0)",
             swap(_PE_SLICE, "return token_ids != 0", "return token_ids == 0"),
@@ -676,19 +711,23 @@ def positional_encoding(length, depth):
     Mistake("LearnedPositionalEmbedding", "scaled_sqrt_d_model",
             "the token vectors multiplied by sqrt(d_model), copied from the sinusoidal layer",
             swap(_LPE_BROADCAST, "ops.add(self.token_embedding(token_ids), ",
-                  "ops.add(self.token_embedding(token_ids) * math.sqrt(self.d_model), ")),
+                  "ops.add(self.token_embedding(token_ids) * math.sqrt(self.d_model), "),
+            fails=("test_LearnedPositionalEmbedding",)),
     Mistake("LearnedPositionalEmbedding", "positions_by_token_ids",
             "the position table looked up with the token ids instead of 0..T-1",
             swap(_LPE_BROADCAST, "self.position_embedding(position_ids)",
-                  "self.position_embedding(token_ids)")),
+                  "self.position_embedding(token_ids)"),
+            fails=("test_LearnedPositionalEmbedding",)),
     Mistake("LearnedPositionalEmbedding", "vocab_rows_positions",
             "the position table given vocab_size rows instead of max_length",
             swap(_LPE_BROADCAST, "keras.layers.Embedding(input_dim=max_length,",
-                  "keras.layers.Embedding(input_dim=vocab_size,")),
+                  "keras.layers.Embedding(input_dim=vocab_size,"),
+            fails=("test_LearnedPositionalEmbedding",)),
     Mistake("LearnedPositionalEmbedding", "positions_not_added",
             "the position vectors computed but never added",
             swap(_LPE_ONEHOT, "return self.token_embedding(token_ids) + ops.expand_dims(positions, axis=0)",
-                  "return self.token_embedding(token_ids)")),
+                  "return self.token_embedding(token_ids)"),
+            fails=("test_LearnedPositionalEmbedding",)),
     Mistake("LearnedPositionalEmbedding", "position_not_built",
             "build builds only the token table: the position table appears at the first call",
             swap(_LPE_ONEHOT, "        self.position_embedding.build((None,))\n", ""),
@@ -743,6 +782,34 @@ def positional_encoding(length, depth):
             swap(_LPE_BROADCAST, '''        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model,
                 "max_length": self.max_length, "mask_zero": self.mask_zero}''',
                   "        return super().get_config()"),
+            fails=("test_LearnedPositionalEmbedding__config",)),
+    Mistake("LearnedPositionalEmbedding", "position_table_frozen",
+            "the position Embedding made with trainable=False: only the token table learns",
+            swap(_LPE_TAKE, "self.position_embedding = keras.layers.Embedding(max_length, d_model)",
+                  "self.position_embedding = keras.layers.Embedding(max_length, d_model, "
+                  "trainable=False)"),
+            fails=("test_LearnedPositionalEmbedding",)),
+    Mistake("LearnedPositionalEmbedding", "arguments_renamed",
+            "the arguments kept under other names (self._max_length, ...), get_config right",
+            swap(_LPE_TAKE,
+                  "        self.vocab_size = vocab_size\n"
+                  "        self.d_model = d_model\n"
+                  "        self.max_length = max_length\n"
+                  "        self.mask_zero = mask_zero\n",
+                  "        self._vocab_size = vocab_size\n"
+                  "        self._d_model = d_model\n"
+                  "        self._max_length = max_length\n"
+                  "        self._mask_zero = mask_zero\n",
+                  "if length is not None and length > self.max_length:\n"
+                  "            raise ValueError(f\"got {length} tokens but max_length is {self.max_length}\")",
+                  "if length is not None and length > self._max_length:\n"
+                  "            raise ValueError(f\"got {length} tokens but max_length is {self._max_length}\")",
+                  "return (*input_shape, self.d_model)", "return (*input_shape, self._d_model)",
+                  "        if self.mask_zero:\n", "        if self._mask_zero:\n",
+                  "        config.update(vocab_size=self.vocab_size, d_model=self.d_model,\n"
+                  "                      max_length=self.max_length, mask_zero=self.mask_zero)",
+                  "        config.update(vocab_size=self._vocab_size, d_model=self._d_model,\n"
+                  "                      max_length=self._max_length, mask_zero=self._mask_zero)"),
             fails=("test_LearnedPositionalEmbedding__config",)),
 ]
 

@@ -1,0 +1,116 @@
+"""No provided cell of a lab prints a framework warning (issue 47, items 4 and 5).
+
+Each lab's student notebook, filled with the solution, runs top to bottom in a
+kernel as a student runs it (tests/studentenv.py's `run_notebook`, the kit's
+own interpreter; the Colab install cell does nothing outside Colab), and every
+provided cell (setup, helpers, visible checks, demonstrations, the ready cell:
+every code cell but the answers) must print no warning: a Python warning
+(`UserWarning: ...`, `DeprecationWarning`, ...), a Keras or TensorFlow warning
+or an absl/C++ log line (`W0000 ...`, `E0000 ...`). A warning printed by a check
+on a correct answer misleads: a student "fixes" a right answer (issue 47: lab
+2's check printed Keras's "softmax over axis of size 1 ... Did you mean to use a
+sigmoid instead?").
+
+One exception, stated: TensorFlow's start-up lines, printed while the setup
+cell imports Keras (`STARTUP_NOISE`): absl's notice "WARNING: All log
+messages before absl::InitializeLog() is called are written to STDERR" and
+the INFO lines after it ("I0000 ... oneDNN custom operations are on ...",
+"... cpu_feature_guard ... This TensorFlow binary is optimized ..."). They
+come from TensorFlow's C++ start-up, not from the lab's code, and TensorFlow
+2.21 writes them whatever `TF_CPP_MIN_LOG_LEVEL` says (2 and 3 tried: the
+setup cells' `setdefault("TF_CPP_MIN_LOG_LEVEL", "2")` does not hide them);
+only redirecting file descriptor 2 while Keras imports does. They are allowed
+in the setup cell only, and nowhere else; a labkit helper that silences them
+in every lab's setup cell would let this list go.
+
+Cost: about 20 to 100 s a lab on the 2-core machine (lab3 20 s, lab4 27 s,
+lab1 24 s, lab2 34 s, lab5 98 s; lab6 the longest), minutes for six: marked
+`slow` (in `make test`, not in `make test-fast`; the filter's own test is not); one lab alone:
+`pytest tests/test_no_warnings.py -k lab3`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from autograder.labs import available_labs
+from tests import verdicts
+from tests.studentenv import KIT_VENV, StudentEnv, run_notebook
+
+#: What a warning looks like in a cell's stderr: Python's warnings module
+#: (``file:line: UserWarning: ...``), Keras's and TensorFlow's Python loggers
+#: (``WARNING:...``, ``... - WARNING - ...``), absl's C++ log lines
+#: (``W0000 00:00:...``, ``E0000 ...``, ``F0000 ...``) and lower-case ``warning:``.
+WARNING = re.compile(r"Warning\b|warning:|WARNING|^[WEF]\d{4} ", re.M)
+
+#: TensorFlow's C++ start-up, written while the setup cell imports Keras,
+#: whatever TF_CPP_MIN_LOG_LEVEL says (the module's docstring says why they
+#: are allowed there, and only there).
+STARTUP_NOISE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|I\d{4} [^\n]*\] oneDNN custom operations are on\.[^\n]*"
+    r"|I\d{4} [^\n]*cpu_feature_guard[^\n]*"
+    r"|To enable the following instructions:[^\n]*in other operations, rebuild TensorFlow[^\n]*"
+    r")$")
+STARTUP_CELL = "setup"
+
+
+def provided_cell_warnings(notebook) -> list[str]:
+    """"<cell>: <the warning's lines>" for each provided (non-answer) code cell of an
+    executed notebook whose stderr holds a warning; the answers' cells are the
+    student's."""
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("solution"):
+            continue
+        label = meta.get("grade_id") or f"cell {index}"
+        text = "".join(output.get("text", "") for output in cell.get("outputs", [])
+                       if output.get("output_type") == "stream"
+                       and output.get("name") == "stderr")
+        lines = [line for line in text.splitlines() if line.strip()]
+        if label == STARTUP_CELL:
+            lines = [line for line in lines if not STARTUP_NOISE.match(line)]
+        if lines and WARNING.search("\n".join(lines)):
+            found.append(f"{label}: " + "\n    ".join(lines)[:1500])
+    return found
+
+
+def test_the_patterns_tell_warnings_from_startup_lines():
+    """The filter itself, on lines seen in the labs' runs (issue 47)."""
+    keras_warning = ("/venv/keras/src/ops/nn.py:959: UserWarning: You are using a softmax over "
+                     "axis -1 of a tensor of shape (32, 2, 4, 1). This axis has size 1.")
+    startup = ["WARNING: All log messages before absl::InitializeLog() is called are written "
+               "to STDERR",
+               "I0000 00:00:1795928538.452718   27154 port.cc:153] oneDNN custom operations are "
+               "on. You may see slightly different numerical results due to floating-point "
+               "round-off errors from different computation orders. To turn them off, set the "
+               "environment variable `TF_ENABLE_ONEDNN_OPTS=0`."]
+    assert WARNING.search(keras_warning) and not STARTUP_NOISE.match(keras_warning)
+    assert all(STARTUP_NOISE.match(line) for line in startup)
+    assert WARNING.search("W0000 00:00:17.1 1 op_level_cost_estimator.cc:699] Error in cost")
+    assert not WARNING.search("✓ causal_mask(3)")
+
+    import nbformat
+
+    def notebook(grade_id, text):
+        cell = nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {"grade_id": grade_id}})
+        cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=text)]
+        return nbformat.v4.new_notebook(cells=[cell])
+
+    assert provided_cell_warnings(notebook("setup", "\n".join(startup) + "\n")) == []
+    assert provided_cell_warnings(notebook("check_x", "\n".join(startup)))  # setup cell only
+    assert provided_cell_warnings(notebook("setup", keras_warning))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab_id", [lab.id for lab in available_labs()])
+def test_no_provided_cell_prints_a_warning_on_the_solution(lab_id):
+    env = StudentEnv("kit", KIT_VENV / "bin" / "python", {})
+    executed, errors = run_notebook(verdicts.solution_notebook(lab_id), env, timeout=600)
+    assert not errors, f"{lab_id}: the solution's cells raised: {errors}"
+    warnings = provided_cell_warnings(executed)
+    assert not warnings, (f"{lab_id}: {len(warnings)} provided cells print a warning on the "
+                          "solution:\n  " + "\n  ".join(warnings))
