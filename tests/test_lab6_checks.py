@@ -118,3 +118,44 @@ def test_relying_on_raises_when_the_other_exercise_passes_its_check(monkeypatch)
     with checks.relying_on("perplexity", "next_token_loss", lab="lab6", scope={}):
         raise AssertionError("the loss's mistake")
     assert checks.WAITING.pop("perplexity") == ["next_token_loss"]
+
+
+def _variant(exercise: str, name: str) -> str:
+    return next(source for source in verdicts.VARIANTS[exercise] if name in source)
+
+
+def test_the_two_halves_are_named_by_the_check_and_the_hidden_feedback(monkeypatch):
+    """GPT-NeoX's and keras-hub's layout (the two halves) fails its check and its values
+    cell with a message that names it, and keeps the start's and the config's points."""
+    from solutions.lab6 import hidden
+
+    monkeypatch.setenv("AUTOGRADER_SEED", "lab6-checks")
+    namespace, failed, _ = _run({"RotaryEmbedding": _mistake("RotaryEmbedding", "halves")})
+    assert set(failed) == {"check_RotaryEmbedding"}, failed
+    assert "the two halves rotated" in failed["check_RotaryEmbedding"]
+    with pytest.raises(AssertionError, match="the two halves rotated .* Meta's LLaMA"):
+        hidden.test_RotaryEmbedding(namespace["RotaryEmbedding"])
+    hidden.test_RotaryEmbedding__start(namespace["RotaryEmbedding"])  # the positions are right
+    hidden.test_RotaryEmbedding__config(namespace["RotaryEmbedding"])
+
+
+def test_a_block_without_its_attention_weights_passes_and_the_plot_says_why_not():
+    """The weights in last_attention_scores are for the plot only (not graded): a block
+    that computes attention without them (ops.dot_product_attention) passes its check,
+    is listed as passing, and the attention plot says what is missing."""
+    fused = _variant("DecoderOnlyBlock", "ops.dot_product_attention(")
+    namespace, failed, printed = _run({"DecoderOnlyBlock": fused})
+    assert not failed, failed
+    assert "does not keep its attention weights" in printed["check_DecoderOnlyBlock"]
+    results = {result.name: result for result in readiness.run_checks(
+        readiness.lab_checks("lab6")["exercises"], namespace)}
+    assert results["DecoderOnlyBlock"].status == readiness.PASSED, results["DecoderOnlyBlock"]
+    plot = next(cell.source for cell in build_source_notebook(LABS["lab6"]).cells
+                if cell.metadata.get("nbgrader", {}).get("grade_id") == "demo_attention")
+    namespace["language_model"] = namespace["MiniGPT"](
+        vocab_size=28, num_layers=1, d_model=8, num_heads=2, dff=8)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(plot, "<cell demo_attention>", "exec"), namespace)
+    assert "does not keep its attention weights in self.last_attention_scores; the plot " \
+        "needs them" in out.getvalue(), out.getvalue()

@@ -163,8 +163,8 @@ def check_even(name, value):
 # ## 3. Rotary position embeddings
 #
 # Lab 3 *added* a position vector to each token. Most language models today
-# (LLaMA, Mistral, GPT-NeoX) instead **rotate** the queries and keys by an angle
-# that grows with the position (RoFormer, Su et al. 2021). Split a head's
+# (LLaMA, Mistral, Gemma, GPT-NeoX) instead **rotate** the queries and keys by an
+# angle that grows with the position (RoFormer, Su et al. 2021). Split a head's
 # `head_dim` features into consecutive pairs `(x[2i], x[2i+1])`,
 # `i = 0 .. head_dim/2 - 1`, and turn pair `i` at position `m` by the angle
 # $m\,\theta_i$ with $\theta_i = \text{base}^{-2i/\text{head\_dim}}$ (base 10 000),
@@ -176,6 +176,16 @@ def check_even(name, value):
 #
 # So `(1, 0)` at position 1 becomes `(cos θ, sin θ)`. Pair 0 turns fastest (one
 # radian per position), the last pair slowest, as the sinusoids of lab 3.
+#
+# **Which features make a pair.** Codebases differ here. This lab pairs
+# consecutive features, as Meta's LLaMA reference code does (`apply_rotary_emb` in
+# `llama/model.py` reads `(x[2i], x[2i+1])` as one complex number). GPT-NeoX's code
+# (`rotate_half` in `megatron/model/positional_embeddings.py`) and keras-hub's
+# `RotaryEmbedding` (which its Llama, Mistral, Gemma and GPT-NeoX models use) pair
+# feature `i` with feature `i + head_dim/2`: they rotate the two **halves**. It is
+# the same rotation with the features in another order (checkpoints converted from
+# one layout to the other permute their query and key weights), but not the same
+# numbers for the same `x`: here, pair consecutive features.
 #
 # Why rotations: a rotated query at position $m$ and a rotated key at position
 # $n$ have the dot product of the unrotated vectors turned by $(m - n)\theta_i$,
@@ -258,15 +268,38 @@ class RotaryEmbedding(keras.layers.Layer):
 
 # %% nbgrader="locked" grade_id="check_RotaryEmbedding"
 # Visible check: hand-worked angles, the start, lengths, relative positions, the config.
+def rotary_hint(turned):
+    """A hint that names the mistake when rotary(ones) is turned clockwise or is the
+    two-halves layout."""
+    angles = np.arange(3.0)[:, None] * np.array([1.0, 0.1])  # positions 0, 1, 2; theta 1, 0.1
+    clockwise = np.stack([np.cos(angles), -np.sin(angles)], axis=-1).reshape(3, 4)
+    # The other layout pairs x[i] with x[i + 2] (the halves), pair i turned by m theta_i.
+    first, second = ones[:, :2], ones[:, 2:]
+    halves = np.concatenate([first * np.cos(angles) - second * np.sin(angles),
+                             first * np.sin(angles) + second * np.cos(angles)], axis=-1)
+    try:
+        got = np.asarray(checks.to_numpy(turned), dtype=float)
+    except Exception:  # noqa: BLE001 - the check below reports the shape or type
+        got = np.zeros(0)
+    if got.shape == clockwise.shape and np.allclose(got, clockwise, atol=1e-4):
+        return "each pair is turned clockwise; turn it counter-clockwise, (1, 0) -> (cos, sin)."
+    if got.shape == halves.shape and np.allclose(got, halves, atol=1e-4):
+        return ("these are the two halves rotated (feature i paired with feature "
+                "i + head_dim/2: GPT-NeoX's and keras-hub's layout); this lab pairs "
+                "consecutive features (x[2i], x[2i+1]), as Meta's LLaMA code does.")
+    return ("pair i = (x[2i], x[2i+1]) turns by m * base ** (-2i / head_dim), "
+            "counter-clockwise: (cos, sin) for (1, 0); the pairs are consecutive "
+            "features, not the two halves.")
+
+
 rotary = RotaryEmbedding(head_dim=4, base=100.0)  # pair 0 turns by m, pair 1 by m / 10
 ones = np.tile(np.array([1.0, 0.0, 1.0, 0.0], "float32"), (3, 1))  # positions 0, 1, 2
 c, s = np.cos, np.sin
-checks.check_close(rotary(ones), [[1, 0, 1, 0], [c(1), s(1), c(0.1), s(0.1)],
-                                  [c(2), s(2), c(0.2), s(0.2)]],
+turned_ones = rotary(ones)
+checks.check_close(turned_ones, [[1, 0, 1, 0], [c(1), s(1), c(0.1), s(0.1)],
+                                 [c(2), s(2), c(0.2), s(0.2)]],
                    "RotaryEmbedding(4, base=100) on (1, 0, 1, 0) at positions 0, 1, 2",
-                   hint="pair i = (x[2i], x[2i+1]) turns by m * base ** (-2i / head_dim), "
-                        "counter-clockwise: (cos, sin) for (1, 0); the pairs are consecutive "
-                        "features, not the two halves.")
+                   hint=rotary_hint(turned_ones))
 checks.check_close(rotary(np.array([[0.0, 1.0, 0.0, 1.0]], "float32"), start=1),
                    [[-s(1), c(1), -s(0.1), c(0.1)]],
                    "RotaryEmbedding: (0, 1) at start=1 becomes (-sin 1, cos 1)",
@@ -331,7 +364,8 @@ checks.check_config(RotaryEmbedding, RotaryEmbedding(head_dim=6, base=500.0),
 #    the keys at positions `0 .. m`, never a later one (lab 4's look-ahead mask;
 #    the others get `large_negative(scores.dtype)`, as in labs 1 and 4);
 #    softmax over the keys (keep the weights in `self.last_attention_scores`,
-#    `(B, num_heads, T, keys)`, for section 7's plot); weights times `v`;
+#    `(B, num_heads, T, keys)`: section 7 plots them; they are not graded);
+#    weights times `v`;
 # 4. `merge_heads`, then `output_dense` (`Dense(d_model)`).
 #
 # **The key/value cache.** To write a new token, a language model needs its
@@ -361,6 +395,9 @@ checks.check_config(RotaryEmbedding, RotaryEmbedding(head_dim=6, base=500.0),
 # before `t` (0.5 points); the cache: outputs after a cache equal the full
 # computation's, and the returned keys and values are those of every position
 # (1 point); `get_config()` holding `d_model`, `num_heads` and `dff` (0.5 points).
+# The weights in `self.last_attention_scores` are for section 7's plot only: not
+# graded (an answer that computes the attention without them, with
+# `ops.dot_product_attention`, loses no point, and no plot).
 
 # %% nbgrader="solution" grade_id="DecoderOnlyBlock"
 class DecoderOnlyBlock(keras.layers.Layer):
@@ -471,10 +508,23 @@ quiet.ffn.dense2.set_weights([np.zeros((32, 16), "float32"), np.zeros(16, "float
 checks.check_close(quiet(x), x, "pre-norm: with the sublayers silenced the block returns x",
                    hint="out = h + ffn(norm2(h)) with h = x + attention(norm1(x)): the "
                         "residual stream itself is never normalised.")
-weights = checks.to_numpy(block.last_attention_scores)
-checks.check_close(weights.sum(axis=-1), np.ones((2, 2, 6)),
-                   "last_attention_scores (2, 2, 6, 6): each row sums to 1",
-                   hint="keep the softmax's output in self.last_attention_scores.")
+# The norms: LayerNormalization(epsilon=1e-6), as the shipped weights were trained.
+checks.check_true(all(isinstance(norm, keras.layers.LayerNormalization)
+                      and math.isclose(norm.epsilon, 1e-6) for norm in (block.norm1, block.norm2)),
+                  "norm1 and norm2: LayerNormalization(epsilon=1e-6)",
+                  f"epsilon {getattr(block.norm1, 'epsilon', None)} and "
+                  f"{getattr(block.norm2, 'epsilon', None)}",
+                  hint="keras.layers.LayerNormalization(epsilon=1e-6): Keras's default is 1e-3.")
+# The attention weights kept for section 7's plot: not graded, so a note, never a failure.
+try:
+    kept_weights = checks.to_numpy(block.last_attention_scores)
+except Exception:  # noqa: BLE001 - missing, None or not an array: the plot cannot use it
+    kept_weights = None
+if kept_weights is None or kept_weights.shape != (2, 2, 6, 6) or \
+        not np.allclose(kept_weights.sum(axis=-1), 1.0, atol=1e-4):
+    print("Note (not graded): your DecoderOnlyBlock does not keep its attention weights "
+          "(the softmax's output, (B, num_heads, T, keys)) in self.last_attention_scores; "
+          "section 7's plot needs them.")
 # The outputs, worked out here in NumPy from the block's own sublayers (its rotary too):
 # q and k rotated (v not), scores / sqrt(head_dim), the future masked, softmax, times v.
 normed = block.norm1(x)
@@ -627,6 +677,14 @@ checks.check_true(tiny.count_params() == expected_count,
                   hint="the output layer is tied: logits = x @ embeddings^T, no Dense and no "
                        "bias of its own.")
 checks.check_true(np.all(np.isfinite(logits)), "the logits are finite", "they are not")
+final_norm = getattr(tiny, "final_norm", None)
+checks.check_true(isinstance(final_norm, keras.layers.LayerNormalization)
+                  and math.isclose(final_norm.epsilon, 1e-6),
+                  "final_norm: LayerNormalization(epsilon=1e-6)",
+                  f"found {type(final_norm).__name__} with epsilon "
+                  f"{getattr(final_norm, 'epsilon', None)}",
+                  hint="self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6): "
+                       "Keras's default epsilon is 1e-3.")
 # The logits, composed here from tiny's own layers: the embedding's vectors (no scaling),
 # the blocks in order, final_norm, then the embedding's table transposed (tied).
 table = checks.to_numpy(tiny.token_embedding.embeddings)  # (vocab_size, d_model)
@@ -921,12 +979,17 @@ sentence = validation_sentences[0]
 ids = language.encode([sentence], length=len(sentence) + 2)
 language_model(ids)
 labels = ["<s>"] + list(sentence) + ["</s>"]
-figure, axes = plt.subplots(1, 2, figsize=(13, 6))
-for head, ax in zip((0, 1), axes):
-    weights = checks.to_numpy(language_model.blocks[-1].last_attention_scores)[0, head]
-    plots.heatmap(weights, labels, labels, title=f"last block, head {head}", ax=ax)
-plt.tight_layout()
-plt.show()
+stored = getattr(language_model.blocks[-1], "last_attention_scores", None)
+if stored is None:
+    print("No plot: your DecoderOnlyBlock does not keep its attention weights in "
+          "self.last_attention_scores; the plot needs them (section 4; not graded).")
+else:
+    figure, axes = plt.subplots(1, 2, figsize=(13, 6))
+    for head, ax in zip((0, 1), axes):
+        weights = checks.to_numpy(stored)[0, head]
+        plots.heatmap(weights, labels, labels, title=f"last block, head {head}", ax=ax)
+    plt.tight_layout()
+    plt.show()
 
 # %% [markdown]
 # ## 8. Sampling: top-k and top-p

@@ -71,6 +71,32 @@ def rotary(x, positions, base: float = ROTARY_BASE) -> np.ndarray:
     return out
 
 
+def rotary_halves(x, positions, base: float = ROTARY_BASE) -> np.ndarray:
+    """The other layout, to name it when an answer uses it: feature ``i`` paired
+    with feature ``i + head_dim/2`` (the two halves), pair ``i`` turned by the same
+    angle as ``rotary``'s pair ``i`` (GPT-NeoX's ``rotate_half``, keras-hub's
+    ``RotaryEmbedding``). The lab pairs consecutive features instead."""
+    x = _float64(x)
+    half = x.shape[-1] // 2
+    angles = rotary_angles(positions, x.shape[-1], base)
+    cos, sin = np.cos(angles), np.sin(angles)
+    first, second = x[..., :half], x[..., half:]
+    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
+
+
+def rotary_mistakes(x, positions, base: float = ROTARY_BASE) -> list[tuple[np.ndarray, str]]:
+    """What the common direction and layout mistakes give for ``x`` at ``positions``,
+    each with what to tell the student: the values' tests cell names them (and
+    costs them); the start's cell grades the positions only, so it takes the right
+    positions in these too."""
+    return [(rotary(x, -_float64(positions), base),
+             "each pair is turned clockwise; turn it counter-clockwise, (1, 0) -> (cos, sin)."),
+            (rotary_halves(x, positions, base),
+             "these are the two halves rotated (feature i paired with feature i + head_dim/2, "
+             "GPT-NeoX's and keras-hub's layout); this lab pairs consecutive features "
+             "(x[2i], x[2i+1]), as Meta's LLaMA code does.")]
+
+
 def rotary_atol(x, positions) -> float:
     """The absolute tolerance for a float32 answer of ``rotary(x, positions)``.
 
