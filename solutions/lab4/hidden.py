@@ -59,6 +59,16 @@ def test_padding_mask(padding_mask):
             raise AssertionError(f"{what}: the mask is inverted; True marks the real "
                                  "tokens, False the padding.")
         wrong = mask != expected
+        if wrong.any() and pad_id != 0:
+            # The mistakes the visible check names (pad_id ignored), named here too.
+            ids = np.asarray(token_ids)
+            assert_true(not np.array_equal(mask, ids != 0),
+                        f"{what}: the mask is ids != 0 whatever pad_id is; compare with the "
+                        "pad_id argument, not with a fixed 0.")
+            assert_true(not np.array_equal(mask, ids > pad_id),
+                        f"{what}: ids below pad_id are marked as padding (ids > pad_id); "
+                        "compare with the pad_id argument for equality: ops.not_equal(ids, "
+                        "pad_id).")
         assert_true(not wrong.any(), f"{what}: {int(wrong.sum())} of {mask.size} entries "
                                      "are wrong.")
 
@@ -84,7 +94,7 @@ def test_combine_masks(combine_masks):
     from autograder.testkernel.testing import rng, assert_shape, assert_true
     from autograder.references import lab4 as reference
 
-    def check(result, expected, what, exact_shape=True):
+    def check(result, expected, what, exact_shape=True, guesses=()):
         mask = reference.to_numpy(result)
         swapped_shape = (expected.shape[0], expected.shape[2], expected.shape[1])
         if mask.shape == swapped_shape != expected.shape:
@@ -107,6 +117,14 @@ def test_combine_masks(combine_masks):
                 raise AssertionError(f"{what}: rows and columns are swapped; the query mask "
                                      "gives the rows (query_mask[:, :, None]), the key mask "
                                      "the columns (key_mask[:, None, :]).")
+            # The mistakes the visible check names, named here too.
+            for guess, hint in guesses:
+                assert_true(not np.array_equal(mask, np.broadcast_to(guess, expected.shape)),
+                            f"{what}: {hint}")
+            assert_true(exact_shape or mask.any() or not expected.any(),
+                        f"{what}: nothing may attend; a missing mask allows everything: "
+                        "leave its axis of length 1 (key_mask[:, None, :] or "
+                        "query_mask[:, :, None]).")
             raise AssertionError(f"{what}: {int(wrong.sum())} of {mask.size} entries are "
                                  f"wrong (first at {tuple(int(i) for i in np.argwhere(wrong)[0])}).")
 
@@ -137,9 +155,11 @@ def test_combine_masks(combine_masks):
     # Both masks and the look-ahead mask (self-attention of a decoder).
     target = random_mask(3, 5)
     target[1, 3:] = False
+    ignored = [(reference.combine_masks(target, target),
+                "causal=True is ignored: AND the look-ahead mask causal_mask(T)[None] too.")]
     check(combine_masks(query_mask=target, key_mask=target, causal=True),
           reference.combine_masks(target, target, causal=True),
-          "combine_masks(query_mask (3, 5), key_mask (3, 5), causal=True)")
+          "combine_masks(query_mask (3, 5), key_mask (3, 5), causal=True)", guesses=ignored)
 
     # One mask only (self-attention, T = 5): the missing side allows everything.
     check(combine_masks(key_mask=target), reference.combine_masks(None, target),
@@ -149,7 +169,13 @@ def test_combine_masks(combine_masks):
     check(combine_masks(key_mask=target, causal=True),
           reference.combine_masks(None, target, causal=True),
           "combine_masks(key_mask (3, 5), causal=True)", exact_shape=False)
-    check(combine_masks(query_mask=target, causal=True),
+    try:
+        only_queries = combine_masks(query_mask=target, causal=True)
+    except Exception as error:  # noqa: BLE001 - the student's error, with the visible hint
+        raise AssertionError(
+            f"combine_masks(query_mask (3, 5), causal=True) raised {error}; only the query "
+            "mask is given: take the length T from whichever mask is given.") from None
+    check(only_queries,
           reference.combine_masks(target, None, causal=True),
           "combine_masks(query_mask (3, 5), causal=True): only the query mask is given, "
           "the look-ahead still applies", exact_shape=False)
@@ -185,6 +211,30 @@ def test_masked_softmax(masked_softmax):
                                     assert_true)
     from autograder.references import lab4 as reference
 
+    def softmax(values, axis=-1):
+        exponentials = np.exp(values - values.max(axis=axis, keepdims=True))
+        return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+    def mistakes(scores, allowed):
+        """(weights, hint) of the mistakes the visible check names."""
+        scores = np.asarray(scores, dtype=np.float64)
+        hidden_scores = np.where(allowed, scores, -1e9)
+        return [
+            (softmax(np.where(allowed, -1e9, scores)),
+             "True means 'may attend': the large negative value goes where the mask is "
+             "False, not where it is True."),
+            (softmax(hidden_scores, axis=-2) * allowed,
+             "the softmax runs over the last axis (the keys), axis=-1."),
+            (softmax(scores * allowed),
+             "a masked score becomes a large negative number (large_negative(scores.dtype)), "
+             "not 0."),
+            (softmax(scores) * allowed,
+             "renormalise: hide the masked scores BEFORE the softmax, so that the allowed "
+             "keys share all the weight."),
+            (softmax(np.where(allowed, scores / np.sqrt(scores.shape[-1]), -1e9)) * allowed,
+             "no scaling here: the scores come already scaled (do not divide by sqrt(T_k))."),
+        ]
+
     def check(scores, mask, what, as_tensors=False):
         if as_tensors:
             result = masked_softmax(reference.tensor(scores, masked_softmax),
@@ -196,6 +246,12 @@ def test_masked_softmax(masked_softmax):
         live = np.asarray(allowed.any(axis=-1))  # rows with at least one key (the others: their own cell)
         assert_finite(weights[live], what + " (rows with an allowed key)")
         weights = weights.astype(np.float64)
+        expected = reference.masked_softmax(scores, mask)
+        if not np.allclose(weights[live], expected[live], rtol=1e-4, atol=1e-5):
+            # The mistakes the visible check names, named here too.
+            for guess, hint in mistakes(scores, allowed):
+                assert_true(not np.allclose(weights[live], guess[live], rtol=1e-4, atol=1e-5),
+                            f"{what}: {hint}")
         hidden = ~allowed & live[..., None]
         assert_true(np.all(weights[hidden] == 0.0),
                     f"{what}: masked keys (mask False) must get weight exactly 0; "
@@ -205,7 +261,6 @@ def test_masked_softmax(masked_softmax):
                     f"{what}: the weights of a row do not sum to 1 over the allowed keys "
                     f"(sums from {sums.min():.3g} to {sums.max():.3g}); renormalise after "
                     "masking.")
-        expected = reference.masked_softmax(scores, mask)
         assert_close(weights[live], expected[live], what)
         return weights
 
@@ -292,6 +347,12 @@ def test_FeedForward(FeedForward):
                                               d_model=d_model, dff=dff)
         expected = reference.feed_forward(x, weights["dense1"], weights["dense2"])
         output = reference.to_numpy(layer(x, training=False))
+        if not np.allclose(output, expected, rtol=1e-4, atol=1e-5):
+            again = reference.to_numpy(layer(x, training=False))
+            assert_true(np.array_equal(again, output),
+                        f"{on_x}: two calls with training=False give different outputs: "
+                        "something is dropped at inference; pass training on: "
+                        "self.dropout(..., training=training).")
         if not np.allclose(output, expected, rtol=1e-4, atol=1e-5):
             W1, b1 = (w.astype(np.float64) for w in weights["dense1"])
             W2, b2 = (w.astype(np.float64) for w in weights["dense2"])
@@ -423,6 +484,12 @@ def test_EncoderLayer(EncoderLayer, namespace):
                                               d_model=d_model, num_heads=num_heads, dff=dff)
         expected = reference.encoder_layer(x, weights)
         output = reference.to_numpy(layer(x, training=False))
+        if not np.allclose(output, expected, rtol=1e-4, atol=1e-5):
+            again = reference.to_numpy(layer(x, training=False))
+            assert_true(np.array_equal(again, output),
+                        f"{on_x}: two calls with training=False give different outputs: "
+                        "something is dropped at inference; pass training on: "
+                        "self.dropout(..., training=training).")
         if output.shape == expected.shape and not np.allclose(output, expected,
                                                               rtol=1e-4, atol=1e-5):
             pre_norm = reference.encoder_layer(x, weights, pre_norm=True)
@@ -585,6 +652,11 @@ def test_DecoderLayer(DecoderLayer, namespace):
                                  f"expected {scores_shape}: the cross-attention queries seem "
                                  "to come from the encoder; queries come from the decoder "
                                  "(x), keys and values from context.")
+        if scores.shape == (batch, num_heads, length, length) != scores_shape:
+            raise AssertionError(f"{on_x}: last_attention_scores has shape {scores.shape}, "
+                                 f"expected {scores_shape}: keep the CROSS-attention's scores "
+                                 "(cross_attention(..., return_attention_scores=True)), not "
+                                 "the self-attention's (B, num_heads, T, T).")
         assert_shape(scores, scores_shape, f"{on_x}: last_attention_scores")
 
         # Sublayers.
@@ -611,6 +683,12 @@ def test_DecoderLayer(DecoderLayer, namespace):
                                               d_model=d_model, num_heads=num_heads, dff=dff)
         output = reference.to_numpy(layer(x, context, training=False))
         expected, expected_scores = reference.decoder_layer(x, context, weights)
+        if not np.allclose(output, expected, **close):
+            again = reference.to_numpy(layer(x, context, training=False))
+            assert_true(np.array_equal(again, output),
+                        f"{on_x}: two calls with training=False give different outputs: "
+                        "something is dropped at inference; pass training on: "
+                        "self.dropout(..., training=training).")
         if not np.allclose(output, expected, **close):
             pre_norm = reference.decoder_layer(x, context, weights, pre_norm=True)[0]
             assert_true(not np.allclose(output, pre_norm, **close),

@@ -767,8 +767,9 @@ print("position 2:", output[0, 2])
 # **Pass the mask by keyword.** `keras.layers.MultiHeadAttention` is called as
 # `mha(query, value, key=None, query_mask=None, value_mask=None, key_mask=None,
 # attention_mask=None, ...)`: in `mha(x, x, x, mask)` the mask is a
-# *query_mask*, and Keras runs without complaint, silently attending to padding.
-# Write `self.self_attention(query=x, value=x, key=x, attention_mask=mask,
+# *query_mask*. Given a mask, Keras runs without complaint, silently attending to
+# padding; given `None` (no padding), Keras 3.15 raises a `TypeError`
+# ("got multiple values for argument 'query_mask'"). Write `self.self_attention(query=x, value=x, key=x, attention_mask=mask,
 # training=training)`.
 #
 # **Training and inference.** Pass `training` on to every sublayer. While

@@ -1172,4 +1172,19 @@ def masked_softmax(scores, mask):
                 '                       "dff": self.dff, "dropout_rate": self.dropout_rate})\n',
                 ""),
             fails=("test_DecoderLayer__config",)),
+    # Issue 47: the argument checks, graded with the config, lost alone. (FeedForward's
+    # own arguments are checked by Keras's Dense and Dropout too: without the call
+    # dff=0 and dropout_rate=1.5 still raise a ValueError, so it is no mistake there.)
+    Mistake("EncoderLayer", "validation-removed", "the given validate_layer_arguments call "
+            "deleted: d_model=6 with num_heads=4 builds heads of key_dim 1 without a word",
+            swap(ENCODER_BUILD,
+                 "        validate_layer_arguments(d_model=d_model, num_heads=num_heads, dff=dff,\n"
+                 "                                 dropout_rate=dropout_rate)\n", ""),
+            fails=("test_EncoderLayer__config",)),
+    Mistake("DecoderLayer", "validation-removed", "the given validate_layer_arguments call "
+            "deleted: d_model=6 with num_heads=4 builds heads of key_dim 1 without a word",
+            swap(DECODER_BASE,
+                 "        validate_layer_arguments(d_model=d_model, num_heads=num_heads, dff=dff,\n"
+                 "                                 dropout_rate=dropout_rate)\n", ""),
+            fails=("test_DecoderLayer__config",)),
 ]
