@@ -24,7 +24,7 @@ in the setup cell only, and nowhere else; a labkit helper that silences them
 in every lab's setup cell would let this list go.
 
 Cost: about 20 to 100 s a lab on the 2-core machine (lab3 20 s, lab4 27 s,
-lab1 24 s, lab2 34 s, lab5 98 s; lab6 the longest), minutes for six: marked
+lab1 24 s, lab2 34 s, lab5 98 s, lab6 140 s: 5 min 50 s for six, on a loaded machine): marked
 `slow` (in `make test`, not in `make test-fast`; the filter's own test is not); one lab alone:
 `pytest tests/test_no_warnings.py -k lab3`.
 """
