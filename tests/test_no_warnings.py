@@ -23,10 +23,13 @@ only redirecting file descriptor 2 while Keras imports does. They are allowed
 in the setup cell only, and nowhere else; a labkit helper that silences them
 in every lab's setup cell would let this list go.
 
-Cost: about 20 to 100 s a lab on the 2-core machine (lab3 20 s, lab4 27 s,
-lab1 24 s, lab2 34 s, lab5 98 s, lab6 140 s: 5 min 50 s for six, on a loaded machine): marked
-`slow` (in `make test`, not in `make test-fast`; the filter's own test is not); one lab alone:
-`pytest tests/test_no_warnings.py -k lab3`.
+The notebooks: each lab's solution and each of the verdict suite's correct
+variant notebooks (`variantK`, as the verdict suite writes them). Cost: about
+20 to 100 s a notebook on the 2-core machine (the solutions: lab3 20 s, lab4
+27 s, lab1 24 s, lab2 34 s, lab5 98 s, lab6 140 s, on a loaded machine), too
+much for `make test`: marker `notebooks`, its own target `make test-warnings`
+(docs/performance.md gives its time); the filter's own test is in `make
+test`. One lab alone: `pytest -m notebooks tests/test_no_warnings.py -k lab3`.
 """
 
 from __future__ import annotations
@@ -105,12 +108,35 @@ def test_the_patterns_tell_warnings_from_startup_lines():
     assert provided_cell_warnings(notebook("setup", keras_warning))
 
 
+def _notebooks() -> list[tuple[str, str]]:
+    """(lab, "solution" or "variantK") for every lab: the solution and each of the
+    verdict suite's correct variant notebooks (variantK: the K-th correct
+    variant of every exercise that has one, the solution elsewhere, as
+    tests/verdicts.build writes them)."""
+    found = []
+    for lab in available_labs():
+        found.append((lab.id, "solution"))
+        module = verdicts.spec(lab.id)
+        most = max((len(v) for v in getattr(module, "VARIANTS", {}).values()), default=0)
+        found += [(lab.id, f"variant{k + 1}") for k in range(most)]
+    return found
+
+
+def _notebook(lab_id: str, which: str):
+    if which == "solution":
+        return verdicts.solution_notebook(lab_id)
+    k = int(which.removeprefix("variant")) - 1
+    answers = {e: v[k] for e, v in verdicts.spec(lab_id).VARIANTS.items() if k < len(v)}
+    return verdicts.fill(verdicts.solution_notebook(lab_id), answers)
+
+
+@pytest.mark.notebooks
 @pytest.mark.slow
-@pytest.mark.parametrize("lab_id", [lab.id for lab in available_labs()])
-def test_no_provided_cell_prints_a_warning_on_the_solution(lab_id):
+@pytest.mark.parametrize("lab_id,which", _notebooks())
+def test_no_provided_cell_prints_a_warning(lab_id, which):
     env = StudentEnv("kit", KIT_VENV / "bin" / "python", {})
-    executed, errors = run_notebook(verdicts.solution_notebook(lab_id), env, timeout=600)
-    assert not errors, f"{lab_id}: the solution's cells raised: {errors}"
+    executed, errors = run_notebook(_notebook(lab_id, which), env, timeout=600)
+    assert not errors, f"{lab_id} {which}: the cells raised: {errors}"
     warnings = provided_cell_warnings(executed)
-    assert not warnings, (f"{lab_id}: {len(warnings)} provided cells print a warning on the "
-                          "solution:\n  " + "\n  ".join(warnings))
+    assert not warnings, (f"{lab_id} {which}: {len(warnings)} provided cells print a warning:"
+                          "\n  " + "\n  ".join(warnings))
