@@ -121,7 +121,7 @@ batch_scores = checks.check_close(
 # The lecture's worked example: encoder state (0.8, 0.2), decoder state (0.7, 0.3).
 encoder_states = np.array([[0.8, 0.2]])
 decoder_state = np.array([0.7, 0.3])
-print("score:", dot_scores(decoder_state, encoder_states))  # 0.8*0.7 + 0.2*0.3 = 0.62
+print("score:", checks.to_numpy(dot_scores(decoder_state, encoder_states)))  # 0.8*0.7 + 0.2*0.3 = 0.62
 
 # %% [markdown]
 # ## 2. From scores to weights: a stable softmax
@@ -298,7 +298,7 @@ print("0.7 * (0.8, 0.2) =", 0.7 * np.array([0.8, 0.2]))
 words = ["I", "like", "pizza"]
 encoder_states = np.array([[0.8, 0.2], [0.1, 0.9], [0.4, 0.4]])
 context, weights = attention_pool(np.array([0.7, 0.3]), encoder_states, encoder_states)
-print("scores: ", dot_scores(np.array([0.7, 0.3]), encoder_states))  # [0.62 0.34 0.4]
+print("scores: ", checks.to_numpy(dot_scores(np.array([0.7, 0.3]), encoder_states)))  # [0.62 0.34 0.4]
 print("weights:", checks.to_numpy(weights), " context:", checks.to_numpy(context))
 plots.bars(weights, words, "weights of the query (0.7, 0.3)")
 plt.show()
@@ -373,7 +373,7 @@ batch_scores = checks.check_shape(
 # %% nbgrader="locked" grade_id="demo_bilinear_scores" grading="skip"
 # W weights the coordinates: doubling the first one doubles its part of the score.
 W = np.array([[2.0, 0.0], [0.0, 1.0]])
-print(bilinear_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2]]), W))  # 2*0.56 + 0.06 = 1.18
+print(checks.to_numpy(bilinear_scores(np.array([0.7, 0.3]), np.array([[0.8, 0.2]]), W)))  # 2*0.56 + 0.06 = 1.18
 
 # %% [markdown]
 # ### Additive (MLP) attention

@@ -320,24 +320,26 @@ def test_MultiHeadAttention__dropout(MultiHeadAttention):
     r = rng("MultiHeadAttention/dropout")
     reference.assert_from_scratch(MultiHeadAttention)
 
-    # Identity at inference, random and unbiased when training.
+    # Every comparison is with the layer's own output at inference (its own
+    # weights, never set by this test), so that a mistake in the computation
+    # itself costs the first tests cell's points only, and a dropout mistake
+    # this cell's only.
+    # Inputs of one size, num_heads * key_dim = value_dim * num_heads = that size:
+    # cross-attention between sizes is the first cell's.
     copies = 400
     query = np.repeat(r.normal(size=(1, 3, 8)).astype("float32"), copies, axis=0)
-    value = np.repeat(r.normal(size=(1, 4, 6)).astype("float32"), copies, axis=0)
+    value = np.repeat(r.normal(size=(1, 4, 8)).astype("float32"), copies, axis=0)
     for rate in (0.0, 0.4):
         what = f"MultiHeadAttention(num_heads=2, key_dim=4, dropout={rate})"
         layer = MultiHeadAttention(num_heads=2, key_dim=4, dropout=rate)
         layer(query, value)
         reference.assert_from_scratch(layer)
-        # The grader's weights in Keras's layout (never the shapes the layer reports).
-        weights = reference.mha_random_weights(
-            reference.keras_mha_weight_shapes(8, 6, 6, num_heads=2, key_dim=4), r)
-        layer.set_weights(weights)
-        expected = reference.multi_head_attention(query[:1], value[:1], weights)[0][0]
-        expected = np.broadcast_to(expected, (copies,) + expected.shape)
-        assert_close(layer(query, value), expected, f"{what}, called without `training`")
+        expected = as_array(layer(query, value, training=False), what).astype(np.float64)
         assert_close(layer(query, value, training=False), expected,
-                     f"{what}, training=False (dropout must do nothing)")
+                     f"{what}, training=False twice (dropout must do nothing at inference)")
+        assert_close(layer(query, value), expected,
+                     f"{what}, called without `training` (dropout must do nothing; the same "
+                     "output as training=False)")
         first = as_array(layer(query, value, training=True), what).astype(np.float64)
         if rate == 0.0:
             assert_close(first, expected, f"{what}, training=True (a rate of 0 drops nothing)")
@@ -349,10 +351,6 @@ def test_MultiHeadAttention__dropout(MultiHeadAttention):
         assert_true(not np.allclose(first, second, rtol=1e-3, atol=1e-4),
                     f"{what}, training=True: two calls gave the same output; the dropout "
                     "mask must be new at each call (a keras.layers.Dropout sublayer does it).")
-        zeros = float(np.mean(first == 0.0))
-        assert_true(zeros < 0.01,
-                    f"{what}, training=True: {zeros:.0%} of the outputs are exactly 0; dropout "
-                    "acts on the attention probabilities, not on the layer's output.")
         both = np.concatenate([first, second])
         spread = both.std(axis=0) / np.sqrt(len(both))
         z = np.abs(both.mean(axis=0) - expected[0]) / np.maximum(spread, 1e-6)
@@ -361,50 +359,55 @@ def test_MultiHeadAttention__dropout(MultiHeadAttention):
                     "output is not the inference output; inverted dropout scales the "
                     "kept probabilities by 1 / (1 - rate) (keras.layers.Dropout does it).")
 
-    # Where dropout acts. With a single key every probability is 1, so dropout on
-    # the probabilities (B, H, T_q, T_k) drops or keeps each head's whole context of
-    # each query (scaled by 1 / (1 - rate)); dropout on the values, the context or the
-    # output drops single numbers instead. An identity output kernel without bias
-    # shows the heads' contexts one by one. The scores returned are the probabilities
-    # before dropout, as Keras returns them.
-    rate, heads, size, batch, length = 0.5, 2, 3, 64, 5
-    what = (f"MultiHeadAttention(num_heads={heads}, key_dim=2, value_dim={size}, "
-            f"dropout={rate}) on one key, training=True")
-    query = r.normal(size=(batch, length, heads * size)).astype("float32")
-    value = r.normal(size=(batch, 1, 4)).astype("float32")
-    layer = MultiHeadAttention(num_heads=heads, key_dim=2, value_dim=size, dropout=rate)
-    layer(query, value)
-    weights = reference.mha_random_weights(reference.keras_mha_weight_shapes(
-        heads * size, 4, 4, num_heads=heads, key_dim=2, value_dim=size), r)
-    weights[6] = np.eye(heads * size, dtype="float32").reshape(heads, size, heads * size)
-    weights[7] = np.zeros_like(weights[7])
-    layer.set_weights(weights)
-    expected = reference.multi_head_attention(query, value, weights)[0]
+    # Where dropout acts. One head, no biases, and two keys equal to each other
+    # (the value input holds one vector twice): each attention probability is
+    # 1/2, and the output of a query is a multiple of its output at inference.
+    # Dropout on the probabilities (B, H, T_q, T_k), rate 1/2, keeps 0, 1 or 2 of
+    # them, each doubled: 0, 1 or 2 times that output, whole. Dropout on the
+    # values, the heads' context or the output drops single numbers instead.
+    # The scores returned are the probabilities before dropout, as Keras
+    # returns them: those of inference.
+    rate, batch, length = 0.5, 64, 5
+    what = ("MultiHeadAttention(num_heads=1, key_dim=2, value_dim=6, dropout=0.5, "
+            "use_bias=False) on two equal keys, training=True")
+    query = r.normal(size=(batch, length, 6)).astype("float32")
+    value = np.repeat(r.normal(size=(batch, 1, 6)).astype("float32"), 2, axis=1)
+    layer = MultiHeadAttention(num_heads=1, key_dim=2, value_dim=6, dropout=rate,
+                               use_bias=False)
+    at_inference = layer(query, value, return_attention_scores=True, training=False)
+    assert_true(isinstance(at_inference, (tuple, list)) and len(at_inference) == 2,
+                f"{what}: returned {type(at_inference).__name__}, expected a tuple (output, "
+                "scores) with return_attention_scores=True.")
+    contexts = as_array(at_inference[0], what).astype(np.float64)
+    inference_scores = as_array(at_inference[1], what).astype(np.float64)
     result = layer(query, value, return_attention_scores=True, training=True)
     assert_true(isinstance(result, (tuple, list)) and len(result) == 2,
                 f"{what}: returned {type(result).__name__}, expected a tuple (output, "
                 "scores) with return_attention_scores=True.")
     output, scores = result
-    scores = assert_shape(scores, (batch, heads, length, 1), f"{what}: scores")
-    assert_true(np.allclose(scores, 1.0, atol=1e-5),
-                f"{what}: the scores returned are not the attention probabilities (all 1 "
-                "with a single key); return the probabilities as they are before dropout, "
-                "as keras.layers.MultiHeadAttention does.")
-    output = assert_shape(output, expected.shape, f"{what}: output").astype(np.float64)
-    blocks = output.reshape(batch, length, heads, size)
-    expected_blocks = expected.reshape(batch, length, heads, size)
-    dropped = np.all(np.abs(blocks) <= 1e-6, axis=-1)
-    kept = np.all(np.isclose(blocks, expected_blocks / (1 - rate), rtol=1e-4, atol=1e-5),
-                  axis=-1)
-    assert_true(np.all(dropped | kept),
+    scores = assert_shape(scores, inference_scores.shape, f"{what}: scores")
+    assert_true(np.allclose(scores, inference_scores, rtol=1e-4, atol=1e-5),
+                f"{what}: the scores returned when training differ from those at "
+                "inference; apply dropout after the softmax (not to the scores before it) "
+                "and return the probabilities as they are before dropout, as "
+                "keras.layers.MultiHeadAttention does.")
+    output = assert_shape(output, contexts.shape, f"{what}: output").astype(np.float64)
+    norms = np.maximum(np.sum(contexts * contexts, axis=-1), 1e-12)
+    multiples = np.rint(np.sum(output * contexts, axis=-1) / norms)  # (batch, length)
+    whole = (np.isin(multiples, (0.0, 1.0, 2.0))
+             & np.all(np.isclose(output, multiples[..., None] * contexts,
+                                 rtol=1e-4, atol=1e-5), axis=-1))
+    assert_true(np.all(whole),
                 f"{what}: dropout must act on the attention probabilities (B, num_heads, "
-                "T_q, T_k); with a single key each head's context would then be dropped "
-                "whole or kept whole and scaled by 1 / (1 - rate), but here some of its "
-                "numbers are dropped and others kept (dropout on the values, the heads' "
-                "context or the output?).")
-    assert_true(0.3 < dropped.mean() < 0.7,
-                f"{what}: {dropped.mean():.0%} of the heads' contexts were dropped at a rate "
-                f"of {rate}; drop each attention probability with probability `dropout`.")
+                "T_q, T_k); with two equal keys each query's output would then be 0, 1 or "
+                "2 times its output at inference, whole, but here some of its numbers are "
+                "dropped and others kept (dropout on the values, the heads' context or the "
+                "output?) or the kept probabilities are not scaled by 1 / (1 - rate).")
+    dropped = float(np.mean(multiples == 0.0))
+    assert_true(0.1 < dropped < 0.45,
+                f"{what}: {dropped:.0%} of the queries lost both their probabilities, "
+                "where about 25% should at a rate of 0.5; drop each attention probability "
+                "with probability `dropout`.")
 
 
 @graded("MultiHeadAttention", points=0.25)
@@ -412,15 +415,13 @@ def test_MultiHeadAttention__config(MultiHeadAttention):
     """each constructor argument stored under its own name and returned by get_config();
     from_config() rebuilds the layer.
     """
-    import numpy as np
     from autograder.testkernel.testing import assert_true
     from autograder.references import lab2 as reference
 
     arguments = dict(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, use_bias=False)
     what = "MultiHeadAttention(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, use_bias=False)"
     layer = MultiHeadAttention(**arguments)
-    x = np.zeros((1, 2, 6), dtype="float32")
-    layer(x, x)  # built, so that what it is made of shows
+    reference.build_quietly(layer, (1, 2, 6))  # so that what it is made of shows
     reference.assert_from_scratch(layer)
     for name, expected in arguments.items():
         try:
@@ -449,13 +450,11 @@ def test_MultiHeadAttention__config(MultiHeadAttention):
 @graded("MultiHeadAttention", points=0.25)
 def test_MultiHeadAttention__validation(MultiHeadAttention):
     """invalid arguments raise a ValueError in __init__, any message."""
-    import numpy as np
     from autograder.testkernel.testing import assert_true
     from autograder.references import lab2 as reference
 
     layer = MultiHeadAttention(num_heads=2, key_dim=4)  # a valid layer first (an unanswered stub stops here)
-    x = np.zeros((1, 2, 6), dtype="float32")
-    layer(x, x)  # built, so that what it is made of shows
+    reference.build_quietly(layer, (1, 2, 6))  # so that what it is made of shows
     reference.assert_from_scratch(layer)
     invalid: list[dict[str, Any]] = [dict(num_heads=0, key_dim=4), dict(num_heads=2, key_dim=-1),
                                      dict(num_heads=2, key_dim=4, dropout=1.5)]

@@ -496,6 +496,17 @@ def mha_random_weights(shapes, r) -> list[np.ndarray]:
     return weights
 
 
+def build_quietly(layer, shape) -> None:
+    """Call the student's ``layer`` once on zeros of ``shape`` (query and value),
+    so that its weights and sublayers exist; an error there is the values
+    cell's to report, not the config or validation cell's."""
+    x = np.zeros(shape, dtype="float32")
+    try:
+        layer(x, x)
+    except Exception:  # noqa: BLE001 - a wrong computation is graded elsewhere
+        pass
+
+
 def assert_from_scratch(layer, name: str = "MultiHeadAttention",
                         how: str = "add_weight or EinsumDense, keras.ops") -> None:
     """Fail, saying why, when the student's ``name`` (class or layer) is built

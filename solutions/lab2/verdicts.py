@@ -690,13 +690,21 @@ _MHA_HONEST_NO_GET_CONFIG = _edit(
      '                       "use_bias": self.use_bias})\n'
      '        return config\n', ""))
 
+# value_dim=None replaced by key_dim when stored, as keras.layers.MultiHeadAttention
+# does (get_config() then returns key_dim): the text says either is fine.
+_MHA_HONEST_VALUE_DIM_RESOLVED = _edit(
+    _MHA,
+    ("        self.value_dim = value_dim\n",
+     "        self.value_dim = key_dim if value_dim is None else value_dim\n"))
+
 VARIANTS = {
     "mha_weight_shapes": [_SHAPES_V1, _SHAPES_V2, _SHAPES_V3],
     "SelfAttention": [_SELF_V1, _SELF_V2, _SELF_V3],
     "split_heads": [_SPLIT_V1, _SPLIT_V2, _SPLIT_V3, _SPLIT_V4],
     "merge_heads": [_MERGE_V1, _MERGE_V2, _MERGE_V3],
     "MultiHeadAttention": [_MHA_V1, _MHA_V2, _MHA_V3, _MHA_V4, _MHA, _MHA_HONEST_DROPOUT,
-                           _MHA_HONEST_GENERIC, _MHA_HONEST_NO_GET_CONFIG],
+                           _MHA_HONEST_GENERIC, _MHA_HONEST_NO_GET_CONFIG,
+                           _MHA_HONEST_VALUE_DIM_RESOLVED],
 }
 
 # --- mistakes ---------------------------------------------------------------------------
@@ -784,6 +792,13 @@ def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
     Mistake(_S, "config-without-key-dim", "get_config() leaves key_dim out",
             _edit(_SELF, ('        config.update({"key_dim": self.key_dim})\n', "")),
             fails=("test_SelfAttention__config",)),
+    Mistake(_S, "validation-by-assert", "key_dim checked with assert (an AssertionError, "
+            "not a ValueError)",
+            _edit(_SELF, ("        if key_dim <= 0:\n"
+                          "            raise ValueError(f\"key_dim must be a positive integer, "
+                          "got key_dim={key_dim}\")\n",
+                          "        assert key_dim > 0, \"key_dim must be positive\"\n")),
+            fails=("test_SelfAttention__validation",)),
 
     # split_heads
     Mistake(_SP, "reshape-no-transpose", "reshaped straight to (B, H, T, depth): right shape, wrong numbers",
@@ -875,29 +890,37 @@ def merge_heads(x):
     Mistake(_M, "softmax-over-queries", "softmax over the queries axis",
             _edit(_MHA, ("ops.softmax(scores, axis=-1)", "ops.softmax(scores, axis=-2)"))),
     Mistake(_M, "mask-wrong-sign", "True in attention_mask taken as 'hide'",
-            _edit(_MHA, ("ops.where(mask, scores, -1e9)", "ops.where(mask, -1e9, scores)"))),
+            _edit(_MHA, ("ops.where(mask, scores, -1e9)", "ops.where(mask, -1e9, scores)")),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "mask-ignored", "attention_mask accepted and never used",
             _edit(_MHA, ('        if attention_mask is not None:\n'
                          '            mask = ops.expand_dims(ops.cast(attention_mask, "bool"), 1)\n',
-                         ""))),
+                         "")),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "mask-without-head-axis", "attention_mask not given a head axis before the broadcast",
             _edit(_MHA, ('mask = ops.expand_dims(ops.cast(attention_mask, "bool"), 1)',
-                         'mask = ops.cast(attention_mask, "bool")'))),
+                         'mask = ops.cast(attention_mask, "bool")')),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "causal-ignored", "use_causal_mask accepted and never used",
             _edit(_MHA, ("        if use_causal_mask:\n"
                          "            t_q, t_k = ops.shape(scores)[2], ops.shape(scores)[3]\n"
                          "            causal = ops.cast(ops.tril(ops.ones((t_q, t_k))), \"bool\")\n"
                          "            mask = causal if mask is None else ops.logical_and(mask, causal)\n",
-                         ""))),
+                         "")),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "causal-upper-triangle", "the causal mask lets queries see the future, not the past",
-            _edit(_MHA, ("ops.tril(ops.ones((t_q, t_k)))", "ops.triu(ops.ones((t_q, t_k)))"))),
+            _edit(_MHA, ("ops.tril(ops.ones((t_q, t_k)))", "ops.triu(ops.ones((t_q, t_k)))")),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "causal-replaces-mask", "with use_causal_mask the attention_mask is dropped",
             _edit(_MHA, ("mask = causal if mask is None else ops.logical_and(mask, causal)",
-                         "mask = causal"))),
+                         "mask = causal")),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "causal-bottom-right", "the causal diagonal aligned to the last key when T_q != T_k",
-            _edit(_MHA, ("ops.tril(ops.ones((t_q, t_k)))", "ops.tril(ops.ones((t_q, t_k)), k=t_k - t_q)"))),
+            _edit(_MHA, ("ops.tril(ops.ones((t_q, t_k)))", "ops.tril(ops.ones((t_q, t_k)), k=t_k - t_q)")),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "neg-inf-nan", "-inf masking: a fully masked row becomes NaN",
-            _edit(_MHA, ("ops.where(mask, scores, -1e9)", "ops.where(mask, scores, float('-inf'))"))),
+            _edit(_MHA, ("ops.where(mask, scores, -1e9)", "ops.where(mask, scores, float('-inf'))")),
+            fails=("test_MultiHeadAttention__masks",)),
     Mistake(_M, "projection-biases-not-added", "biases created but never added to the projections",
             _edit(_MHA, ("        if self.use_bias:\n"
                          "            q = q + ops.expand_dims(self.bq, 1)\n"
@@ -941,37 +964,44 @@ def merge_heads(x):
                          '        v = heads(value, self.wv)\n'))),
     Mistake(_M, "dropout-at-inference", "dropout applied whatever `training` says",
             _edit(_MHA, ("self.dropout_layer(weights, training=training)",
-                         "self.dropout_layer(weights, training=True)"))),
+                         "self.dropout_layer(weights, training=True)")),
+            fails=("test_MultiHeadAttention__dropout",)),
     Mistake(_M, "dropout-on-output", "dropout on the layer's output instead of the probabilities",
             _edit(_MHA, ("dropped = self.dropout_layer(weights, training=training)",
                          "dropped = weights"),
                   ("        if return_attention_scores:\n            return output, weights",
                    "        output = self.dropout_layer(output, training=training)\n"
-                   "        if return_attention_scores:\n            return output, weights"))),
+                   "        if return_attention_scores:\n            return output, weights")),
+            fails=("test_MultiHeadAttention__dropout",)),
     Mistake(_M, "dropout-on-context", "dropout on the heads' context vectors, not the probabilities",
             _edit(_MHA, ("dropped = self.dropout_layer(weights, training=training)",
                          "dropped = weights"),
                   ('        output = ops.einsum("bthv,hvd->btd", context, self.wo)\n',
                    '        context = self.dropout_layer(context, training=training)\n'
-                   '        output = ops.einsum("bthv,hvd->btd", context, self.wo)\n'))),
+                   '        output = ops.einsum("bthv,hvd->btd", context, self.wo)\n')),
+            fails=("test_MultiHeadAttention__dropout",)),
     Mistake(_M, "dropout-on-values", "dropout on the projected values, not the probabilities",
             _edit(_MHA, ("dropped = self.dropout_layer(weights, training=training)",
                          "dropped = weights\n"
-                         "        v = self.dropout_layer(v, training=training)"))),
+                         "        v = self.dropout_layer(v, training=training)")),
+            fails=("test_MultiHeadAttention__dropout",)),
     Mistake(_M, "dropout-before-softmax", "dropout on the raw scores before the softmax",
             _edit(_MHA, ("        weights = ops.softmax(scores, axis=-1)\n"
                          "        dropped = self.dropout_layer(weights, training=training)\n",
                          "        scores = self.dropout_layer(scores, training=training)\n"
                          "        weights = ops.softmax(scores, axis=-1)\n"
-                         "        dropped = weights\n"))),
+                         "        dropped = weights\n")),
+            fails=("test_MultiHeadAttention__dropout",)),
     Mistake(_M, "dropout-not-rescaled", "a Bernoulli mask on the probabilities without 1 / (1 - rate)",
             _edit(_MHA, ("dropped = self.dropout_layer(weights, training=training)",
                          "dropped = weights\n"
                          "        if training and self.dropout > 0:\n"
                          "            keep = keras.random.uniform(ops.shape(weights)) >= self.dropout\n"
-                         "            dropped = weights * ops.cast(keep, weights.dtype)"))),
+                         "            dropped = weights * ops.cast(keep, weights.dtype)")),
+            fails=("test_MultiHeadAttention__dropout",)),
     Mistake(_M, "scores-after-dropout", "the probabilities returned after dropout instead of before",
-            _edit(_MHA, ("            return output, weights", "            return output, dropped"))),
+            _edit(_MHA, ("            return output, weights", "            return output, dropped")),
+            fails=("test_MultiHeadAttention__dropout",)),
     Mistake(_M, "dropout-rate-overwritten", "self.dropout holds the Dropout layer, not the rate",
             _edit(_MHA, ("        self.dropout_layer = keras.layers.Dropout(dropout)\n",
                          "        self.dropout = keras.layers.Dropout(dropout)\n"
