@@ -248,12 +248,13 @@ VARIANTS: dict[str, tuple[str, str]] = {}
 # mistake -> mistake(the exercise it is in, the answer cell with the mistake, the
 # tests cells it fails: all of its exercise's unless named)
 MISTAKES = {
-    # Each pair turned clockwise, (1, 0) -> (cos, -sin): the values and the values
-    # from `start` are wrong; the config keeps its 0.5.
+    # Each pair turned clockwise, (1, 0) -> (cos, -sin): the values are wrong (the
+    # values cell names it); the positions from `start` are right (the start cell
+    # grades them only) and the config keeps its 0.5.
     "rotary_clockwise": mistake("RotaryEmbedding", swap(
         CORRECT["RotaryEmbedding"], "ops.stack([-x[..., 1::2], x[..., 0::2]], axis=-1)",
         "ops.stack([x[..., 1::2], -x[..., 0::2]], axis=-1)"),
-        ("test_RotaryEmbedding", "test_RotaryEmbedding__start")),
+        ("test_RotaryEmbedding",)),
     # `start` accepted and ignored: every call counts its rows from position 0. Only
     # the start cell (0.5) is lost.
     "rotary_ignores_start": mistake("RotaryEmbedding", swap(
