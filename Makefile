@@ -17,6 +17,11 @@
 #               notebooks graded beside 48 busy loops, and beside a notebook that starts
 #               300 busy processes while another class is graded; full marks, none flagged
 #               (own check, not in make test; LOAD_ARGS="--count 2 --loops 8" for a look)
+#   make test-moodle-term  a Moodle term end to end (benchmarks/moodle_term.py): a 30-student
+#               class of lab1 and lab4 built as Moodle writes it (4.1+, 4.0 and flat
+#               downloads, worksheets with overrides downloaded in another zone), graded,
+#               exported and joined with the documented commands, every output checked
+#               (own check, not in make test; 11-12 minutes on 2 cores beside others' work)
 #   make test-compat  the compatibility matrix: a venv per row (the kit's pins, Colab's
 #               Python/TensorFlow/Keras/NumPy, the oldest Keras labkit allows) built in
 #               .cache/studentenvs/; in each, labkit installed as students do, every lab's
@@ -33,7 +38,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-faults test-verdicts test-backends test-compat test-slurm test-container test-load test-torch test-jax bench clean help
+.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-faults test-verdicts test-backends test-compat test-slurm test-container test-load test-moodle-term test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -115,6 +120,15 @@ test-container: env
 # docs/performance.md). Its own check, not part of make test: it loads the machine.
 test-load: env
 	$(PY) benchmarks/load.py $(LOAD_ARGS)
+
+# Issue 46's acceptance run (benchmarks/moodle_term.py): a 30-student Moodle class of
+# lab1 and lab4 (every download version, the grading worksheets with overrides, in a
+# TA's zone) graded, exported and joined into the term with the documented commands;
+# prints the figures and each check, exits 1 when one fails. Its own check, not part
+# of make test (MOODLE_TERM_ARGS="--keep DIR" keeps the class and the OUT folders;
+# "--write-docs" writes the figures into docs/performance.md).
+test-moodle-term: env
+	$(PY) benchmarks/moodle_term.py $(MOODLE_TERM_ARGS)
 
 # The grader struck from outside (tests/test_faults.py, tests/test_machine_faults.py):
 # the CLI interrupted (Ctrl-C, SIGTERM, SIGHUP), killed, a worker killed, the disk

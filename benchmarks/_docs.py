@@ -37,6 +37,7 @@ BLOCKS = {
     "colab_gpu": "docs/performance.md",
     "scaleout": "docs/performance.md",
     "load": "docs/performance.md",
+    "moodle_term": "docs/performance.md",
 }
 
 
