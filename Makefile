@@ -13,6 +13,8 @@
 #               reproduced as root (tests/container.py; own suite, about a minute)
 #   make test-faults  the grader struck from outside: the CLI interrupted, killed, out
 #               of disk; a kernel stopped or killed during a hidden test (own suite)
+#   make test-warnings  every lab's solution and correct variants run top to bottom: no
+#               provided cell prints a warning (own suite, about half an hour)
 #   make test-load  grades independent of the machine's load (benchmarks/load.py): correct
 #               notebooks graded beside 48 busy loops, and beside a notebook that starts
 #               300 busy processes while another class is graded; full marks, none flagged
@@ -38,7 +40,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-faults test-verdicts test-backends test-compat test-slurm test-container test-load test-moodle-term test-torch test-jax bench clean help
+.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-faults test-warnings test-verdicts test-backends test-compat test-slurm test-container test-load test-moodle-term test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -132,10 +134,18 @@ test-moodle-term: env
 
 # The grader struck from outside (tests/test_faults.py, tests/test_machine_faults.py):
 # the CLI interrupted (Ctrl-C, SIGTERM, SIGHUP), killed, a worker killed, the disk
-# full; a student kernel stopped for 5 s or killed during a hidden test. Each
-# strike grades a small class through the CLI: a few minutes, its own suite.
+# full; a student kernel stopped for 5 s or killed during a hidden test; and
+# tests/test_userlayer.py's record spy (two kernels at once, which make test's busy
+# workers do not always give). Each grades a small class through the CLI: a few
+# minutes, its own suite.
 test-faults: env
 	$(PY) -m pytest $(PARALLEL) -m faults
+
+# Every provided cell of every lab prints no warning (tests/test_no_warnings.py): the
+# solution and each correct variant of the verdict suite run top to bottom as a
+# student runs them (38 notebooks, 20 to 140 s each: docs/performance.md).
+test-warnings: env
+	$(PY) -m pytest $(PARALLEL) -m notebooks tests/test_no_warnings.py
 
 # Other Keras backends, CPU builds (tests/test_backends.py grades every lab's
 # solution under each one installed; make test-torch runs the verdict suite).
@@ -173,7 +183,7 @@ lint: $(STAMP)
 PARALLEL ?= -n 2 --dist loadfile
 
 test: env lint postgres
-	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults"
+	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults and not notebooks"
 
 # A class graded through a real one-node Slurm (tests/test_slurm.py's cluster
 # test, tests/test_slurm_cluster.py): Slurm and munge from Debian's packages,
@@ -196,7 +206,7 @@ test-compat: env
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint
-	$(PY) -m pytest $(PARALLEL) -m "not slow and not backends and not slurm and not container and not faults"
+	$(PY) -m pytest $(PARALLEL) -m "not slow and not backends and not slurm and not container and not faults and not notebooks"
 
 # The verdict suite's kernel tier whole: every variant and mistake notebook of
 # every lab graded through the CLI (make test grades a sample of the mistake
