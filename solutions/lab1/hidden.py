@@ -40,7 +40,15 @@ def test_softmax(softmax):
 
     def check(x, axis, what, call):
         expected = reference.softmax(x, axis=axis)
-        weights = as_array(call(), what)
+        try:
+            weights = call()
+        except Exception as error:  # noqa: BLE001 - named when it is the keepdims slip
+            if "broadcast" not in str(error):
+                raise
+            raise AssertionError(
+                f"{what}: {error}; keep the reduced axis (keepdims=True) in the maximum "
+                "and the sum, so that they broadcast back along `axis`.") from None
+        weights = as_array(weights, what)
         assert_shape(weights, x.shape, what)
         weights = assert_finite(weights, what).astype(np.float64)
         assert_true(np.all(weights >= -1e-7), f"{what}: some weights are negative.")
@@ -254,9 +262,13 @@ def test_scaled_dot_product_attention(scaled_dot_product_attention):
         if not np.allclose(weights, expected_weights, rtol=1e-4, atol=1e-5):
             scores = np.einsum("...qd,...kd->...qk", query.astype(np.float64), key)
             d_k = query_shape[-1]
+            d_v = value_shape[-1]
             for guess, hint in [(scores, "the scores are not scaled; divide by sqrt(d_k)"),
                                 (scores / d_k, "the scores are divided by d_k; divide "
-                                               "by sqrt(d_k)")]:
+                                               "by sqrt(d_k)"),
+                                (scores / np.sqrt(d_v), "the scores are divided by "
+                                 "sqrt(d_v), the size of the values; divide by sqrt(d_k), "
+                                 "the size of the queries and keys")]:
                 assert_true(not np.allclose(weights, reference.softmax(guess, axis=-1),
                                             rtol=1e-4, atol=1e-5),
                             f"{what}: {hint}.")

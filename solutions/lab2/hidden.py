@@ -109,6 +109,14 @@ def test_SelfAttention(SelfAttention):
         output, scores = result
         scores = assert_shape(scores, expected_scores.shape, f"{what}, scores (second item)")
         output = assert_shape(output, expected_output.shape, f"{what}, output (first item)")
+        if mask is not None:
+            finite = np.all(np.isfinite(scores.astype(np.float64))) and np.all(
+                np.isfinite(output.astype(np.float64)))
+            assert_true(bool(finite),
+                        f"{what}: NaN or inf in the scores or the output; with -inf every "
+                        "score of a query whose keys are all masked is -inf and the softmax "
+                        "gives 0/0: mask with a large negative number instead, "
+                        "large_negative(scores.dtype).")
         scores = assert_finite(scores, f"{what}, scores").astype(np.float64)
         output = assert_finite(output, f"{what}, output").astype(np.float64)
         allowed = np.ones(scores.shape, dtype=bool) if mask is None else \

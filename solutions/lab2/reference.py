@@ -621,6 +621,14 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
     output, scores = result
     scores = assert_shape(scores, expected_scores.shape, f"{what}: scores (B, num_heads, T_q, T_k)")
     output = assert_shape(output, expected_output.shape, f"{what}: output")
+    if attention_mask is not None or causal:
+        finite = np.all(np.isfinite(scores.astype(np.float64))) and np.all(
+            np.isfinite(output.astype(np.float64)))
+        assert_true(bool(finite),
+                    f"{what}: NaN or inf in the scores or the output; with -inf every "
+                    "score of a query whose keys are all hidden is -inf and the softmax "
+                    "gives 0/0: mask with a large negative number instead, "
+                    "large_negative(scores.dtype).")
     scores = assert_finite(scores, f"{what}: scores").astype(np.float64)
     output = assert_finite(output, f"{what}: output").astype(np.float64)
     allowed = allowed_mask(batch, query_length, key_length, attention_mask, causal)
