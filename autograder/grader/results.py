@@ -22,6 +22,39 @@ def needs_regrading(status: str) -> bool:
 
 
 @dataclass
+class PropertyResult:
+    """One graded property of an exercise: one tests cell and its verdict.
+
+    Attributes:
+        test: the tests cell's grade id, e.g. "test_DecoderLayer__padding".
+        sentence: what the property is, as the student reads it beside the
+            cell (the hidden test's docstring: autograder.hidden); "" when
+            the cell carries none.
+        score: points earned; max_score: the cell's points.
+        message: why the points were lost ("" when passed): the kit's
+            explanation first, then the error in one line
+            (autograder.text.student_message). Never hidden test source.
+        details: what the framework added to the error (its internals, long
+            traces): shown folded on the feedback page, left out of the
+            text exports ("" when none).
+        same_as: the test of an earlier property of the exercise that met
+            the same error ("" when none): the page says it once.
+    """
+
+    test: str
+    sentence: str
+    score: float
+    max_score: float
+    message: str = ""
+    details: str = ""
+    same_as: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.max_score
+
+
+@dataclass
 class ExerciseResult:
     """One graded exercise of one submission.
 
@@ -30,7 +63,13 @@ class ExerciseResult:
         score: points earned.
         max_score: points available.
         message: why points were lost ("" when full marks). Safe to show to
-            the student: never contains hidden test source.
+            the student: never contains hidden test source. One line per
+            distinct error of its properties, an error that several tests
+            met said once ("(the same error in 3 tests)").
+        properties: the verdict of each graded property (tests cell), in
+            the notebook's order ([] for results saved before they were kept,
+            and for a notebook that was not graded); their scores add up to
+            the tests' score.
     """
 
     exercise: str
@@ -42,10 +81,20 @@ class ExerciseResult:
     #: Who set the override, and their note to the student ("" when none).
     override_by: str = ""
     override_note: str = ""
+    properties: list[PropertyResult] = field(default_factory=list)
+    #: A picture of what differs (autograder.grader.pictures): inline SVG, "" when none.
+    picture: str = ""
 
     @property
     def passed(self) -> bool:
         return self.score >= self.max_score
+
+
+def exercise_from_json(saved: dict) -> ExerciseResult:
+    """An ExerciseResult from its ``asdict`` form (OUT/results/, class.json's
+    rows); one saved before properties were kept has none."""
+    properties = [PropertyResult(**p) for p in saved.get("properties") or []]
+    return ExerciseResult(**{**saved, "properties": properties})
 
 
 @dataclass
