@@ -575,21 +575,28 @@ def test_beam_search(beam_search, namespace):
                 f"end_id={end_id})")
         got = reference.normalize_sequence(
             beam_search(model, context, beam_width=beam_width, max_length=max_length,
-                        start_id=start_id, end_id=end_id), max_length, what)
+                        start_id=start_id, end_id=end_id), max_length, what, start_id)
+        # What comes after the end id is the finished-beam part's (test_beam_search__finished):
+        # here a sentence is read up to its first end id.
+        if end_id in got:
+            got = got[:got.index(end_id) + 1]
         return got, what, fixtures["make_model"](kind, **options)
 
     # Hand-set models whose best sequence is known: greedy decoding misses it; the
     # last step alone, the average per token (however the search stops) or a sum
     # of probabilities ranks another one first; logits shifted after some prefixes
-    # (the same probabilities) trip a sum of raw logits.
+    # (the same probabilities) trip a sum of raw logits. After the end id the end id
+    # is certain (end_stays), so a beam extended after its end keeps its score here:
+    # extending finished beams costs the finished-beam part only.
     shifted = {prefix: 3.0 for prefix in ("a", "aa", "ab", "ac")}
     models: list[tuple[str, dict[str, Any], int, int]] = [
-        ("greedy_misses", {}, 1, 2),
-        ("greedy_misses", {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3),
-        ("total_matters", {}, 1, 2),
-        ("short_wins", {}, 1, 2),
-        ("short_wins_late", {}, 1, 2),
-        ("greedy_misses", {"offsets": shifted}, 1, 2)]
+        ("greedy_misses", {"end_stays": True}, 1, 2),
+        ("greedy_misses", {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1},
+                           "end_stays": True}, 4, 3),
+        ("total_matters", {"end_stays": True}, 1, 2),
+        ("short_wins", {"end_stays": True}, 1, 2),
+        ("short_wins_late", {"end_stays": True}, 1, 2),
+        ("greedy_misses", {"offsets": shifted, "end_stays": True}, 1, 2)]
     for kind, options, start_id, end_id in models:
         here = fixtures["make_model"](kind, **options)
         tokens = [here.ids[s] for s in ("a", "b", "c", "$")]
@@ -599,6 +606,9 @@ def test_beam_search(beam_search, namespace):
             got, what, here = run(kind, options, beam_width, 4, start_id, end_id)
             if got == best:
                 continue
+            if any(got == reference.beam_search(here, context, beam_width, 4, start_id, end_id,
+                                                steps=steps).tolist() for steps in (1, 2, 3)):
+                continue  # ranked right, stopped too early: test_beam_search__finished's
             score = reference.sequence_log_probability(here, context[0], got, start_id)
             if "offsets" in options:
                 raise AssertionError(
@@ -611,22 +621,26 @@ def test_beam_search(beam_search, namespace):
                     f"{what}: returned the greedy answer (total log-probability {score:.3f}); "
                     f"a better sentence (total log-probability {best_score:.3f}) was within "
                     "reach: keep the beam_width best candidates at each step.")
-            if kind.startswith("short_wins") and len(got) > len(best):
+            if (kind.startswith("short_wins") and len(got) > len(best)
+                    and score / len(got) > best_score / len(best)):
                 raise AssertionError(
-                    f"{what}: returned a longer sentence (total log-probability {score:.3f}) "
-                    f"than the best one ({best_score:.3f}); rank by the TOTAL "
-                    "log-probability, with no length normalisation: a shorter sentence "
-                    "wins whenever its total is higher.")
+                    f"{what}: returned a longer sentence with a lower total "
+                    f"log-probability ({score:.3f}) than the best one ({best_score:.3f}), "
+                    f"though a higher average per token ({score / len(got):.3f} against "
+                    f"{best_score / len(best):.3f}): rank by the TOTAL log-probability, "
+                    "never divided by the length: a shorter sentence wins whenever its total "
+                    "is higher.")
             raise AssertionError(
                 f"{what}: returned a sentence with total log-probability {score:.3f}, "
                 f"expected the best one ({best_score:.3f}); rank the candidates by their "
                 "TOTAL log-probability (the beam's score plus the new token's log-softmax).")
     # beam_width=1 is greedy decoding.
     seed = int(r.integers(1_000_000))
-    for kind, options, contexts in [("greedy_misses", {}, [context]),
-                                    ("table", {"seed": seed}, [
-                                        np.array([[int(t) for t in r.integers(3, 7, size=4)]])
-                                        for _ in range(3)])]:
+    greedy_cases: list[tuple[str, dict[str, Any], list]] = [
+        ("greedy_misses", {"end_stays": True}, [context]),
+        ("table", {"seed": seed}, [np.array([[int(t) for t in r.integers(3, 7, size=4)]])
+                                   for _ in range(3)])]
+    for kind, options, contexts in greedy_cases:
         for one in contexts:
             got, what, here = run(kind, options, 1, 6, 1, 2, context=one)
             greedy = reference.normalize_greedy(reference.greedy_decode(here, one, 6, 1, 2), 2,
@@ -638,8 +652,8 @@ def test_beam_search(beam_search, namespace):
 
 @graded("beam_search", points=1)
 def test_beam_search__finished(beam_search, namespace):
-    """finished beams (kept, never extended, holding no place for good), when the search stops,
-    and the best sentence at max_length, finished or not.
+    """finished sentences (in a list of their own, never extended, the beam kept at beam_width
+    open beams), when the search stops, and the best sentence at max_length, finished or not.
     """
     import numpy as np
     from autograder.testkernel.testing import rng
@@ -650,13 +664,16 @@ def test_beam_search__finished(beam_search, namespace):
     r = rng("beam_search/finished")
     context = np.array([[int(t) for t in r.integers(3, 6, size=3)] + [0]])
     other_ids = {"start_id": 4, "end_id": 3, "ids": {"a": 5, "b": 2, "c": 1}}
-    kept = ("a beam that writes end_id is finished: keep it with its score (never extend "
-            "it) until the end, and let it compete with the others")
-    goes_on = ("the first finished beam does not end the search: go on while an unfinished "
+    kept = ("a candidate that writes end_id is finished: it leaves the beam for the list of "
+            "finished sentences, with its score, and competes for the answer at the end")
+    goes_on = ("the first finished sentence does not end the search: go on while an open "
                "beam scores higher than the best finished one")
-    makes_room = ("a finished beam holds no place for good: every step keeps the beam_width "
-                  "best candidates, so unfinished beams that score higher than a finished one "
-                  "all go on (the beam does not shrink as its beams finish)")
+    makes_room = ("the beam keeps beam_width OPEN beams: a finished sentence takes no place "
+                  "in it, so open beams that score higher than a finished one all go on")
+    own_list = ("finished sentences leave the beam for a list of their own, where nothing "
+                "pushes them out")
+    # Here a model goes on after the end id as a real model's logits do (no end_stays):
+    # a beam extended after its end changes its score.
     for kind, options, beam_width, max_length, rule in [
             ("kept", {}, 2, 4, kept),
             ("kept", other_ids, 3, 4, kept),
@@ -664,7 +681,9 @@ def test_beam_search__finished(beam_search, namespace):
             ("goes_on", other_ids, 2, 4, goes_on),
             ("makes_room", {}, 2, 4, makes_room),
             ("makes_room", other_ids, 2, 4, makes_room),
-            ("max_length", {}, 2, 2, "when max_length stops the search, the unfinished beams "
+            ("evicted", {}, 2, 4, own_list),
+            ("evicted", other_ids, 2, 3, own_list),
+            ("max_length", {}, 2, 2, "when max_length stops the search, the open beams "
                                      "compete too: return the best sentence, finished or "
                                      "not")]:
         start_id, end_id = options.get("start_id", 1), options.get("end_id", 2)
@@ -675,7 +694,7 @@ def test_beam_search__finished(beam_search, namespace):
                 f"end_id={end_id})")
         got = reference.normalize_sequence(
             beam_search(model, context, beam_width=beam_width, max_length=max_length,
-                        start_id=start_id, end_id=end_id), max_length, what)
+                        start_id=start_id, end_id=end_id), max_length, what, start_id)
         tokens = [here.ids[symbol] for symbol in ("a", "b", "c", "$")]
         best, best_score = reference.best_sequence(here, context[0], max_length, start_id,
                                                    end_id, tokens)
@@ -683,7 +702,41 @@ def test_beam_search__finished(beam_search, namespace):
             continue
         if end_id in got[:-1]:
             raise AssertionError(f"{what}: the answer goes on after end_id={end_id}; a "
-                                 "finished beam is never extended.")
+                                 "finished beam is never extended: a sentence ends at its "
+                                 "end id.")
         score = reference.sequence_log_probability(here, context[0], got, start_id)
-        raise AssertionError(f"{what}: returned a sentence with total log-probability "
-                             f"{score:.3f}, expected the best one ({best_score:.3f}); {rule}.")
+        wrong = (f"{what}: returned a sentence with total log-probability {score:.3f}, "
+                 f"expected the best one ({best_score:.3f})")
+        if end_id not in got and len(got) < max_length:
+            raise AssertionError(
+                f"{what}: returned an open sentence of {len(got)} ids (total log-probability "
+                f"{score:.3f}), before max_length={max_length} stopped the search: the search "
+                "stopped too early. Go on while an open beam scores higher than the best "
+                "finished sentence; an open beam is an answer only when max_length stops the "
+                "search.")
+        readings = {reading: reference.beam_search(here, context, beam_width, max_length,
+                                                   start_id, end_id, reading=reading).tolist()
+                    for reading in ("among_beams", "extended")}
+        if got == readings["among_beams"]:
+            raise AssertionError(
+                f"{wrong}: a finished sentence was pushed out of the beam by open ones: keep "
+                "finished sentences in their own list, where they take no place in the beam "
+                "and nothing pushes them out.")
+        if got == readings["extended"]:
+            # Confirmed when the same search answers right once the end id is certain after
+            # the end (so that what follows the end can no longer change a score).
+            again = reference.normalize_sequence(beam_search(
+                construct(reference.DECODING_MODELS_SOURCE, "make_model", kind, **options,
+                          end_stays=True),
+                context, beam_width=beam_width, max_length=max_length, start_id=start_id,
+                end_id=end_id), max_length, what, start_id)
+            extended = (again[:again.index(end_id) + 1] if end_id in again else again) == best
+        else:
+            extended = False
+        if extended:
+            raise AssertionError(
+                f"{wrong}: it looks like beams were extended after end_id (as keras-hub's "
+                "BeamSampler does), which changes their scores: a beam that writes end_id is "
+                "finished, its sentence and score final; keep it in the list of finished "
+                "sentences and never extend it.")
+        raise AssertionError(f"{wrong}; {rule}.")

@@ -1582,33 +1582,40 @@ for temperature in (0.5, 1.0, 3.0, 10.0):
 # ## 10. Beam search
 #
 # Greedy decoding commits to the best token at each step, and a good first token
-# can lead to a poor sentence. Beam search keeps the `beam_width` best partial
-# sentences (beams). At each step it extends every unfinished beam with every
-# token, scores each candidate by its **total** log-probability,
+# can lead to a poor sentence. Beam search keeps the `beam_width` best open
+# (unfinished) partial sentences, the beams. At each step it extends every beam
+# with every token and scores each candidate by its **total** log-probability,
 #
 # $$\text{score}(y_1, \ldots, y_t) = \sum_{s=1}^{t} \log p(y_s \mid y_{<s}, x),$$
 #
 # where $\log p$ is the `log_softmax` of the model's logits at the last position (a
-# model returns logits, not log-probabilities), and keeps the `beam_width` best
-# candidates. The rules, each of them graded:
+# model returns logits, not log-probabilities). One algorithm, and its rules,
+# each of them graded:
 #
 # - **No length normalisation.** The score is the plain sum above, never divided
 #   by the length: a short sentence beats a longer one whenever its total is
 #   higher, even if the longer one has the higher average per token.
-# - **Finished beams are kept.** A beam that writes `end_id` is finished: it is
-#   never extended again and keeps its score (it could only fall if it went on).
-#   Keep it until the end: in a list of finished sentences, or among the beams,
-#   where it competes for a place like any other. Either way it holds no place
-#   for good: every step keeps the `beam_width` best candidates, so a finished
-#   beam never takes a place from an unfinished one that scores higher (the
-#   beam does not shrink as its beams finish).
-# - **When to stop.** The first finished beam does not end the search: go on
-#   while an unfinished beam still scores higher than the best finished one (it
-#   may end higher). Stop when none does, when every beam has finished, or after
+# - **Finished sentences leave the beam.** Rank the step's candidates by score.
+#   Among the `beam_width` best, a candidate that wrote `end_id` is finished: it
+#   leaves the beam for a **list of finished sentences**, with its score, and is
+#   never extended again (a sentence ends at its end id; going on after it would
+#   change its score). Nothing pushes it out of that list. A candidate that
+#   wrote `end_id` below the `beam_width` best is dropped (that is why
+#   `beam_width=1` is greedy decoding).
+# - **The beam keeps `beam_width` open beams.** The next step's beams are the
+#   `beam_width` best candidates that did *not* write `end_id`: finished
+#   sentences take no place in the beam, and the beam does not shrink as
+#   sentences finish. (Going on with only the open candidates among the
+#   `beam_width` best gives the same answer: whatever ranks below a finished
+#   sentence ends below it.)
+# - **When to stop.** The first finished sentence does not end the search: go on
+#   while an open beam still scores higher than the best finished sentence (it
+#   may end higher; scores only fall). Stop when none does, or after
 #   `max_length` tokens.
-# - **What to return.** The sentence with the highest total log-probability
-#   among the finished ones and, when `max_length` stopped the search, the
-#   unfinished ones too: a sentence is not preferred for being finished.
+# - **What to return.** The finished sentence with the highest total
+#   log-probability or, when `max_length` stopped the search, the best of the
+#   finished sentences and the open beams: a sentence is not preferred for being
+#   finished.
 #
 # With `beam_width=1` this is exactly greedy decoding.
 #
@@ -1624,7 +1631,7 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
         model: called as `model((context_ids, target_ids), training=False)`,
             returning logits `(B, t, V)`.
         context_ids: integer `(1, S)`, one source sentence.
-        beam_width: number of beams kept at each step, a positive integer.
+        beam_width: number of open beams kept at each step, a positive integer.
         max_length: the most tokens to write after the start id.
         start_id, end_id: the ids that start and end a sentence.
 
@@ -1633,17 +1640,18 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
         total log-probability (end_id included when written).
 
     Candidates are ranked by their total log-probability (the sum of the
-    log_softmax of each step's logits), with no length normalisation. A beam
-    that writes end_id is finished: never extended, kept with its score, and
-    holding no place for good (each step keeps the beam_width best). The
-    search goes on while an unfinished beam scores higher than the best
-    finished one, at most max_length steps; the best sentence, finished or
-    (at max_length) not, is returned.
+    log_softmax of each step's logits), with no length normalisation. Among a
+    step's beam_width best candidates, those that wrote end_id leave the beam
+    for a list of finished sentences (never extended, their scores kept); the
+    next beams are the beam_width best candidates that did not. The search goes
+    on while an open beam scores higher than the best finished sentence, at
+    most max_length steps; the best sentence, finished or (at max_length) not,
+    is returned.
     """
     ### BEGIN SOLUTION
     context_ids = np.asarray(ops.convert_to_numpy(context_ids)).reshape(1, -1)  # (1, S)
-    beams = [([start_id], 0.0)]  # (tokens so far, total log-probability), best first
-    finished = []
+    beams = [([start_id], 0.0)]  # open beams: (tokens so far, total log-probability)
+    finished = []  # finished sentences, in a list of their own
     for _ in range(max_length):
         prefixes = np.array([tokens for tokens, _ in beams], dtype="int32")  # (k, t)
         contexts = np.repeat(context_ids, len(beams), axis=0)  # (k, S)
@@ -1652,12 +1660,12 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
             ops.log_softmax(ops.cast(logits[:, -1, :], "float32"), axis=-1))  # (k, V)
         candidates = []
         for (tokens, score), row in zip(beams, log_probabilities):
-            for token in np.argsort(row)[::-1][:beam_width]:  # each beam's best tokens
+            # each beam's beam_width + 1 best tokens: enough for beam_width open ones
+            for token in np.argsort(row)[::-1][:beam_width + 1]:
                 candidates.append((tokens + [int(token)], score + float(row[token])))
         candidates.sort(key=lambda candidate: candidate[1], reverse=True)
-        beams = []  # the next step's open beams: the best candidates that did not finish
-        for tokens, score in candidates[:beam_width]:
-            (finished if tokens[-1] == end_id else beams).append((tokens, score))
+        finished += [c for c in candidates[:beam_width] if c[0][-1] == end_id]
+        beams = [c for c in candidates if c[0][-1] != end_id][:beam_width]
         if not beams:
             break
         if finished and max(score for _, score in finished) >= beams[0][1]:
@@ -1704,9 +1712,10 @@ def beam_ids(model, beam_width, max_length=5):
     except Exception as error:
         raise AssertionError(
             f"beam_search(beam_width={beam_width}, max_length={max_length}) raised "
-            f"{type(error).__name__}: {error}\nHint: beams may all finish (write end_id) "
-            "before max_length: keep the finished ones (in the beam or in a list) and "
-            "stop when no unfinished beam is left.") from error
+            f"{type(error).__name__}: {error}\nHint: sentences may finish (write end_id) "
+            "before max_length: keep them in a list of finished sentences, refill the beam "
+            "with the best open candidates, and stop when no open beam scores above the "
+            "best finished sentence.") from error
     ids = [int(token) for token in np.ravel(checks.to_numpy(found, "beam_search's answer"))]
     while ids and ids[-1] == 0:
         ids.pop()
@@ -1719,8 +1728,8 @@ FORK = {(1,): {3: 0.55, 4: 0.45}, (1, 3): {2: 0.4, 3: 0.3, 4: 0.3}, (1, 4): {2: 
 found = beam_ids(HandModel(FORK), beam_width=2)
 checks.check_true(2 in found, "beam_search(beam_width=2) returns a finished sentence (end id 2)",
                   f"got {found}",
-                  hint="a beam that writes end_id is finished: keep it (among the beams or in "
-                       "a list of finished sentences) and return it, end_id included.")
+                  hint="a candidate that writes end_id is finished: it leaves the beam for a "
+                       "list of finished sentences; return the best of them, end_id included.")
 checks.check_true(found.index(2) == len(found) - 1, "nothing after the end id", f"got {found}",
                   hint="a finished beam is never extended: stop extending a beam once it has "
                        "written end_id.")
@@ -1734,15 +1743,16 @@ checks.check_close(beam_ids(HandModel(FORK, offsets={(1, 3): 3.0}), beam_width=2
                    "the same probabilities, logits after (start, 3) shifted by +3: 4, end",
                    hint="logits are not log-probabilities: add the log_softmax of each step's "
                         "logits, not the raw logits.")
-# The search goes on after the first finished beam: 3, end (0.5 * 0.5 = 0.25) ends at
-# step 2, but 4, 4 (0.405) is ahead and ends higher: 4, 4, end (0.3645). With
+# The search goes on after the first finished sentence: 3, end (0.5 * 0.5 = 0.25) ends
+# at step 2, but the open 4, 4 (0.405) is ahead and ends higher: 4, 4, end (0.3645). With
 # beam_width=3 the third beam (3, 3: 0.15) is below 3, end.
 GOES_ON = {(1,): {3: 0.5, 4: 0.45, 5: 0.05}, (1, 3): {2: 0.5, 3: 0.3, 4: 0.2},
            (1, 4): {4: 0.9, 2: 0.05, 3: 0.05}, (1, 4, 4): {2: 0.9, 3: 0.1}}
 checks.check_close(beam_ids(HandModel(GOES_ON), beam_width=3), [4, 4, 2],
-                   "beam_search(beam_width=3) goes on after the first finished beam: 4, 4, end",
-                   hint="stop only when no unfinished beam scores higher than the best "
-                        "finished one (compare with the BEST unfinished beam).")
+                   "beam_search(beam_width=3) goes on after the first finished sentence: "
+                   "4, 4, end",
+                   hint="stop only when no open beam scores higher than the best finished "
+                        "sentence (compare with the BEST open beam).")
 # The short answer wins: 3, end (0.55 * 0.55 = 0.3025) beats 4, 4, end (0.4 * 0.95 * 0.7
 # = 0.266), though the long one has the higher average per token (log: -0.44 > -0.60),
 # and after two steps 4, 4 (0.38) is still ahead of 3, end: the search goes on.
@@ -1753,18 +1763,45 @@ checks.check_close(beam_ids(HandModel(SHORT), beam_width=2), [3, 2],
                    hint="a sentence's score is the SUM of the LOG-probabilities of all its "
                         "tokens: not of the probabilities, not the last token's alone, never "
                         "divided by the length.")
-# A finished beam holds no place for good: 3, end (0.5 * 0.3 = 0.15) finishes at step 2
-# beside 4, 4 (0.405); at step 3 the open 4, 4, 3 (0.19) and 4, 4, 4 (0.18) are both
-# ahead of it and both go on, and 4, 4, 4, end (0.18) ends best. Kept among the beams,
-# 3, end loses its place to them; kept in a list, it takes none.
+# The beam keeps beam_width OPEN beams: 3, end (0.5 * 0.3 = 0.15) finishes at step 2
+# beside 4, 4 (0.405) and leaves for the list; at step 3 the open 4, 4, 3 (0.19) and
+# 4, 4, 4 (0.18) both go on, and 4, 4, 4, end (0.18) ends best. A finished sentence that
+# kept a place in the beam (or a beam that shrank as sentences finish) would let only
+# 4, 4, 3 go on, whose sentences all end below 3, end.
 MAKES_ROOM = {(1,): {3: 0.5, 4: 0.45, 5: 0.05}, (1, 3): {2: 0.3, 3: 0.24, 4: 0.23, 5: 0.23},
               (1, 4): {4: 0.9, 3: 0.05, 2: 0.05}, (1, 4, 4): {3: 0.47, 4: 0.45, 2: 0.08},
               (1, 4, 4, 3): {2: 0.5, 3: 0.2, 4: 0.2, 5: 0.1}, (1, 4, 4, 4): {2: 0.99, 3: 0.01}}
 checks.check_close(beam_ids(HandModel(MAKES_ROOM), beam_width=2), [4, 4, 4, 2],
-                   "beam_search(beam_width=2): a finished beam makes room: 4, 4, 4, end (0.18)",
-                   hint="a finished beam holds no place for good: each step keeps the "
-                        "beam_width best candidates, so two open beams that score higher than "
-                        "a finished one both go on (the beam does not shrink as beams finish).")
+                   "beam_search(beam_width=2): the beam keeps 2 open beams: 4, 4, 4, end (0.18)",
+                   hint="a finished sentence takes no place in the beam: each step the beam "
+                        "keeps the beam_width best OPEN candidates, so two open beams that "
+                        "score higher than a finished sentence both go on (the beam does not "
+                        "shrink as sentences finish).")
+# A finished sentence is never extended: 3, end (0.6 * 0.7 = 0.42) beats 4, end (0.36).
+# Asked what follows 3, end, this model gives the end id little probability, as a real
+# model may: extended after its end, 3, end would fall below 4, end.
+EXTENDED = {(1,): {3: 0.6, 4: 0.4}, (1, 3): {2: 0.7, 3: 0.3}, (1, 4): {2: 0.9, 3: 0.1},
+            (1, 3, 2): {3: 0.5, 4: 0.5}}
+found = beam_ids(HandModel(EXTENDED), beam_width=3, max_length=3)
+checks.check_true(found == [3, 2], "beam_search(beam_width=3): 3, end (0.42) beats 4, end (0.36)",
+                  f"got {found}",
+                  hint="a beam that writes end_id is finished: its sentence and score are final. "
+                       "Never extend it: asking the model what follows end_id (as keras-hub's "
+                       "BeamSampler does) changes its score.")
+# Finished sentences leave the beam for a list of their own: end (0.25) finishes at step 1
+# beside 3 (0.6); at step 2 the open 3, 3 (0.3) and 3, 4 (0.27) are both ahead of it, and
+# everything after them ends lower (3, 3, end: 0.18; 3, 4, end: 0.135): end alone is the
+# answer. Kept among the beams, end would be pushed out at step 2, and 3, 3, end returned.
+EVICTED = {(1,): {3: 0.6, 2: 0.25, 4: 0.15}, (1, 3): {3: 0.5, 4: 0.45, 2: 0.05},
+           (1, 3, 3): {2: 0.6, 3: 0.2, 4: 0.2}, (1, 3, 4): {2: 0.5, 3: 0.25, 4: 0.25}}
+found = beam_ids(HandModel(EVICTED), beam_width=2)
+checks.check_true(found == [2], "beam_search(beam_width=2): the finished end alone (0.25) beats "
+                  "3, 3, end (0.18)", f"got {found}",
+                  hint="a finished sentence was pushed out of the beam by open ones: keep "
+                       "finished sentences in their own list, where they take no place in the "
+                       "beam and nothing pushes them out." if found == [3, 3, 2] else
+                       "a candidate among the beam_width best that writes end_id leaves the "
+                       "beam for the list of finished sentences; return the best of them.")
 # At max_length=2 the best sentence is unfinished: 4, 4 (0.7 * 0.9 = 0.63) beats the
 # finished 3, end (0.3 * 0.9 = 0.27).
 LONG = {(1,): {3: 0.3, 4: 0.7}, (1, 3): {2: 0.9, 3: 0.1}, (1, 4): {4: 0.9, 2: 0.1}}
@@ -1797,18 +1834,20 @@ def total_log_probability(context_ids, tokens):
 
 started = time.perf_counter()
 examples = [human for human, _ in test_pairs[:12]] + [human for human, _, _ in mistakes[:8]]
+examples = list(dict.fromkeys(examples))  # each date once (a mistake may be a test date too)
 differences = 0
 for human in examples:
     context_ids = SOURCE.encode([human], length=datasets.SOURCE_LENGTH)
     greedy_ids = checks.to_numpy(greedy_decode(fast_date_model, context_ids, 11, 1, 2))[0]
     greedy_ids = [int(t) for t in greedy_ids if t != 0]
-    beam_ids = [int(t) for t in checks.to_numpy(
+    beam_tokens = [int(t) for t in checks.to_numpy(
         beam_search(fast_date_model, context_ids, 3, 11, 1, 2))]
-    if greedy_ids != beam_ids:
+    if greedy_ids != beam_tokens:
         differences += 1
-        print(f"{human:>32}: greedy {TARGET.decode(greedy_ids)} "
-              f"({total_log_probability(context_ids, greedy_ids):.2f}), beam "
-              f"{TARGET.decode(beam_ids)} ({total_log_probability(context_ids, beam_ids):.2f})")
+        greedy_score = total_log_probability(context_ids, greedy_ids)
+        beam_score = total_log_probability(context_ids, beam_tokens)
+        print(f"{human:>32}: greedy {TARGET.decode(greedy_ids)} ({greedy_score:.2f}), "
+              f"beam {TARGET.decode(beam_tokens)} ({beam_score:.2f})")
 print(f"greedy and beam search (width 3) differ on {differences} of {len(examples)} dates "
       f"({time.perf_counter() - started:.1f} s)")
 

@@ -33,9 +33,11 @@ The lab's conventions (see solutions/lab5) that the references follow:
   `(B, L)` ids after the start id, end id included, 0 after it, L <=
   max_length; ``beam_search`` takes one context `(1, S)` and returns the ids
   `(L,)` after the start id of the sequence with the highest total
-  log-probability (no length normalisation); finished beams are kept, never
-  extended; the search goes on while an unfinished beam scores higher than
-  the best finished one; at max_length unfinished beams compete too.
+  log-probability (no length normalisation); a beam that writes end_id
+  leaves the beam for a list of finished sentences and is never extended;
+  each step keeps the beam_width best open candidates; the search goes on
+  while an open beam scores higher than the best finished sentence; at
+  max_length the open beams compete too.
 - ``training`` reaches every dropout: after the embedding and inside every
   layer when True; nowhere when False or left out.
 
@@ -459,34 +461,61 @@ def best_sequence(model, context_row, max_length, start_id, end_id, tokens):
     return best
 
 
-def beam_search(model, context_ids, beam_width, max_length, start_id, end_id) -> np.ndarray:
-    """Beam search by total log-probability; finished beams stay in the beam,
-    where they compete for a place like any other candidate.
+def beam_search(model, context_ids, beam_width, max_length, start_id, end_id,
+                reading: str = "list", steps: int | None = None) -> np.ndarray:
+    """Beam search by total log-probability, as the lab states it (``reading``
+    "list"), or as two misreadings do, to name them in the feedback.
 
-    At each step the beam_width best of (the finished beams, every extension of
-    the unfinished ones) are kept: a finished beam is never extended and keeps
-    its score, and it holds no place for good (beam_width candidates that score
-    higher take its place). context_ids `(1, S)`. Returns the ids `(L,)` after
-    the start id of the best beam (finished or, at max_length, not).
+    "list", the lab's one algorithm: at each step every open beam is extended
+    by every token and the candidates are ranked by total log-probability;
+    those among the beam_width best that wrote end_id leave for the list of
+    finished sentences (never extended, their scores kept); the next beam is
+    the beam_width best candidates that did not write end_id. The search stops
+    when no open beam scores above the best finished sentence, or after
+    max_length steps; the answer is the best finished sentence or, when
+    max_length stopped the search, the best of them and the open beams.
+
+    "among_beams": finished beams stay in the beam, where open candidates that
+    score higher push them out (the reading the lab's text rules out).
+
+    "extended": every beam is extended at every step, finished or not (as
+    keras-hub's ``BeamSampler`` does), until every beam holds end_id or after
+    max_length steps; the best beam, cut after its first end_id.
+
+    ``steps``: the "list" search stopped after that many steps whatever its
+    stop rule says, answering the best of its finished sentences and open
+    beams then (what a search that stops too early returns).
+
+    context_ids `(1, S)`. Returns the ids `(L,)` after the start id.
     """
+    if reading not in ("list", "among_beams", "extended"):
+        raise ValueError(f"unknown reading {reading!r}")
     context_row = np.asarray(context_ids)[0]
-    beams = [([start_id], 0.0, False)]
-    for _ in range(max_length):
-        if all(finished for _, _, finished in beams):
-            break
+    beams = [([start_id], 0.0)]  # open beams (all beams for "among_beams", "extended")
+    finished: list[tuple[list[int], float]] = []
+    for _ in range(max_length if steps is None else min(steps, max_length)):
         candidates = []
-        for prefix, score, finished in beams:
-            if finished:
-                candidates.append((prefix, score, True))
+        for prefix, score in beams:
+            if reading == "among_beams" and prefix[-1] == end_id:
+                candidates.append((prefix, score))  # kept as it is, competing
                 continue
             log_probabilities = _log_softmax(_next_logits(model, context_row, prefix))
-            for token in range(log_probabilities.shape[0]):
-                candidates.append((prefix + [token], score + float(log_probabilities[token]),
-                                   token == end_id))
+            candidates += [(prefix + [token], score + float(log_probabilities[token]))
+                           for token in range(log_probabilities.shape[0])]
         candidates.sort(key=lambda candidate: -candidate[1])
-        beams = candidates[:beam_width]
-    best = max(beams, key=lambda beam: beam[1])
-    return np.array(best[0][1:], dtype=np.int64)
+        if reading != "list":
+            beams = candidates[:beam_width]
+            if all(end_id in prefix[1:] for prefix, _ in beams):
+                break
+            continue
+        finished += [c for c in candidates[:beam_width] if c[0][-1] == end_id]
+        beams = [c for c in candidates if c[0][-1] != end_id][:beam_width]
+        if not beams or (finished and max(score for _, score in finished) >= beams[0][1]):
+            break
+    best = max(finished + beams, key=lambda candidate: candidate[1])[0][1:]
+    if end_id in best:
+        best = best[:best.index(end_id) + 1]
+    return np.array(best, dtype=np.int64)
 
 
 def normalize_greedy(result, end_id, max_length, what: str,
@@ -527,9 +556,12 @@ def normalize_greedy(result, end_id, max_length, what: str,
     return rows
 
 
-def normalize_sequence(result, max_length, what: str) -> list[int]:
+def normalize_sequence(result, max_length, what: str,
+                       start_id: int | None = None) -> list[int]:
     """A beam search result as a list of ids (a leading axis of 1 and trailing
-    padding removed)."""
+    padding removed). Raises AssertionError (the student's feedback) when it
+    starts with ``start_id`` (the fixtures never write it) or is longer than
+    max_length."""
     array = to_numpy(result)
     if array.ndim == 2 and array.shape[0] == 1:
         array = array[0]
@@ -539,6 +571,9 @@ def normalize_sequence(result, max_length, what: str) -> list[int]:
     row = [int(token) for token in array.tolist()]
     while row and row[-1] == 0:
         row = row[:-1]
+    if start_id is not None and row and row[0] == start_id:
+        raise AssertionError(f"{what}: the answer starts with the start id {start_id}; "
+                             "return only the ids written after it.")
     if len(row) > max_length:
         raise AssertionError(f"{what}: returned {len(row)} ids, more than "
                              f"max_length={max_length}.")
@@ -630,12 +665,15 @@ class TreeModel(_PrefixModel):
     the symbols to token ids. ``offsets`` ({prefix: number}) adds a constant to
     every logit after that prefix: the probabilities stay the same, but the
     logits are no longer log-probabilities (as with a real model's logits), so
-    a sum of raw logits ranks the sequences differently.
+    a sum of raw logits ranks the sequences differently. ``end_stays``: after
+    the end id the end id is certain (log-probability 0, the others -100), so
+    a beam extended after its end keeps its score; otherwise the tree (or
+    ``default``) goes on after the end as a real model's logits do.
     """
 
     def __init__(self, tree, default=None, start_id=1, end_id=2, ids=None, vocab_size=6,
-                 offsets=None):
-        self.tree = tree
+                 offsets=None, end_stays=False):
+        self.tree, self.end_stays = tree, end_stays
         self.default = default or {"$": 0.6, "a": 0.15, "b": 0.15, "c": 0.1}
         self.start_id, self.end_id, self.vocab_size = start_id, end_id, vocab_size
         self.ids = dict(ids or {"a": 3, "b": 4, "c": 5})
@@ -645,6 +683,10 @@ class TreeModel(_PrefixModel):
 
     def _logits(self, context, prefix):
         key = "".join(self.symbols.get(token, "?") for token in prefix[1:])
+        if self.end_stays and "$" in key:
+            logits = np.full(self.vocab_size, -100.0)
+            logits[self.end_id] = 0.0
+            return logits.astype(np.float32)
         probabilities = np.full(self.vocab_size, 1e-4)
         probabilities[[0, self.start_id]] = 1e-9
         for symbol, probability in self.tree.get(key, self.default).items():
@@ -734,14 +776,12 @@ TREE_MAX_LENGTH = {
     "b": {"b": 0.9, "$": 0.05, "a": 0.05},
 }
 
-#: A finished beam keeps its place only while it is among the beam_width best:
-#: with beam_width=2, "a$" (0.5 * 0.3 = 0.15) finishes at step 2 beside "bb"
-#: (0.405); at step 3 two open beams are ahead of it, "bba" (0.190) and "bbb"
-#: (0.182), and both must go on, since "bbb$" (0.180) ends best. A search whose
-#: finished beams hold their places for good (or whose width shrinks as beams
-#: finish) keeps only "bba", whose sentences all end below "a$" ("bba$" 0.095),
-#: and returns "a$". Kept among the beams, "a$" loses its place at step 3 and
-#: the answer is the same "bbb$"; kept in a list of its own, too.
+#: The beam keeps beam_width OPEN beams: with beam_width=2, "a$" (0.5 * 0.3 =
+#: 0.15) finishes at step 2 beside "bb" (0.405); at step 3 two open beams are
+#: ahead of it, "bba" (0.190) and "bbb" (0.182), and both must go on, since
+#: "bbb$" (0.180) ends best. A search whose finished beams hold their places in
+#: the beam for good (or whose width shrinks as beams finish) keeps only "bba",
+#: whose sentences all end below "a$" ("bba$" 0.095), and returns "a$".
 TREE_MAKES_ROOM = {
     "": {"a": 0.5, "b": 0.45, "c": 0.05},
     "a": {"$": 0.3, "a": 0.24, "b": 0.23, "c": 0.23},
@@ -751,15 +791,28 @@ TREE_MAKES_ROOM = {
     "bbb": {"$": 0.99, "a": 0.01},
 }
 
+#: Finished sentences leave the beam for a list of their own: with beam_width=2,
+#: "$" (0.25) finishes at step 1 beside "a" (0.7); at step 2 the open "aa"
+#: (0.35) and "ab" (0.315) are both ahead of it, and everything after them
+#: ends lower ("aa$" 0.21, "ab$" 0.189), so "$" is the answer. Kept among the
+#: beams, "$" is pushed out at step 2 by "aa" and "ab", and "aa$" (0.21) is
+#: returned.
+TREE_EVICTED = {
+    "": {"a": 0.7, "$": 0.25, "b": 0.05},
+    "a": {"a": 0.5, "b": 0.45, "$": 0.05},
+    "aa": {"$": 0.6, "a": 0.2, "b": 0.2},
+    "ab": {"$": 0.6, "a": 0.2, "b": 0.2},
+}
+
 TREES = {"greedy_misses": TREE_GREEDY_MISSES, "total_matters": TREE_TOTAL_MATTERS,
          "short_wins": TREE_SHORT_WINS, "short_wins_late": TREE_SHORT_WINS_LATE,
          "kept": TREE_KEPT, "goes_on": TREE_GOES_ON, "max_length": TREE_MAX_LENGTH,
-         "makes_room": TREE_MAKES_ROOM}
+         "makes_room": TREE_MAKES_ROOM, "evicted": TREE_EVICTED}
 
 
 def make_model(kind, **kwargs):
     """TableModel(**kwargs) for kind "table"; otherwise a TreeModel of one of
-    TREES (kwargs: start_id, end_id, ids, offsets)."""
+    TREES (kwargs: start_id, end_id, ids, offsets, end_stays)."""
     if kind == "table":
         return TableModel(**kwargs)
     return TreeModel(TREES[kind], **kwargs)

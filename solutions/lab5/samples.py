@@ -2,7 +2,7 @@
 
 Correct answers written differently from the solution (implicit `training`, a
 fixed-size token buffer in greedy decoding, NumPy Gumbel-max sampling, a beam
-search that keeps finished beams in the beam and scores one beam per call),
+search that keeps finished sentences in a list and scores one beam per call),
 the mistakes students really make, and the untouched notebook. An exercise's
 points are split between its tests cells, one per property (its main
 computation, its training mode, its config...), so each mistake names the
@@ -166,22 +166,22 @@ def sample_with_temperature(logits, temperature, seed=None):
 ''',
     "beam_search": '''
 def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
-    """Finished beams stay in the beam; one model call per open beam."""
+    """Finished sentences in a list of their own; one model call per open beam."""
     context = np.asarray(context_ids).reshape(1, -1)
-    beams = [(0.0, [start_id])]
+    beams, finished = [(0.0, [start_id])], []
     for _ in range(max_length):
-        if all(tokens[-1] == end_id for _, tokens in beams):
-            break
         candidates = []
         for score, tokens in beams:
-            if tokens[-1] == end_id:
-                candidates.append((score, tokens))
-                continue
             logits = ops.convert_to_numpy(model((context, np.array([tokens])), training=False))
             z = logits[0, -1].astype("float64")
             log_p = z - z.max() - np.log(np.exp(z - z.max()).sum())
             candidates += [(score + log_p[token], tokens + [token]) for token in range(len(z))]
-        beams = sorted(candidates, key=lambda candidate: candidate[0], reverse=True)[:beam_width]
+        candidates.sort(key=lambda candidate: candidate[0], reverse=True)
+        finished += [c for c in candidates[:beam_width] if c[1][-1] == end_id]
+        beams = [c for c in candidates if c[1][-1] != end_id][:beam_width]
+        if finished and max(score for score, _ in finished) >= beams[0][0]:
+            break
+    beams = sorted(finished + beams, key=lambda candidate: candidate[0], reverse=True)
     return np.array(beams[0][1][1:])
 ''',
 }

@@ -591,9 +591,11 @@ def test_the_makes_room_tree_needs_finished_beams_to_hold_no_place():
         best, score = reference.best_sequence(model, CONTEXT[0], 4, start_id, end_id, tokens)
         assert best == [b, b, b, end_id]
         assert score == pytest.approx(math.log(0.45 * 0.9 * 0.45 * 0.99), abs=2e-3)
-        # Competing among the beams (the reference), or set aside (the solution):
-        # "a$" (0.15) makes room at step 3 for "bba" (0.19) and "bbb" (0.18).
+        # Set aside, refilled (the reference) or not (the sample): "a$" (0.15) makes
+        # room at step 3 for "bba" (0.19) and "bbb" (0.18); competing among the beams too.
         assert reference.beam_search(model, CONTEXT, 2, 4, start_id, end_id).tolist() == best
+        assert reference.beam_search(model, CONTEXT, 2, 4, start_id, end_id,
+                                     reading="among_beams").tolist() == best
         assert _beam_aside(model, 2, 4, start_id=start_id, end_id=end_id) == best
         # Held for good, "a$" keeps "bbb" out, and every sentence after "bba" ends
         # below it.
@@ -610,6 +612,59 @@ def test_finished_beams_that_hold_their_places_pass_the_other_trees():
         model = FIXTURES["make_model"](kind)
         best, _ = reference.best_sequence(model, CONTEXT[0], max_length, 1, 2, [3, 4, 5, 2])
         assert _beam_holding(model, width, max_length) == best, (kind, width)
+
+
+def test_the_evicted_tree_needs_finished_sentences_in_a_list_of_their_own():
+    """Issue 47: kept among the beams, "$" (0.25) is pushed out at step 2 by "aa"
+    (0.35) and "ab" (0.315), and "aa$" (0.21) is returned; kept in a list, "$"."""
+    for options, start_id, end_id in [({}, 1, 2),
+                                      ({"start_id": 4, "end_id": 3,
+                                        "ids": {"a": 5, "b": 2, "c": 1}}, 4, 3)]:
+        model = FIXTURES["make_model"]("evicted", **options)
+        a = model.ids["a"]
+        tokens = [model.ids[s] for s in ("a", "b", "c", "$")]
+        for max_length in (3, 4):
+            best, score = reference.best_sequence(model, CONTEXT[0], max_length, start_id,
+                                                  end_id, tokens)
+            assert best == [end_id] and score == pytest.approx(math.log(0.25), abs=2e-3)
+            assert reference.beam_search(model, CONTEXT, 2, max_length, start_id,
+                                         end_id).tolist() == best
+            assert _beam_aside(model, 2, max_length, start_id=start_id, end_id=end_id) == best
+            for reading in ("among_beams", "extended"):
+                assert reference.beam_search(model, CONTEXT, 2, max_length, start_id, end_id,
+                                             reading=reading).tolist() == [a, a, end_id]
+        assert reference.sequence_log_probability(model, CONTEXT[0], [a, a, end_id],
+                                                  start_id) == pytest.approx(
+            math.log(0.7 * 0.5 * 0.6), abs=2e-3)
+
+
+def test_end_stays_makes_extending_after_the_end_cost_nothing():
+    """Issue 47: in the ranking test's models the end id is certain after the end, so
+    keras-hub's BeamSampler (beams extended after end_id) ranks like the lab; with a
+    real model's probabilities after the end, short_wins returns the longer "bb$"."""
+    stays = FIXTURES["make_model"]("short_wins", end_stays=True)
+    log_p = reference._log_softmax(stays._logits((3, 4, 5), (1, 3, 2)))
+    assert log_p[2] == 0.0 and log_p[3] < -90
+    assert stays._logits((3, 4, 5), (1, 3)).tolist() == \
+        FIXTURES["make_model"]("short_wins")._logits((3, 4, 5), (1, 3)).tolist()
+    for kind in ("greedy_misses", "total_matters", "short_wins", "short_wins_late"):
+        model = FIXTURES["make_model"](kind, end_stays=True)
+        best, _ = reference.best_sequence(model, CONTEXT[0], 4, 1, 2, [3, 4, 5, 2])
+        for width in (1, 2, 3):
+            for reading in ("list", "among_beams", "extended"):
+                got = reference.beam_search(model, CONTEXT, width, 4, 1, 2, reading=reading)
+                assert width == 1 or got.tolist() == best, (kind, width, reading)
+    real = FIXTURES["make_model"]("short_wins")
+    assert reference.beam_search(real, CONTEXT, 2, 4, 1, 2, reading="extended").tolist() == \
+        [4, 4, 2]
+
+
+def test_normalize_sequence_explains_a_start_id_and_a_long_answer():
+    assert reference.normalize_sequence(np.array([[3, 2, 0]]), 4, "x", 1) == [3, 2]
+    with pytest.raises(AssertionError, match="starts with the start id"):
+        reference.normalize_sequence(np.array([1, 3, 2]), 4, "x", 1)
+    with pytest.raises(AssertionError, match="more than max_length"):
+        reference.normalize_sequence(np.array([3, 3, 3]), 2, "x")
 
 
 def test_the_max_length_tree_returns_an_unfinished_best():

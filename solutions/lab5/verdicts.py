@@ -15,10 +15,11 @@ for (`pos_embedding`, `dropout`, `enc_layers` / `dec_layers`, `encoder`,
 Honest readings (answers written from the notebook's text alone) are among the
 variants: the config kept in a dict, `training` left to Keras (which hands it
 down), finished beams in a list of their own with the beam refilled from the
-unfinished candidates. A beam that shrinks as its beams finish was one until
-issue 32: the text says a finished beam competes for its place like any other
-and holds none for good, so it is now a mistake, with finished beams that hold
-their places in the beam. Mistakes in a secondary property (training mode,
+unfinished candidates (the text's one algorithm since issue 47). A beam that
+shrinks as its beams finish was one until issue 32, finished beams kept among
+the beams (where open ones push them out) until issue 47: both are mistakes
+now, with finished beams that hold their places in the beam and keras-hub's
+BeamSampler, which extends beams after their end id. Mistakes in a secondary property (training mode,
 get_config, what beam search does with finished beams) name the tests cells
 they must fail (`fails`); the others keep their points. Every mistake fails its
 exercise's visible check too.
@@ -567,7 +568,10 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     return np.array(best[1:], dtype="int32")
 '''
 
-# Finished beams stay in the beam with their score; one call for the open ones.
+# Finished beams stay in the beam with their score, competing with the open candidates;
+# one call for the open ones. A correct variant until issue 47; now a mistake (MISTAKES,
+# "finished-evicted"): the text puts finished sentences in a list of their own, and on the
+# evicted model open beams push the best sentence out of the beam.
 BEAM_STAY = '''
 def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     import heapq
@@ -590,7 +594,11 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     return np.array(best_tokens[1:])
 '''
 
-# ops.top_k per beam; a dict of candidates; all max_length steps unless all beams ended.
+# ops.top_k per beam; a dict of candidates, finished sentences in a dict of their own;
+# the open ones among the beam_width best go on (no refill: the same answer, since what
+# ranks below a finished sentence ends below it); all max_length steps unless all beams
+# ended (the same answer too: an open beam ahead of the best finished sentence at the end
+# was ahead at every step).
 BEAM_TOP_K = '''
 def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     context_ids = ops.convert_to_numpy(context_ids)
@@ -609,10 +617,9 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
         for i, prefix in enumerate(prefixes):
             for value, token in zip(values[i], indices[i]):
                 candidates[prefix + (int(token),)] = alive[prefix] + float(value)
-        pool = sorted({**candidates, **done}.items(), key=lambda item: item[1],
-                      reverse=True)[:beam_width]
+        pool = sorted(candidates.items(), key=lambda item: item[1], reverse=True)[:beam_width]
         alive = {seq: s for seq, s in pool if seq[-1] != end_id}
-        done = {seq: s for seq, s in pool if seq[-1] == end_id}
+        done.update({seq: s for seq, s in pool if seq[-1] == end_id})
     best = max({**alive, **done}.items(), key=lambda item: item[1])[0]
     return np.array(best[1:], dtype="int32")
 '''
@@ -780,6 +787,35 @@ def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
     return np.array(tokens[1:])
 '''
 
+# keras-hub's BeamSampler, ported: a flat top-k over (beams x vocabulary) at every step,
+# finished beams extended like the others (their scores go on changing: probabilities
+# after the end id), until every beam holds end_id; the best beam cut after its first
+# end_id (as keras-hub's generate masks what follows the end). A mistake (MISTAKES,
+# "extended-after-end") of the finished-beam part only: it also keeps finished beams
+# among the open ones, the other rule of that part.
+BEAM_KERAS_HUB = '''
+def beam_search(model, context_ids, beam_width, max_length, start_id, end_id):
+    context = np.asarray(ops.convert_to_numpy(context_ids)).reshape(1, -1)
+    prompt = np.full((1, 1), start_id, dtype="int32")
+    log_probs = np.zeros(1)
+    for _ in range(max_length):
+        logits = model((np.repeat(context, len(prompt), axis=0), prompt), training=False)
+        step = ops.convert_to_numpy(ops.log_softmax(ops.cast(logits[:, -1, :], "float32"),
+                                                    axis=-1)).astype("float64")
+        vocab_size = step.shape[-1]
+        next_log_probs = (step + log_probs[:, None]).reshape(-1)
+        indices = np.argsort(-next_log_probs, kind="stable")[:beam_width]
+        prompt = np.concatenate([prompt[indices // vocab_size],
+                                 (indices % vocab_size)[:, None]], axis=1).astype("int32")
+        log_probs = next_log_probs[indices]
+        if all(end_id in row[1:] for row in prompt.tolist()):
+            break
+    best = [int(t) for t in prompt[int(np.argmax(log_probs))][1:]]
+    if end_id in best:
+        best = best[:best.index(end_id) + 1]
+    return np.array(best, dtype="int32")
+'''
+
 VARIANTS = {
     "Encoder": [ENCODER_LOOP, ENCODER_BUILD, ENCODER_MAP, ENCODER_CONFIG_DICT],
     "Decoder": [DECODER_LOOP, DECODER_BUILD, DECODER_INDEX, DECODER_CONFIG_DICT],
@@ -789,7 +825,7 @@ VARIANTS = {
     "masked_accuracy": [ACCURACY_WHERE, ACCURACY_KERAS, ACCURACY_MEANS],
     "greedy_decode": [GREEDY_LISTS, GREEDY_OPS, GREEDY_AFTERWARDS],
     "sample_with_temperature": [SAMPLE_LOG_PROBABILITIES, SAMPLE_INVERSE_CDF, SAMPLE_FLOOR],
-    "beam_search": [BEAM_FLAT, BEAM_STAY, BEAM_TOP_K, BEAM_SEPARATE_REFILL],
+    "beam_search": [BEAM_FLAT, BEAM_TOP_K, BEAM_SEPARATE_REFILL],
 }
 
 _ENCODER_EMBED = '''
@@ -1160,9 +1196,12 @@ def sample_with_temperature(logits, temperature, seed=None):
     Mistake("beam_search", "stops-at-first-finished",
             "stops the search as soon as one beam writes end_id, though open beams may still win",
             swap(BEAM_FLAT, "        if finished and max(score for score, _ in finished) >= scores.max():\n",
-                  "        if finished:\n")),
+                  "        if finished:\n"),
+            fails=("test_beam_search__finished",)),
     Mistake("beam_search", "finished-beams-extended",
-            "no end bookkeeping: beams that wrote end_id keep being extended",
+            "no end bookkeeping: beams that wrote end_id keep being extended, and the answer "
+            "goes on after its end id (the finished-beam part's only, since issue 47: after "
+            "the end the ranking models make the end id certain)",
             swap(BEAM_FLAT, '''            if token == end_id:
                 finished.append((float(total[flat]), sequence))
             else:
@@ -1170,11 +1209,16 @@ def sample_with_temperature(logits, temperature, seed=None):
                 keep_scores.append(total[flat])
 ''', '''            keep_sequences.append(sequence)
             keep_scores.append(total[flat])
-''')),
+'''),
+            fails=("test_beam_search__finished",)),
     Mistake("beam_search", "length-normalised",
-            "ranks by the average log-probability per token instead of the total",
-            swap(BEAM_STAY, "best_score, best_tokens = max(beams, key=lambda beam: beam[0])",
-                  "best_score, best_tokens = max(beams, key=lambda beam: beam[0] / (len(beam[1]) - 1))")),
+            "ranks the candidates and the answer by the average log-probability per token "
+            "instead of the total",
+            swap(swap(BEAM_SEPARATE_REFILL,
+                      "        candidates.sort(key=lambda candidate: -candidate[0])",
+                      "        candidates.sort(key=lambda candidate: -candidate[0] / (len(candidate[1]) - 1))"),
+                 "    best = max(finished + beams, key=lambda candidate: candidate[0])",
+                 "    best = max(finished + beams, key=lambda candidate: candidate[0] / (len(candidate[1]) - 1))")),
     Mistake("beam_search", "mean-log-probability",
             "returns the sentence with the best AVERAGE log-probability per token, though it "
             "stops by the total as the text says (3/3 before the short-wins-late model)",
@@ -1183,7 +1227,8 @@ def sample_with_temperature(logits, temperature, seed=None):
     Mistake("beam_search", "stop-rule-worst-open",
             "stops once the best finished beam beats the WORST open beam, not the best one",
             swap(BEAM_FLAT, "if finished and max(score for score, _ in finished) >= scores.max():",
-                  "if finished and max(score for score, _ in finished) >= scores.min():")),
+                  "if finished and max(score for score, _ in finished) >= scores.min():"),
+            fails=("test_beam_search__finished",)),
     Mistake("beam_search", "finished-dropped",
             "a beam that writes end_id is dropped, never kept: only unfinished beams come back",
             swap(BEAM_FLAT, "                finished.append((float(total[flat]), sequence))\n",
@@ -1212,6 +1257,21 @@ def sample_with_temperature(logits, temperature, seed=None):
             "good: the width shrinks as beams finish",
             BEAM_SHRINKING,
             fails=("test_beam_search__finished",)),
+    # Issue 47: one algorithm, finished sentences in a list of their own.
+    Mistake("beam_search", "finished-evicted",
+            "finished beams stay among the beams, where open candidates that score higher "
+            "push them out (the evicted model's best sentence is lost)",
+            BEAM_STAY,
+            fails=("test_beam_search__finished",)),
+    Mistake("beam_search", "extended-after-end",
+            "keras-hub's BeamSampler: every beam extended at every step, finished or not, "
+            "the answer cut after its end id",
+            BEAM_KERAS_HUB,
+            fails=("test_beam_search__finished",)),
+    Mistake("beam_search", "keeps-start-id",
+            "returns the start id too, before the ids written after it",
+            swap(BEAM_SEPARATE_REFILL, 'return np.array(best[1][1:], dtype="int32")',
+                 'return np.array(best[1], dtype="int32")')),
 ]
 
 #: Mistakes that the visible check of their exercise may let through, with the
