@@ -30,7 +30,7 @@ from autograder.grader import course, faults, intake
 from autograder.grader.submissions import Submission, collect
 from autograder.grader.options import GradingOptions, seed_check
 from autograder.text import clean_text
-from autograder.grader.results import ExerciseResult, SubmissionResult, needs_regrading
+from autograder.grader.results import SubmissionResult, exercise_from_json, needs_regrading
 from autograder.grader.source import skipped_when_grading
 from autograder.grader.worker import WorkerSetup, lab_points, start_worker, work
 from autograder.labs import KIT_ROOT, Lab, checked_exercise, get_lab
@@ -491,7 +491,7 @@ def work_in_pool(submission: Submission):
 
 def result_from_json(saved: dict) -> SubmissionResult:
     """A SubmissionResult from its ``asdict`` form in OUT/results/<student>.json."""
-    exercises = [ExerciseResult(**e) for e in saved["exercises"]]
+    exercises = [exercise_from_json(e) for e in saved["exercises"]]
     return SubmissionResult(**{**saved, "exercises": exercises})
 
 

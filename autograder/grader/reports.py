@@ -12,12 +12,21 @@ records in results.py only:
   notes (which of several files was graded and why, repairs, late...),
   joined by `` | ``;
 - ``exercises.csv``: ``student_id,lab,exercise,score,max_score,message``, one
-  row per graded exercise;
+  row per graded exercise (``message``: one line per distinct error, an
+  error several tests met said once);
+- ``properties.csv``: ``student_id,lab,exercise,property,sentence,score,
+  max_score,message``, one row per graded property (tests cell: ``property``
+  is its grade id, ``sentence`` what it checks as the student reads it), in
+  the notebook's order; a student's properties of an exercise add up to
+  the tests' score of its exercises.csv row (the score before an
+  instructor's override); a notebook that was not graded has none;
 - ``feedback/<student_id>.html``: one page per student (title, total, status,
-  a table of exercises, a hint per failed exercise). Nothing else: the
+  a table of exercises, under each one line per graded property (✓ or ✗,
+  its points, for ✗ its message, the framework's details folded), a hint
+  per failed exercise). Nothing else: the
   instructor's ``notes`` never appear there;
 - ``report.html``: the class overview (counts, mean/median, score histogram,
-  pass rate per exercise and most common failure messages of the graded
+  pass rate per exercise and per property, and most common failure messages of the graded
   notebooks (``ran``; the files left out are counted beside them,
   ``left_out``), submissions that were not graded normally, instructor
   notes).
@@ -65,6 +74,7 @@ __all__ = [
     "clean_text",
     "GRADES_COLUMNS",
     "EXERCISES_COLUMNS",
+    "PROPERTIES_COLUMNS",
     "format_score",
     "score_histogram",
     "normalize_message",
@@ -75,6 +85,8 @@ __all__ = [
 GRADES_COLUMNS = ["student_id", "name", "lab", "score", "max_score", "raw_score", "late_hours",
                   "penalty", "status", "file", "submitted_at", "notes"]
 EXERCISES_COLUMNS = ["student_id", "lab", "exercise", "score", "max_score", "message"]
+PROPERTIES_COLUMNS = ["student_id", "lab", "exercise", "property", "sentence", "score",
+                      "max_score", "message"]
 
 #: How a note about output the grader dropped begins (autograder.grader.worker):
 #: the one note a feedback page shows.
@@ -134,6 +146,23 @@ def write_exercises_csv(results: list[SubmissionResult], path: Path) -> Path:
     return path
 
 
+def write_properties_csv(results: list[SubmissionResult], path: Path) -> Path:
+    """``properties.csv``: one row per graded property, students sorted,
+    exercises in curriculum order, properties in the notebook's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(PROPERTIES_COLUMNS)
+        for r in _sorted(results):
+            for x in r.exercises:
+                for p in x.properties:
+                    writer.writerow([csv_text(r.student_id), csv_text(r.lab),
+                                     csv_text(x.exercise), csv_text(p.test),
+                                     csv_text(p.sentence), format_score(p.score),
+                                     format_score(p.max_score), csv_text(p.message)])
+    return path
+
+
 # --------------------------------------------------------------------------
 # Templates
 # --------------------------------------------------------------------------
@@ -189,9 +218,35 @@ def feedback_html(result: SubmissionResult, lab_title: str,
     truncated = next((note for note in result.notes
                       if note.startswith(OUTPUT_TRUNCATED)), "")
     return _render("feedback.html.j2", lab_title=lab_title, result=result,
+                   lines={x.exercise: property_lines(x) for x in result.exercises},
                    graded=GRADED, regrade=needs_regrading(result.status), hints=failed_hints, late_by=late_by(result.late_seconds),
                    truncated=truncated, cell_cap=MAX_CELL_OUTPUT_BYTES / 2**20,
                    notebook_cap=MAX_NOTEBOOK_OUTPUT_BYTES / 2**20)
+
+
+def property_lines(exercise) -> list[dict]:
+    """The lines under an exercise on the feedback page, one per graded
+    property: ``passed``, ``sentence``, ``score``, ``max_score``, and for a
+    failed one ``message`` and ``details`` (an error met by several tests
+    said at the first, "(the same error in N tests)", the others pointing
+    back to it)."""
+    properties = exercise.properties
+    again = Counter(p.same_as for p in properties if p.same_as)
+    sentences = {p.test: p.sentence or p.test for p in properties}
+    lines = []
+    for p in properties:
+        line = {"passed": p.passed, "sentence": p.sentence or p.test, "score": p.score,
+                "max_score": p.max_score, "message": "", "details": ""}
+        if not p.passed:
+            if p.same_as:
+                line["message"] = f"The same error as in \u201c{sentences.get(p.same_as, p.same_as)}\u201d above."
+            else:
+                line["message"] = p.message or "not full marks"
+                if again[p.test]:
+                    line["message"] += f" (the same error in {again[p.test] + 1} tests)"
+                line["details"] = p.details
+        lines.append(line)
+    return lines
 
 
 # --------------------------------------------------------------------------
@@ -299,6 +354,28 @@ def pass_rates(results: list[SubmissionResult]) -> list[tuple[str, int, int]]:
     return rates
 
 
+def property_pass_rates(results: list[SubmissionResult]) -> list[dict]:
+    """Per graded property, of the graded notebooks only (``ran``), in the
+    notebook's order: ``exercise``, ``test``, ``sentence``, ``points``,
+    ``passed``, ``graded`` and ``share`` ("75%"): which rule the class misses."""
+    rows: dict[tuple[str, str], dict] = {}
+    for r in results:
+        if not ran(r):
+            continue
+        for x in r.exercises:
+            for p in x.properties:
+                row = rows.setdefault((x.exercise, p.test), {
+                    "exercise": x.exercise, "test": p.test, "sentence": p.sentence,
+                    "points": p.max_score, "passed": 0, "graded": 0})
+                row["passed"] += p.passed
+                row["graded"] += 1
+    order = {name: index for index, name in enumerate(_exercise_order(results))}
+    ranked = sorted(rows.values(), key=lambda row: order.get(row["exercise"], len(order)))
+    for row in ranked:
+        row["share"] = f"{row['passed'] / row['graded']:.0%}" if row["graded"] else "-"
+    return ranked
+
+
 def common_failures(results: list[SubmissionResult],
                     top: int = TOP_MESSAGES) -> dict[str, list[tuple[int, str]]]:
     """Per exercise, the ``top`` most common failure messages: (count,
@@ -391,6 +468,7 @@ def report_html(results: list[SubmissionResult], lab_title: str,
         "report.html.j2", lab_title=lab_title, summary=_summary(results, max_score),
         histogram=_histogram_chart(score_histogram([r.score for r in results], max_score)),
         rates=_pass_rate_chart(pass_rates(submitted)), failures=common_failures(submitted),
+        property_rates=property_pass_rates(submitted),
         counted=counted_note(submitted),
         not_graded=[r for r in ordered if r.status not in (GRADED, NO_SUBMISSION)],
         noted=[r for r in ordered if r.notes], term=term,
@@ -427,7 +505,7 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
 
     Returns:
         Path of each file written, keyed by its path relative to ``out_dir``:
-        ``"grades.csv"``, ``"exercises.csv"``, ``"report.html"`` and
+        ``"grades.csv"``, ``"exercises.csv"``, ``"properties.csv"``, ``"report.html"`` and
         ``"feedback/<student_id>.html"`` for each student who submitted
         something (an enrolled student with no submission has none).
     """
@@ -436,6 +514,7 @@ def write_reports(results: list[SubmissionResult], out_dir: Path, lab_title: str
     written = {
         "grades.csv": write_grades_csv(results, out_dir / "grades.csv"),
         "exercises.csv": write_exercises_csv(results, out_dir / "exercises.csv"),
+        "properties.csv": write_properties_csv(results, out_dir / "properties.csv"),
     }
     names = feedback_names(results)
     for result in _sorted(results):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -23,12 +24,14 @@ import nbformat
 
 from autograder.grader import course, intake, submissions, tempdirs
 from autograder.grader.normalize import normalize
+from autograder.grader.pictures import drawn
 from autograder.grader.options import GradingOptions
 from autograder.grader.reports import OUTPUT_TRUNCATED
-from autograder.grader.results import GRADED, NEEDS_REGRADING, ExerciseResult, SubmissionResult
+from autograder.grader.results import (GRADED, NEEDS_REGRADING, ExerciseResult, PropertyResult,
+                                      SubmissionResult)
 from autograder.limits import KERNEL_TASKS, MAX_STATUS_CHARS
 from autograder.labs import Lab, get_lab
-from autograder.text import clean_text
+from autograder.text import StudentMessage, clean_text, said_once, student_message
 
 #: The parts of a tests cell's profile kept in a submission's timings, by the
 #: prefix of their key ("calls:<grade id>"...): the requests it sent to the
@@ -96,6 +99,7 @@ class Worker:
         unsynced_sqlite(self.root / "gradebook.db")
         self.api = course.prepare_course(self.root, self.lab, self.db_url)
         self.points = lab_points(self.api, self.lab)
+        self.sentences = tests_sentences(self.root, self.lab)
 
     def grade_one(self, submission: submissions.Submission) -> SubmissionResult:
         self.last_grades = {}
@@ -192,6 +196,7 @@ class Worker:
             outcome = api.autograde(self.lab.id, student_id, force=True, create=True)
             text = record_path.read_text() if record_path.exists() else ""
             record = json.loads(text) if text.strip() else {}
+            Path(f"/tmp/pic/record-{self.lab.id}-{student_id}.json").write_text(text) if Path("/tmp/pic").is_dir() else None  # DEBUG
             self._note_timings(record)
             self._note_trouble(record)
         finally:
@@ -272,23 +277,27 @@ class Worker:
         from nbgrader.api import Gradebook
 
         tests = record.get("tests", {})
-        scores: dict[str, float] = {}
-        messages: dict[str, list[str]] = {}
+        found: dict[str, list[tuple[PropertyResult, str]]] = {}
         with Gradebook(self.db_url) as gradebook:
             notebook = gradebook.find_submission_notebook(self.lab.notebook, self.lab.id,
                                                           student_id)
-            for grade in notebook.grades:
+            order = {name: index for index, name in enumerate(self.sentences)}
+            for grade in sorted(notebook.grades, key=lambda g: order.get(g.name, len(order))):
                 self.last_grades[grade.name] = float(grade.score or 0.0)
                 exercise = exercise_of(grade.name)
                 if exercise not in self.lab.exercises:
                     continue
-                scores[exercise] = scores.get(exercise, 0.0) + float(grade.score or 0.0)
+                score, points = float(grade.score or 0.0), float(grade.max_score or 0.0)
                 outcome = tests.get(grade.name)
+                said = StudentMessage("")
                 if outcome is None:
-                    messages.setdefault(exercise, []).append("The hidden tests did not run.")
+                    said = StudentMessage("The hidden tests did not run.")
                 elif not outcome.get("passed"):
-                    messages.setdefault(exercise, []).append(
-                        friendly(outcome.get("ename", ""), outcome.get("evalue", "")))
+                    said = student_message(friendly(outcome.get("ename", ""),
+                                                    outcome.get("evalue", "")))
+                found.setdefault(exercise, []).append((PropertyResult(
+                    grade.name, self.sentences.get(grade.name, ""), score, points,
+                    said.text, said.details), said.error))
         exercises = []
         bounded = ""
         if record.get("pids_limit_hits"):
@@ -299,12 +308,16 @@ class Worker:
         for name in self.lab.exercises:
             if name not in self.points:
                 continue
-            score = scores.get(name, 0.0)
-            # one message per failed tests cell of the exercise, each said once
-            said = list(dict.fromkeys(messages.get(name, [])))
-            message = " ".join(said + [bounded] if bounded else said) \
+            properties = [p for p, _ in found.get(name, [])]
+            score = sum(p.score for p in properties)
+            # one line per distinct error of the exercise's failed tests cells
+            said = said_once([(error, p.message) for p, error in found.get(name, [])
+                              if p.message])
+            same_as(found.get(name, []))
+            message = "\n".join(said + [bounded] if bounded else said) \
                 if score < self.points[name] else ""
-            exercises.append(ExerciseResult(name, score, self.points[name], message))
+            exercises.append(ExerciseResult(name, score, self.points[name], message,
+                                            properties=properties))
         status = GRADED
         if record.get("stopped"):
             status = f"partly graded: {record['stopped']}"
@@ -488,6 +501,37 @@ def lab_points(api, lab: Lab) -> dict[str, float]:
             if exercise in lab.exercises:
                 points[exercise] = points.get(exercise, 0.0) + float(cell.max_score)
     return points
+
+
+#: The first line of a tests cell (autograder.grader.source.hidden_cell_source).
+_TESTS_COMMENT = re.compile(r"#\s*Hidden tests of `[^`]*`:\s*(.*?)\s*\(\d[\d.]*\s+points?\)\.?\s*$")
+
+
+def tests_sentences(root: Path, lab: Lab) -> dict[str, str]:
+    """The sentence of each tests cell of the lab's source notebook (its
+    first comment: what the property is, as the student reads it), by
+    grade id, in the notebook's order ("" for a cell without one)."""
+    path = Path(root) / "source" / lab.id / f"{lab.notebook}.ipynb"
+    sentences: dict[str, str] = {}
+    for cell in nbformat.read(path, as_version=4).cells:
+        nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or not nbgrader.get("grade") or nbgrader.get("solution"):
+            continue
+        first = (cell.source.strip().splitlines() or [""])[0]
+        found = _TESTS_COMMENT.match(first)
+        sentences[nbgrader.get("grade_id", "")] = found.group(1) if found else ""
+    return sentences
+
+
+def same_as(found: list) -> None:
+    """Mark each property (PropertyResult, error) whose error an earlier one of
+    the exercise met already: its ``same_as`` is that one's test."""
+    first: dict[str, str] = {}
+    for prop, error in found:
+        if error and prop.message:
+            prop.same_as = first.setdefault(error, prop.test)
+            if prop.same_as == prop.test:
+                prop.same_as = ""
 
 
 def exercise_of(grade_id: str) -> str:

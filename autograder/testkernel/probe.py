@@ -54,6 +54,7 @@ from autograder.limits import (CALL_TIMEOUT_S, MAX_ANSWER_BYTES, MAX_ANSWER_JSON
                                MAX_MESSAGE_CHARS)
 from autograder.cputime import Clock, Limit, ProcessWatch
 from autograder.testkernel.testing import not_numeric, to_numpy
+from autograder.text import MARKS, cut_words, split_error, strip_escapes, student_error
 
 GLUE_SOURCE = (Path(__file__).parent.parent / "studentkernel" / "glue.py").read_text(encoding="utf-8")
 #: Where the student's kernel keeps the compiled glue between requests (in
@@ -739,19 +740,30 @@ class StudentKernel:
 
 def _describe_failure(label: str, answer: dict, shipped=()) -> str:
     """The student's exception, with the last line of their code that ran,
-    redacted (see redact): it goes to their feedback page."""
-    where = ""
+    redacted (see redact): it goes to their feedback page. Written with
+    autograder.text.student_error's marks: the exception's type and first
+    line, and where in the student's code, are what the student reads;
+    what the framework added (Keras's wrapper, TensorFlow's internals) is
+    kept apart for a "details" fold (autograder.text.student_message)."""
+    where = code = ""
     traceback = answer.get("traceback", "")
-    for line in (traceback if isinstance(traceback, str) else "").splitlines():
+    lines = (traceback if isinstance(traceback, str) else "").splitlines()
+    for index, line in enumerate(lines):
         stripped = line.strip()
         if stripped.startswith("File ") and "<autograder>" not in stripped \
                 and "<stand-in" not in stripped:
             where = stripped
+            following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            code = "" if following.startswith(("File ", "^", "~")) else following
     kind = redact(str(answer.get("type")), shipped, limit=60)
-    message = f"`{label}` raised {kind}: {redact(str(answer.get('message')), shipped)}"
+    headline, details = split_error(str(answer.get("message")))
+    frame = ""
     if where and "ipykernel" in where or "tmp/ipykernel" in where:
-        message += f" ({redact(where.split(', ', 1)[-1], shipped)})"
-    return redact(message, shipped, limit=2 * MAX_MESSAGE_CHARS)
+        frame = "your code, " + redact(where.split(", ", 1)[-1], shipped, limit=80)
+        if code:
+            frame += f": `{redact(code, shipped, limit=80)}`"
+    return student_error(label, kind, redact(headline, shipped) or "(no message)", frame,
+                         redact(details, shipped, limit=2 * MAX_MESSAGE_CHARS))
 
 
 _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
@@ -782,6 +794,10 @@ def redact(text: str, shipped=(), limit: int = MAX_MESSAGE_CHARS) -> str:
     if shipped:
         text = _ENCODED.sub(lambda found: "[grader's code]" if any(
             found.group(0) in blob for blob in shipped) else found.group(0), text)
+    # Escape sequences whole (Keras's bold "ESC[1m"), then what control
+    # bytes are left; the marks of autograder.text.student_error are the
+    # grader's alone.
+    text = strip_escapes(text).translate({ord(mark): None for mark in MARKS})
     text = _CONTROL.sub("?", text)
     text = _FLOAT.sub("…", text)
     text = _HEX_RUN.sub("…", text)
@@ -799,9 +815,7 @@ def hide_data(text: str, limit: int) -> str:
     stays readable.
     """
     text = _NUMBER_RUN.sub("…", text)
-    if len(text) > limit:
-        text = text[:limit] + "… (cut)"
-    return text
+    return cut_words(text, limit)
 
 
 @functools.lru_cache(maxsize=64)
