@@ -80,6 +80,12 @@ TESTS_SESSION_END_TIMEOUT_S = 30
 #: under a second, so 60 s only ever stops a hung or endless answer.
 CALL_TIMEOUT_S = 60
 
+#: Seconds (CPU, the wall clock as backstop) the pictures of a submission's
+#: failed exercises may take (autograder.grader.pictures), once the notebook
+#: has run: each is one or two calls on a visible check's small example;
+#: past it the page shows no picture and the grade is untouched.
+PICTURES_TIMEOUT_S = 30
+
 #: Seconds to bind a test cell's names to proxies into the student's
 #: kernel: one call into it, so CALL_TIMEOUT_S.
 TESTS_BIND_TIMEOUT_S = CALL_TIMEOUT_S

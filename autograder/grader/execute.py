@@ -585,6 +585,10 @@ class IsolatedExecute(Execute):
             self._skipped_now -= set(needed)
             self._record["cells_needed"] = len(needed)
         self._tests_then_tests = followed_by_tests(nb, self._skipped_now)
+        # The exercises that lost points, for their pictures (make_pictures),
+        # drawn once the last cell has run.
+        self._picture_exercises: list[str] = []
+        self._last_cell = len(nb.cells) - 1
         self._notebook_limit: cputime.Limit | None = None
         self._student_km = None
         self._deadline = time.monotonic() + self.notebook_timeout
@@ -719,6 +723,40 @@ class IsolatedExecute(Execute):
             return super().start_new_kernel_client()
 
     def preprocess_cell(self, cell, resources, index):
+        result = self._preprocess_cell(cell, resources, index)
+        if index == self._last_cell and self._picture_exercises and not self._stopped:
+            with self._timed("tests"):
+                self._make_pictures()
+        return result
+
+    def _make_pictures(self) -> None:
+        """The pictures of the exercises that lost points (autograder.grader.pictures),
+        into the record: the student's values on the visible examples, asked
+        of the test kernel once every cell has run, so that nothing they do
+        moves a grade. A picture that fails or times out is left out; it is
+        never a fault of the grader's."""
+        from autograder.labs import lab_folder
+
+        folder = lab_folder(self.lab_id)
+        wanted = list(dict.fromkeys(self._picture_exercises))
+        if (folder is None or not (folder / "pictures.py").is_file() or self._tests_kc is None
+                or self._tests_dirty):
+            return
+        faults = len(self._record["grader_faults"])
+        status, content = self._tests_execute_limited(
+            "from autograder.testkernel.pictures import make as __autograder_pictures",
+            limits.PICTURES_TIMEOUT_S,
+            {"pictures": f"__autograder_pictures(__autograder_kernel__, {self.lab_id!r}, "
+                         f"{wanted!r})", "profile": TESTS_CELL_END})
+        del self._record["grader_faults"][faults:]
+        found = (content or {}).get("pictures", {}) if status == "ok" else {}
+        if found.get("status") == "ok":
+            try:
+                self._record["pictures"] = ast.literal_eval(found["data"]["text/plain"])
+            except (KeyError, ValueError, SyntaxError, MemoryError):
+                pass
+
+    def _preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
         grade_cell = is_grade(cell) and not is_solution(cell)
@@ -1000,6 +1038,7 @@ class IsolatedExecute(Execute):
         else:
             self._fail(cell, content.get("ename", "Error"), content.get("evalue", ""),
                        content.get("traceback"))
+            self._picture_exercises.append(grade_id.removeprefix("test_").split("__")[0])
             _, ended = self._tests_execute("", limits.TESTS_SESSION_END_TIMEOUT_S,
                                            {"profile": TESTS_CELL_END})
             profile = _read_profile(ended)

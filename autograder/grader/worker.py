@@ -196,7 +196,6 @@ class Worker:
             outcome = api.autograde(self.lab.id, student_id, force=True, create=True)
             text = record_path.read_text() if record_path.exists() else ""
             record = json.loads(text) if text.strip() else {}
-            Path(f"/tmp/pic/record-{self.lab.id}-{student_id}.json").write_text(text) if Path("/tmp/pic").is_dir() else None  # DEBUG
             self._note_timings(record)
             self._note_trouble(record)
         finally:
@@ -298,6 +297,7 @@ class Worker:
                 found.setdefault(exercise, []).append((PropertyResult(
                     grade.name, self.sentences.get(grade.name, ""), score, points,
                     said.text, said.details), said.error))
+        pictures = drawn(record.get("pictures", ""))
         exercises = []
         bounded = ""
         if record.get("pids_limit_hits"):
@@ -317,7 +317,9 @@ class Worker:
             message = "\n".join(said + [bounded] if bounded else said) \
                 if score < self.points[name] else ""
             exercises.append(ExerciseResult(name, score, self.points[name], message,
-                                            properties=properties))
+                                            properties=properties,
+                                            picture=pictures.get(name, "")
+                                            if score < self.points[name] else ""))
         status = GRADED
         if record.get("stopped"):
             status = f"partly graded: {record['stopped']}"
