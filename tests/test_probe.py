@@ -337,8 +337,9 @@ def test_a_students_message_keeps_its_words_but_not_the_inputs(kernel):
         namespace["leaks"](inputs)
     message = str(failure.value)
     assert "`leaks` raised ValueError: inputs were array(" in message
-    assert "." not in message.split("array(")[1]          # not one decimal of the inputs
-    assert len(message) < 2 * probe.MAX_MESSAGE_CHARS
+    quoted = message.split("array(")[1].split(" (your code")[0]
+    assert "." not in quoted                              # not one decimal of the inputs
+    assert len(message) < 4 * probe.MAX_MESSAGE_CHARS
 
 
 def test_redact_hides_data_keeps_shapes_and_cuts():
@@ -347,7 +348,12 @@ def test_redact_hides_data_keeps_shapes_and_cuts():
     assert redact("got 0.125 and 3e-05") == "got … and …"
     assert redact("ids 5 8 13 21 34 55 89") == "ids …"
     assert redact("bytes " + "ab12" * 20) == "bytes …"
-    assert redact("a\x1b]0;title\x07b") == "a?]0;title?b"
+    # escape sequences go whole (never "?[1m"), other control bytes become "?"
+    assert redact("a\x1b]0;title\x07b") == "ab"
+    assert redact("\x1b[1mbold\x1b[0m a\x00b") == "bold a?b"
+    # cut after a whole word, never inside one
+    cut = redact("word " * 100 + "x_padding_mask=None", limit=497)
+    assert cut.endswith("word… (cut)") and "x_paddin" not in cut
     assert len(redact("word " * 200)) < probe.MAX_MESSAGE_CHARS + 10
 
 

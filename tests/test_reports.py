@@ -58,7 +58,7 @@ def test_written_paths(tmp_path, results):
     paths = write_reports(results, tmp_path / "out", "Lab 1: Attention")
     assert sorted(paths) == ["exercises.csv", "feedback/alice.html", "feedback/bob.html",
                              "feedback/carol.html", "feedback/dave.html", "grades.csv",
-                             "report.html"]
+                             "properties.csv", "report.html"]
     assert all(p.is_file() for p in paths.values())
     assert paths["grades.csv"] == tmp_path / "out" / "grades.csv"
 

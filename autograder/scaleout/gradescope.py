@@ -31,7 +31,8 @@ specification (and otter-grader's bundles, which follow it) lays it out:
 
 results.json has one test per exercise, named as in the curriculum, with
 its score, its points and the feedback a student sees in the kit's
-feedback page (what failed, the exercise's hint); the hidden tests' source
+feedback page (what failed: each graded property, ✓ or ✗, its points and
+its message; the exercise's hint); the hidden tests' source
 and inputs are never in it. Its visibility comes from course.toml::
 
     [gradescope]
@@ -525,6 +526,9 @@ def results_json(lab, row, hints: dict[str, str], visibility: Visibility) -> dic
     for number, exercise in enumerate(row.exercises, start=1):
         passed = exercise.passed
         output = "Passed." if passed else clean_text(exercise.message or "Not full marks.")
+        if not passed and exercise.properties:
+            # each graded property, one line (the framework's details left out)
+            output = "\n".join(property_line(p) for p in exercise.properties)
         if not passed and hints.get(exercise.exercise):
             output += f"\n\nHint: {clean_text(hints[exercise.exercise])}"
         tests.append({"name": exercise.exercise, "number": str(number),
@@ -539,6 +543,20 @@ def results_json(lab, row, hints: dict[str, str], visibility: Visibility) -> dic
             "visibility": visibility.visibility,
             "stdout_visibility": visibility.stdout_visibility, "tests": tests,
             "extra_data": extra}
+
+
+def property_line(prop) -> str:
+    """One graded property in a test's output: "✓ sentence (0.5/0.5)", or
+    "✗ sentence (0/2.75): message" (an error an earlier one met: "the same
+    error as above")."""
+    from autograder.text import clean_text, format_score
+
+    mark = "\u2713" if prop.passed else "\u2717"
+    line = f"{mark} {prop.sentence or prop.test} ({format_score(prop.score)}/" \
+           f"{format_score(prop.max_score)})"
+    if not prop.passed:
+        line += ": the same error as above" if prop.same_as else f": {prop.message}"
+    return clean_text(line)
 
 
 def self_test() -> dict:

@@ -229,7 +229,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from autograder.text import clean_text, csv_text, format_score, safe_filename, unique_name
+from autograder.text import (clean_text, csv_text, cut_words, format_score, safe_filename,
+                            unique_name)
 from autograder.term.model import ClassRow, read_class
 
 __all__ = ["Exported", "export", "feedback_text", "feedback_html", "canvas_assignment",
@@ -591,12 +592,39 @@ def feedback_text(row: ClassRow, late: str = "kit") -> str:
     for x in row.exercises:
         line = f"{x.get('exercise', '')}: {format_score(x.get('score'))}/" \
                f"{format_score(x.get('max_score'))}"
+        properties = x.get("properties") or []
         message = (str(x.get("message") or "").strip().splitlines() or [""])[0]
-        if message:
-            line += " - " + (message if len(message) <= MESSAGE_WIDTH
-                             else message[: MESSAGE_WIDTH - 3] + "...")
+        if message and not properties:
+            line += " - " + _cut(message)
         lines.append(line)
+        lines.extend(_property_lines(properties))
     return "\n".join(lines)
+
+
+def _cut(message: str) -> str:
+    """``message`` within MESSAGE_WIDTH characters, cut after a word ("...")."""
+    return message if len(message) <= MESSAGE_WIDTH \
+        else cut_words(message, MESSAGE_WIDTH - 3, "...")
+
+
+def _property_lines(properties: list[dict]) -> list[str]:
+    """An exercise's graded properties in a text comment, one line each:
+    "  ✓ sentence (0.5/0.5)", "  ✗ sentence (0/2.75): message" (the
+    message's first line, cut after a word; the framework's details left
+    out; an error an earlier property met: "the same error as above")."""
+    lines = []
+    for p in properties:
+        score, points = p.get("score") or 0, p.get("max_score") or 0
+        mark = "\u2713" if score >= points else "\u2717"
+        line = (f"  {mark} {p.get('sentence') or p.get('test', '')} "
+                f"({format_score(score)}/{format_score(points)})")
+        message = (str(p.get("message") or "").strip().splitlines() or [""])[0]
+        if score < points and p.get("same_as"):
+            line += ": the same error as above"
+        elif score < points and message:
+            line += ": " + _cut(message)
+        lines.append(line)
+    return lines
 
 
 def feedback_html(row: ClassRow, late: str = "kit") -> str:
