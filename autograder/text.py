@@ -60,14 +60,14 @@ CUT_MARK = "… (cut)"
 
 def cut_words(text: str, limit: int, mark: str = CUT_MARK) -> str:
     """``text`` cut to at most ``limit`` characters (then ``mark``), at the end
-    of a word: never inside one (a word longer than a sixth of the limit is
-    cut where the limit falls)."""
+    of a word: never inside one (only a text whose first word is longer than
+    the limit is cut where the limit falls)."""
     if len(text) <= limit:
         return text
     kept = text[:limit]
     if not text[limit].isspace():
-        space = max(kept.rfind(" "), kept.rfind("\n"))
-        if space >= limit - max(limit // 6, 1) and space > 0:
+        space = max(kept.rfind(" "), kept.rfind("\n"), kept.rfind("\t"))
+        if space > 0:
             kept = kept[:space]
     return kept.rstrip() + mark
 

@@ -217,10 +217,63 @@ def test_feedback_never_shows_hidden_test_source(lab, graded):
     assert hidden_lines, f"{lab}: no hidden test lines found to look for"
     pages = list((graded["out"] / "feedback").glob("*.html"))
     assert pages, "no feedback pages"
-    for page in pages:
+    for page in pages + [graded["out"] / "properties.csv"]:
         text = page.read_text()
         leaked = [line for line in hidden_lines if line in text]
         assert not leaked, f"{page.name} shows hidden test lines: {leaked[:2]}"
+
+
+@slow
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_properties_add_up_to_the_exercises_and_each_has_its_line(lab, graded):
+    """properties.csv: one row per tests cell of each graded notebook's
+    exercises, with the sentence students read, adding up to exercises.csv
+    (score and points) for every student; the feedback page has one line per
+    property, no escape code, no cut inside a word."""
+    out = graded["out"]
+    rows = list(csv.DictReader(open(out / "properties.csv", encoding="utf-8")))
+    cells = samples_of.cell_points(lab)
+    summed: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        assert row["sentence"] and row["property"] in cells[row["exercise"]], row
+        assert float(row["max_score"]) == cells[row["exercise"]][row["property"]], row
+        assert (row["message"] == "") == (row["score"] == row["max_score"]), row
+        total = summed.setdefault((row["student_id"], row["exercise"]), [0.0, 0.0])
+        total[0] += float(row["score"])
+        total[1] += float(row["max_score"])
+    for student, exercises in graded["exercises"].items():
+        if not graded["grades"][student]["status"].startswith(("graded", "partly")):
+            continue
+        for exercise, row in exercises.items():
+            assert summed[(student, exercise)] == pytest.approx(
+                [float(row["score"]), float(row["max_score"])]), (student, exercise)
+        page = (out / "feedback" / f"{student}.html").read_text()
+        assert page.count('-line"><span') == sum(r["student_id"] == student for r in rows)
+        text = re.sub(r"<[^>]+>", "", page)
+        assert not re.search(r"\x1b|\?\[\d+m|\w(?:…|\.\.\.)? \(cut\)", text), student
+
+
+@slow
+def test_grace_reads_the_kits_explanation_then_one_clean_error_said_once(grade_lab):
+    """Issue 48's example: lab 4's grace, whose cross-attention takes its
+    queries from the context: Keras's InvalidArgumentError met by two tests,
+    told once, after the kit's explanation, TensorFlow's internals folded."""
+    graded = grade_lab("lab4")
+    message = graded["exercises"]["grace"]["DecoderLayer"]["message"]
+    first = message.splitlines()[0]
+    assert first.startswith("Here T = 4 target tokens and S = 6 source tokens: the "
+                            "cross-attention's queries come from x"), first
+    assert "raised InvalidArgumentError: Incompatible shapes" in first, first
+    assert first.endswith("(the same error in 2 tests)"), first
+    assert message.count("InvalidArgumentError") == 1, message
+    for internal in ("function_node", "Arguments received", "[Op:", "?[", "(cut)"):
+        assert internal not in message, (internal, message)
+    page = (graded["out"] / "feedback" / "grace.html").read_text()
+    folded = re.findall(r"<details><summary>details</summary>(.*?)</details>", page, re.S)
+    assert any("Arguments received by DecoderLayer.call()" in fold for fold in folded)
+    assert "The same error as in" in page
+    report = (graded["out"] / "report.html").read_text()
+    assert "Pass rate per property" in report and "with both padding masks" in report
 
 
 @slow

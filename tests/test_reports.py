@@ -357,3 +357,101 @@ def test_a_row_to_grade_again_says_so_to_the_student_and_the_instructor():
     assert "the grader failed on your notebook" in page and "not your grade" in page
     assert '<th>To grade again (the grader failed twice)</th><td class="num">1</td>' in \
         report_html([row], "Lab 1")
+
+
+# ---------------------------------------------------------------- per property
+
+
+def _with_properties():
+    from autograder.grader.results import PropertyResult
+
+    error = "`DecoderLayer` raised InvalidArgumentError: Incompatible shapes"
+    properties = [
+        PropertyResult("test_DecoderLayer", "outputs at inference", 0, 2.75,
+                       "Queries come from x. " + error, "Arguments received by <internals>"),
+        PropertyResult("test_DecoderLayer__padding", "with padding masks", 0.5, 0.5),
+        PropertyResult("test_DecoderLayer__training", "dropout while training", 0, 0.25,
+                       error, "Arguments received by <internals>",
+                       same_as="test_DecoderLayer"),
+        PropertyResult("test_DecoderLayer__config", "get_config()", 0.5, 0.5),
+    ]
+    return SubmissionResult("grace", "lab4", 1, 4, exercises=[
+        ExerciseResult("DecoderLayer", 1, 4, "Queries come from x. " + error
+                       + " (the same error in 2 tests)", properties=properties)],
+        source_name="grace.ipynb")
+
+
+def test_properties_csv_adds_up_to_exercises_csv(tmp_path, results):
+    rows = results + [_with_properties()]
+    write_reports(rows, tmp_path, "Lab 4")
+    properties = read_csv(tmp_path / "properties.csv")
+    assert properties[0] == ["student_id", "lab", "exercise", "property", "sentence", "score",
+                             "max_score", "message"]
+    assert [row[3] for row in properties[1:]] == ["test_DecoderLayer",
+                                                   "test_DecoderLayer__padding",
+                                                   "test_DecoderLayer__training",
+                                                   "test_DecoderLayer__config"]
+    exercises = {(row[0], row[2]): float(row[3]) for row in read_csv(tmp_path / "exercises.csv")[1:]}
+    assert sum(float(row[5]) for row in properties[1:]) == exercises[("grace", "DecoderLayer")]
+    assert "<internals>" not in (tmp_path / "properties.csv").read_text()
+
+
+def test_the_feedback_page_has_a_line_per_property_and_folds_the_details(tmp_path):
+    from autograder.grader.reports import feedback_html
+
+    page = feedback_html(_with_properties(), "Lab 4")
+    lines = re.findall(r'<li class="(ok|bad)-line">(.*?)</li>', page, re.S)
+    assert [kind for kind, _ in lines] == ["bad", "ok", "bad", "ok"]
+    first, padding, training, _ = (text for _, text in lines)
+    assert "&#10007;" in first and "(0 / 2.75)" in first
+    assert "Queries come from x." in first and "(the same error in 2 tests)" in first
+    assert "<details><summary>details</summary>" in first and "&lt;internals&gt;" in first
+    assert "&#10003;" in padding and "(0.5 / 0.5)" in padding and "msg" not in padding
+    assert "The same error as in \u201coutputs at inference\u201d above." in training
+    assert "<details>" not in training
+
+
+def test_the_report_gives_the_pass_rate_of_each_property(tmp_path):
+    from autograder.grader.reports import property_pass_rates, report_html
+
+    passed = _with_properties()
+    passed.student_id = "heidi"
+    for prop in passed.exercises[0].properties:
+        prop.score = prop.max_score
+    rates = property_pass_rates([_with_properties(), passed])
+    assert [(r["test"], r["passed"], r["graded"], r["share"]) for r in rates] == [
+        ("test_DecoderLayer", 1, 2, "50%"), ("test_DecoderLayer__padding", 2, 2, "100%"),
+        ("test_DecoderLayer__training", 1, 2, "50%"), ("test_DecoderLayer__config", 2, 2, "100%")]
+    page = report_html([_with_properties(), passed], "Lab 4")
+    assert "Pass rate per property" in page and "dropout while training" in page
+
+
+def test_saved_results_load_with_and_without_properties():
+    from dataclasses import asdict
+
+    from autograder.grader.batch import result_from_json
+
+    saved = asdict(_with_properties())
+    again = result_from_json(saved)
+    assert again == _with_properties()
+    for exercise in saved["exercises"]:
+        del exercise["properties"]          # a result saved before they were kept
+    assert result_from_json(saved).exercises[0].properties == []
+
+
+def test_the_lms_comment_lists_each_property():
+    from dataclasses import asdict
+
+    from autograder.term.export import feedback_text
+    from autograder.term.model import ClassRow
+
+    result = _with_properties()
+    row = ClassRow(student=None, lab="lab4", score=1, raw_score=1, max_score=4,
+                   status="graded", exercises=[asdict(x) for x in result.exercises])
+    assert feedback_text(row).splitlines() == [
+        "Score: 1/4", "DecoderLayer: 1/4",
+        "  \u2717 outputs at inference (0/2.75): Queries come from x. `DecoderLayer` raised "
+        "InvalidArgumentError: Incompatible shapes",
+        "  \u2713 with padding masks (0.5/0.5)",
+        "  \u2717 dropout while training (0/0.25): the same error as above",
+        "  \u2713 get_config() (0.5/0.5)"]
