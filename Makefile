@@ -9,6 +9,10 @@
 #               notebook graded through the CLI (make test grades a sample)
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
 #   make test-slurm  a class graded through a real one-node Slurm (own suite)
+#   make test-browser  every lab's feedback page and report.html in headless Chromium at
+#               1280 and 390 px (tests/test_browser.py, marker browser; make test checks
+#               lab 4's; about two minutes, the six labs graded at once)
+#   make chromium  Debian's Chromium, for the browser tests (make test installs it)
 #   make test-container  the user layer under a default Docker container's restrictions,
 #               reproduced as root (tests/container.py; own suite, about a minute)
 #   make test-faults  the grader struck from outside: the CLI interrupted, killed, out
@@ -40,7 +44,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= demo_output
 
-.PHONY: constraints env sandbox postgres slurm torch jax labs publish demo lint test test-fast test-faults test-warnings test-verdicts test-backends test-compat test-slurm test-container test-load test-moodle-term test-torch test-jax bench clean help
+.PHONY: constraints env sandbox postgres slurm chromium torch jax labs publish demo lint test test-fast test-faults test-warnings test-verdicts test-backends test-compat test-slurm test-browser test-container test-load test-moodle-term test-torch test-jax bench clean help
 
 help:
 	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
@@ -106,6 +110,21 @@ slurm:
 	    echo "warning: could not install Slurm; the slurm tests will be skipped."; \
 	  else \
 	    echo "note: Slurm not found; the slurm tests (pytest -m slurm) will be skipped."; \
+	  fi; }
+
+# tests/test_browser.py opens the pages the kit writes in headless Chromium
+# (Debian's package; driven over the DevTools protocol by websocket-client, the
+# dev extra); the tests are skipped, saying why, without it.
+chromium:
+	@{ command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Chromium (for the browser tests)..."; \
+	    (DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) || \
+	    echo "warning: could not install Chromium; the browser tests will be skipped."; \
+	  else \
+	    echo "note: Chromium not found; tests/test_browser.py will be skipped."; \
 	  fi; }
 
 # The student kernels' user layer (autograder.grader.userlayer) where bubblewrap
@@ -182,8 +201,14 @@ lint: $(STAMP)
 # PARALLEL= runs them in one process, PARALLEL="-n 4 --dist loadfile" in four.
 PARALLEL ?= -n 2 --dist loadfile
 
-test: env lint postgres
-	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults and not notebooks"
+test: env lint postgres chromium
+	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults and not notebooks and not browser"
+
+# Every lab's feedback page and report.html in headless Chromium, at 1280 and
+# 390 px (tests/test_browser.py; make test runs lab 4's). BROWSER_SCREENSHOTS=docs/screenshots
+# writes the README's screenshots (lab 4's grace and report).
+test-browser: env chromium
+	$(PY) -m pytest tests/test_browser.py
 
 # A class graded through a real one-node Slurm (tests/test_slurm.py's cluster
 # test, tests/test_slurm_cluster.py): Slurm and munge from Debian's packages,
@@ -206,7 +231,7 @@ test-compat: env
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
 test-fast: env lint
-	$(PY) -m pytest $(PARALLEL) -m "not slow and not backends and not slurm and not container and not faults and not notebooks"
+	$(PY) -m pytest $(PARALLEL) -m "not slow and not backends and not slurm and not container and not faults and not notebooks and not browser"
 
 # The verdict suite's kernel tier whole: every variant and mistake notebook of
 # every lab graded through the CLI (make test grades a sample of the mistake
