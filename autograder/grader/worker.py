@@ -311,10 +311,10 @@ class Worker:
             properties = [p for p, _ in found.get(name, [])]
             score = sum(p.score for p in properties)
             # one line per distinct error of the exercise's failed tests cells
-            said = said_once([(error, p.message) for p, error in found.get(name, [])
-                              if p.message])
+            lines = said_once([(error, p.message) for p, error in found.get(name, [])
+                               if p.message])
             same_as(found.get(name, []))
-            message = "\n".join(said + [bounded] if bounded else said) \
+            message = "\n".join(lines + [bounded] if bounded else lines) \
                 if score < self.points[name] else ""
             exercises.append(ExerciseResult(name, score, self.points[name], message,
                                             properties=properties,

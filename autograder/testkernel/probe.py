@@ -781,12 +781,13 @@ def redact(text: str, shipped=(), limit: int = MAX_MESSAGE_CHARS) -> str:
     A student's code sees the hidden tests' inputs and the grader's compiled
     stand-ins; its exception message is the one thing of it that reaches the
     feedback page. So the message keeps its words, names and shapes but not
-    data: control characters become "?"; every number written with a decimal
+    data: terminal escape sequences go whole (Keras's bold ``ESC[1m``), other
+    control characters become "?"; every number written with a decimal
     point or exponent, every run of six or more numbers, hexadecimal and
     other long unbroken runs become "…";
     any piece of what the grader shipped in the request (``shipped``: the
     encoded code, its string constants) becomes "[grader's code]"; and the
-    whole is cut at ``limit`` characters.
+    whole is cut at ``limit`` characters, after a word.
     """
     for blob in shipped:
         for piece in sorted(_shipped_strings(blob), key=len, reverse=True):
