@@ -33,10 +33,13 @@ import numpy as np
 MAX_SIDE = 32
 #: The most panels (heads, sentences) a picture draws.
 MAX_PANELS = 4
+#: The most cells a picture draws, its panels' together (a panel of 32 x 32,
+#: the student's and the expected, is 2,048): about 20 bytes of SVG a cell.
+MAX_CELLS = 4096
 #: Colours of the scale: the student's values are drawn in one of these.
 LEVELS = 9
 #: The longest text (title, labels, note) kept, in characters.
-MAX_TEXT = 300
+MAX_TEXT = 600
 #: Pixels of a cell, by the panel's largest side.
 CELL_PX = ((8, 18), (16, 12), (MAX_SIDE, 8))
 #: A cell differs where |student - expected| > DIFFERS_ATOL + DIFFERS_RTOL |expected|.
@@ -165,18 +168,19 @@ def _heatmap(out: list[str], matrix: np.ndarray, x0: int, y0: int, cell: int,
     rows, cols = levels.shape
     out.append(f'<rect x="{x0 - 1}" y="{y0 - 1}" width="{cols * cell + 2}" '
                f'height="{rows * cell + 2}" fill="none" stroke="#666"/>')
-    for i in range(rows):
-        for j in range(cols):
-            level = levels[i, j]
-            fill = _NAN if level < 0 else palette[level]
-            out.append(f'<rect x="{x0 + j * cell}" y="{y0 + i * cell}" width="{cell}" '
-                       f'height="{cell}" fill="{fill}"/>')
+    # One path a colour, a square a cell (a rect a cell took 2.5 times the bytes).
+    for level in np.unique(levels):
+        fill = _NAN if level < 0 else palette[level]
+        squares = "".join(f"M{x0 + j * cell} {y0 + i * cell}h{cell}v{cell}h-{cell}z"
+                          for i, j in zip(*np.nonzero(levels == level)))
+        out.append(f'<path fill="{fill}" d="{squares}"/>')
     if marks is not None:
-        marks = _crop(marks)
-        for i, j in zip(*np.nonzero(marks)):
-            out.append(f'<rect x="{x0 + j * cell + 1}" y="{y0 + i * cell + 1}" '
-                       f'width="{cell - 2}" height="{cell - 2}" fill="none" '
-                       f'stroke="{_MARK}" stroke-width="2"/>')
+        inner = cell - 2
+        squares = "".join(f"M{x0 + j * cell + 1} {y0 + i * cell + 1}h{inner}v{inner}h-{inner}z"
+                          for i, j in zip(*np.nonzero(_crop(marks))))
+        if squares:
+            out.append(f'<path class="differs" fill="none" stroke="{_MARK}" stroke-width="2" '
+                       f'd="{squares}"/>')
 
 
 def _cell_px(picture: Picture) -> int:
@@ -207,9 +211,19 @@ def render(picture: Picture) -> str:
     out: list[str] = []
     cropped = False
     y = top
+    # The panels that fit MAX_CELLS cells (the first always does: MAX_SIDE squared, twice).
+    budget, kept = MAX_CELLS, []
+    for panel in picture.panels:
+        cells = _crop(panel.expected).size + (0 if panel.student is None
+                                              else _crop(panel.student).size)
+        if kept and cells > budget:
+            break
+        budget -= cells
+        kept.append(panel)
+    left_out = len(picture.panels) - len(kept)
     out.append(f'<text x="{label_w}" y="{top - 8}" class="h">your values</text>')
     out.append(f'<text x="{label_w + panel_w + gap}" y="{top - 8}" class="h">expected</text>')
-    for panel in picture.panels:
+    for panel in kept:
         cropped = cropped or max(panel.expected.shape) > MAX_SIDE or (
             panel.student is not None and max(panel.student.shape) > MAX_SIDE)
         out.append(f'<text x="0" y="{y + 12}">{esc(panel.label)}</text>')
@@ -226,8 +240,7 @@ def render(picture: Picture) -> str:
     out.append(f'<text x="0" y="{y + 10}">scale</text>')
     for i in range(LEVELS):
         out.append(f'<rect x="{label_w + i * 12}" y="{y}" width="12" height="12" '
-                   f'fill="{_colour(i / (LEVELS - 1), diverging)}" stroke="#666" '
-                   f'stroke-width="0.5"/>')
+                   f'fill="{_colour(i / (LEVELS - 1), diverging)}" stroke="#666"/>')
     out.append(f'<text x="{label_w + LEVELS * 12 + 6}" y="{y + 10}">'
                f'{esc(_fmt(picture.scale[0]))} to {esc(_fmt(picture.scale[1]))}; '
                f'grey: not a number</text>')
@@ -239,6 +252,9 @@ def render(picture: Picture) -> str:
     if picture.rows or picture.cols:
         out.append(f'<text x="0" y="{y + 10}">rows: {esc(picture.rows)}; '
                    f'columns: {esc(picture.cols)}</text>')
+        y += 18
+    if left_out:
+        out.append(f'<text x="0" y="{y + 10}">({left_out} more not drawn)</text>')
         y += 18
     if cropped:
         out.append(f'<text x="0" y="{y + 10}">(only the first {MAX_SIDE} rows and columns '
@@ -271,3 +287,9 @@ def drawn(text: str) -> dict[str, str]:
         except (ValueError, TypeError, IndexError):
             continue
     return drawings
+
+
+def palette_fills() -> set[str]:
+    """Every fill colour a picture may hold: the scales' LEVELS colours and grey."""
+    return {_colour(i / (LEVELS - 1), diverging) for i in range(LEVELS)
+            for diverging in (False, True)} | {_NAN}

@@ -363,6 +363,10 @@ def cases() -> list[Case]:
         Case("steals_stand_ins", "secrecy", "lab4's EncoderLayer raises with the exchange "
              "files, the callers' frames and the stand-ins' code",
              lambda: _steal_notebook(), at_most=13.25, lab="lab4", check=_no_reference_line),
+        Case("picture_of_kept_inputs", "secrecy", "lab4's DecoderLayer keeps the hidden "
+             "tests' inputs and reports them as its weights on the visible example drawn "
+             "for its picture", _kept_inputs_notebook, 15.5, lab="lab4",
+             check=_picture_shows_no_kept_inputs),
         Case("compressed_answer", "machine", "dot_scores returns 3.2 GB of zeros, "
              "savez_compressed to 5 MB", lambda: notebook({"dot_scores": COMPRESSED_DOT}), 9),
         Case("output_flood", "machine", "a thread prints 250 x 4 MB during the hidden tests",
@@ -377,3 +381,65 @@ def _steal_notebook():
 
     source = solution_answers("lab4")["EncoderLayer"]
     return lab_notebook("lab4", {"EncoderLayer": source + "\n" + STEALS_STAND_INS})
+
+
+# -- 6. pictures of what differs ----------------------------------------------------
+
+#: A right DecoderLayer that keeps every input the hidden tests give it and,
+#: called on the visible check's example (x (2, 4, 6)) for the picture, reports
+#: them as its cross-attention weights; its get_config is broken, so that the
+#: exercise loses a property (0.5) and gets a picture.
+KEEPS_INPUTS = '''
+
+_kept = []
+_HonestDecoderLayer = DecoderLayer
+
+
+class DecoderLayer(_HonestDecoderLayer):
+    def call(self, x, context, x_padding_mask=None, context_padding_mask=None,
+             training=None):
+        output = super().call(x, context, x_padding_mask, context_padding_mask,
+                              training=training)
+        if tuple(x.shape) == (2, 4, 6) and _kept:
+            kept = np.concatenate([np.ravel(v) for v in _kept])
+            self.last_attention_scores = np.resize(kept, (2, 2, 4, 5)).astype("float32")
+        else:
+            _kept.extend([np.asarray(x), np.asarray(context)])
+        return output
+
+    def get_config(self):
+        return {}
+'''
+
+
+def _kept_inputs_notebook():
+    from tests.verdicts import solution_answers
+
+    source = solution_answers("lab4")["DecoderLayer"]
+    if "import numpy as np" not in source:
+        source = "import numpy as np\n" + source
+    return lab_notebook("lab4", {"DecoderLayer": source + KEEPS_INPUTS})
+
+
+#: A number with decimals: what a picture that showed values would hold.
+_DECIMAL = re.compile(r"\d\.\d")
+
+
+def _picture_shows_no_kept_inputs(out: Path, row: dict) -> str:
+    """The picture is drawn (the layer lost a property) and shows no number of
+    the student's: colours of the fixed scale only, no decimal anywhere in it."""
+    page = feedback_of(out, row["student_id"])
+    pictures = re.findall(r'<figure class="picture">.*?</figure>', page, re.S)
+    if not pictures:
+        return "no picture on the page (DecoderLayer lost a property)"
+    for picture in pictures:
+        for pattern in (NUMBER_RUN, HEX_RUN, _DECIMAL):
+            found = pattern.search(picture)
+            if found:
+                return f"the picture shows what looks like values: {found.group(0)[:80]!r}"
+    from autograder.grader.pictures import palette_fills
+
+    fills = set(re.findall(r'fill="(#[0-9a-f]{6})"', " ".join(pictures)))
+    if not fills <= palette_fills():
+        return f"the picture has colours off its scale: {sorted(fills - palette_fills())[:5]}"
+    return ""

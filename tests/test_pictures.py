@@ -1,0 +1,99 @@
+"""The pictures of what differs (autograder.grader.pictures): the SVG drawn from
+the test kernel's JSON, its marks, its escaping, its size, and that it carries
+no number of the student's; lab 4's picture on the visible check's example."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+from autograder.grader import pictures
+
+
+def _json(student, expected, title="t", note="", scale=(0.0, 1.0), panels=1) -> str:
+    panel = {"label": "head 1", "student": None if student is None else np.asarray(student).tolist(),
+             "expected": np.asarray(expected).tolist()}
+    return json.dumps({"E": {"title": title, "note": note, "scale": list(scale),
+                             "rows": "queries", "cols": "keys", "panels": [panel] * panels}})
+
+
+def _cells(svg: str) -> int:
+    """How many cells the heatmaps of ``svg`` draw (one square each)."""
+    return sum(path.count("z") for path in re.findall(r'<path fill="#[0-9a-f]{6}" d="([^"]*)"', svg))
+
+
+def test_differing_cells_are_outlined_and_only_those():
+    expected = np.full((3, 4), 0.25)
+    student = expected.copy()
+    student[1, 2] = 0.9
+    student[2, 0] = np.nan
+    svg = pictures.drawn(_json(student, expected))["E"]
+    marks = re.findall(r'<path class="differs"[^>]* d="([^"]*)"', svg)
+    assert len(marks) == 1 and marks[0].count("z") == 2  # the two differing cells
+    assert svg.count("<svg") == 1 and "<script" not in svg and "href" not in svg
+
+
+def test_the_student_values_are_colours_of_the_fixed_scale_only():
+    """What the student's kernel returns is drawn in one of LEVELS colours, no
+    number of it written: values kept from a hidden test would show as colours."""
+    hidden = np.random.default_rng(5).normal(size=(4, 5)) * 7.123456
+    svg = pictures.drawn(_json(hidden, np.full((4, 5), 0.2)))["E"]
+    assert not re.search(r"\d\.\d", svg)
+    fills = set(re.findall(r'fill="(#[0-9a-f]{6})"', svg))
+    assert fills <= pictures.palette_fills()
+    assert len(fills) <= pictures.LEVELS + 1
+
+
+def test_text_is_escaped_and_control_characters_dropped():
+    svg = pictures.drawn(_json(np.eye(2), np.eye(2), title="<script>alert(1)</script>\x1b[1m",
+                               note='a "note" & <b>'))["E"]
+    assert "<script>" not in svg and "\x1b" not in svg
+    assert "&lt;script&gt;" in svg and "&amp; &lt;b&gt;" in svg
+
+
+def test_a_large_matrix_is_cropped_with_a_note_and_the_page_stays_small():
+    big = np.random.default_rng(0).random((40, 50))
+    svg = pictures.drawn(_json(big, big * 0.5, panels=pictures.MAX_PANELS + 2))["E"]
+    side = pictures.MAX_SIDE
+    assert f"only the first {side} rows and columns" in svg
+    # As many panels as MAX_CELLS holds, each a student's and an expected heatmap of
+    # side x side cells; the others said.
+    drawn = pictures.MAX_CELLS // (2 * side * side)
+    assert _cells(svg) == drawn * 2 * side * side
+    assert f"({pictures.MAX_PANELS - drawn} more not drawn)" in svg
+    assert len(svg) < 120_000
+
+
+def test_no_values_and_bad_data_are_drawn_or_dropped_safely():
+    svg = pictures.drawn(_json(None, np.eye(3)))["E"]
+    assert "(no values)" in svg
+    assert pictures.drawn("not json") == {}
+    assert pictures.drawn(json.dumps({"E": {"scale": [1, 0], "panels": []}})) == {}
+    assert pictures.drawn(json.dumps({"E": {"panels": [{"expected": "abc"}]}})) == {}
+    shapes = pictures.drawn(_json(np.ones((5, 4)), np.ones((4, 5))))["E"]
+    assert 'class="differs"' not in shapes  # shapes differ: nothing to compare cell by cell
+
+
+def test_lab4_picture_uses_the_visible_checks_example():
+    """The inputs of lab 4's picture are check_DecoderLayer's, written in the
+    notebook: the reference's cross-attention weights on them are those the
+    visible check compares with (its numpy_identity_attention)."""
+    from autograder.labs import LABS
+    from autograder.testkernel.pictures import declarations
+
+    module = declarations("lab4")
+    x, context, weights = module.visible_decoder_example()
+    source = LABS["lab4"].source_path.read_text()
+    check = source[source.index('grade_id="check_DecoderLayer"'):]
+    assert "demo_rng = np.random.default_rng(2)" in check
+    assert "x = demo_rng.normal(size=(2, 4, 6))" in check
+    assert "context = demo_rng.normal(size=(2, 5, 6))" in check
+    rng = np.random.default_rng(2)
+    np.testing.assert_array_equal(x, rng.normal(size=(2, 4, 6)).astype("float32"))
+    np.testing.assert_array_equal(context, rng.normal(size=(2, 5, 6)).astype("float32"))
+    for text in ('linspace(0.5, 1.5, 6', 'linspace(-0.3, 0.3, 6', 'linspace(2.0, 1.0, 6',
+                 'linspace(0.4, -0.1, 6', 'linspace(0.8, 1.2, 6', 'np.full(6, 0.1'):
+        assert text in check
+    assert set(module.PICTURES) == {"DecoderLayer"}
