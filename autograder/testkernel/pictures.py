@@ -94,3 +94,28 @@ def make(kernel, lab_id: str, exercises) -> str:
         except Exception:  # noqa: BLE001 - no picture, the grade is untouched
             continue
     return json.dumps(pictures, allow_nan=False)
+
+
+def answer(call) -> np.ndarray | None:
+    """What ``call()`` (a call of the student's code) returns, as a float array;
+    None when it raises or returns something else than numbers."""
+    from autograder.testkernel.testing import as_array
+
+    try:
+        value = as_array(call(), "the picture's call")
+        return np.asarray(value, dtype=np.float64)
+    except Exception:  # noqa: BLE001 - no values to draw: the panel says so
+        return None
+
+
+def recognise(student: np.ndarray | None, mistakes, atol: float = 1e-4) -> str:
+    """The sentence of the first of ``mistakes`` ((values, sentence) pairs, the
+    lab's own recognisers) that ``student`` matches; "" when none does."""
+    if student is None:
+        return ""
+    for values, sentence in mistakes:
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape == student.shape and np.allclose(student, values, rtol=1e-3,
+                                                         atol=atol):
+            return sentence
+    return ""
