@@ -232,6 +232,22 @@ PAGE_CHECK = r"""
   }
   const wide = off.filter(([e]) => !off.some(([other]) => other !== e && e.contains(other)))
     .map(([e, left, right]) => `${name(e)} spans ${Math.round(left)}..${Math.round(right)} px`);
+  // a table cell of one word (a name, a number, a header) kept on one line: a narrow
+  // column that breaks "causal_mask" into "causal_ma / sk" reads badly at any width
+  const split = [];
+  for (const cell of document.querySelectorAll('td, th')) {
+    const words = cell.innerText.trim();
+    if (!words || /\s/.test(words)) continue;
+    const tops = [];
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const box of range.getClientRects()) if (box.width > 0) tops.push(box.top);
+    }
+    if (tops.length && Math.max(...tops) - Math.min(...tops) > 2)
+      split.push(`${name(cell)} (${cell.getBoundingClientRect().width.toFixed(0)} px wide)`);
+  }
   const pictures = [], broken = [];
   for (const img of document.querySelectorAll('img')) {
     const box = img.getBoundingClientRect();
@@ -250,7 +266,7 @@ PAGE_CHECK = r"""
   return JSON.stringify({
     width: window.innerWidth, scrollWidth: document.documentElement.scrollWidth,
     viewport: document.querySelector('meta[name="viewport"]') !== null,
-    wide: wide.slice(0, 10), pictures: pictures, broken: broken,
+    wide: wide.slice(0, 10), split: split.slice(0, 10), pictures: pictures, broken: broken,
     text: document.body.innerText,
   });
 })
@@ -305,6 +321,7 @@ def problems(found: dict, width: int, vocabulary: set[str] = frozenset()) -> lis
         wrong.append(f"the page scrolls sideways: {found['scrollWidth']} px wide "
                      f"in a {found['width']} px window")
     wrong += [f"runs off the page: {element}" for element in found["wide"]]
+    wrong += [f"one word broken across lines: {cell}" for cell in found["split"]]
     wrong += [f"picture: {picture}" for picture in found["broken"]]
     text = found["text"]
     for match in ESCAPE.finditer(text):
@@ -415,6 +432,7 @@ CLEAN_PAGE = f"""<!DOCTYPE html><html><head><meta charset="utf-8">
 <img src="{PIXEL}" width="20" height="20" alt="a pixel">
 <svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20"/></svg>
 <details><summary>details</summary><svg width="10" height="10"><rect width="10" height="10"/></svg></details>
+<table><tr><th>Exercise</th><th>Points</th></tr><tr><td>causal_mask</td><td>1</td></tr></table>
 </body></html>"""
 
 BROKEN_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8">
@@ -425,6 +443,8 @@ BROKEN_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8">
 <img src="missing.png" width="20" height="20" alt="a missing picture">
 <img src="http://example.com/heatmap.png" alt="an external picture">
 <pre>""" + "DecoderLayer" * 60 + """</pre>
+<table style="width: 12em"><tr><td style="overflow-wrap: anywhere">causal_mask</td>
+<td>the boolean mask (T, T), True on and below the diagonal</td></tr></table>
 </body></html>"""
 
 
@@ -451,6 +471,7 @@ def test_the_checker_fails_a_page_with_each_problem(browser, tmp_path):
     assert "external request: http://example.com/heatmap.png" in wrong, wrong
     assert f"external request: {(tmp_path / 'missing.png').as_uri()}" in wrong, wrong
     assert "cut inside a word: " in wrong and "x_paddin… (cut)" in wrong, wrong
+    assert 'one word broken across lines: td "causal_mask"' in wrong, wrong
     assert "the page scrolls sideways" in wrong and "runs off the page: pre" in wrong, wrong
     # without a viewport meta tag a phone lays the page out 980 px wide
     page.write_text(CLEAN_PAGE.replace('<meta name="viewport"', '<meta name="nothing"'))
