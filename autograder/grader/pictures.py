@@ -175,17 +175,21 @@ def _heatmap(out: list[str], matrix: np.ndarray, x0: int, y0: int, cell: int,
                           for i, j in zip(*np.nonzero(levels == level)))
         out.append(f'<path fill="{fill}" d="{squares}"/>')
     if marks is not None:
-        inner = cell - 2
-        squares = "".join(f"M{x0 + j * cell + 1} {y0 + i * cell + 1}h{inner}v{inner}h-{inner}z"
+        # An outline inside the cell, thin on small cells, so that its colour shows.
+        stroke = 2 if cell > 10 else 1
+        inner = cell - 2 * stroke
+        squares = "".join(f"M{x0 + j * cell + stroke} {y0 + i * cell + stroke}"
+                          f"h{inner}v{inner}h-{inner}z"
                           for i, j in zip(*np.nonzero(_crop(marks))))
         if squares:
-            out.append(f'<path class="differs" fill="none" stroke="{_MARK}" stroke-width="2" '
-                       f'd="{squares}"/>')
+            out.append(f'<path class="differs" fill="none" stroke="{_MARK}" '
+                       f'stroke-width="{stroke}" d="{squares}"/>')
 
 
-def _cell_px(picture: Picture) -> int:
-    side = max(max(p.expected.shape + (p.student.shape if p.student is not None else ()))
-               for p in picture.panels)
+def _cell_px(panel: Panel) -> int:
+    """The side of a cell in pixels: larger for a small matrix."""
+    side = max(panel.expected.shape + (panel.student.shape if panel.student is not None
+                                       else ()))
     return next((px for limit, px in CELL_PX if min(side, MAX_SIDE) <= limit), CELL_PX[-1][1])
 
 
@@ -197,22 +201,13 @@ def render(picture: Picture) -> str:
     """The picture as inline SVG markup: for each panel, the student's heatmap
     (differing cells outlined) beside the expected one, a legend of the scale,
     and the note; every text escaped."""
-    cell = _cell_px(picture)
     esc = html.escape
-    shown = [_crop(p.expected).shape for p in picture.panels] + \
-        [_crop(p.student).shape for p in picture.panels if p.student is not None]
-    width_cells = max(cols for _, cols in shown)
-    height_cells = max(rows for rows, _ in shown)
-    gap, label_w, top = 24, 64, 36
-    panel_w = width_cells * cell
-    width = label_w + 2 * panel_w + gap + 8
-    width = max(width, 360)
-    row_h = height_cells * cell + 22
+    gap, label_w = 24, 64
     out: list[str] = []
     cropped = False
-    y = top
     # The panels that fit MAX_CELLS cells (the first always does: MAX_SIDE squared, twice).
-    budget, kept = MAX_CELLS, []
+    budget = MAX_CELLS
+    kept: list[Panel] = []
     for panel in picture.panels:
         cells = _crop(panel.expected).size + (0 if panel.student is None
                                               else _crop(panel.student).size)
@@ -221,20 +216,30 @@ def render(picture: Picture) -> str:
         budget -= cells
         kept.append(panel)
     left_out = len(picture.panels) - len(kept)
-    out.append(f'<text x="{label_w}" y="{top - 8}" class="h">your values</text>')
-    out.append(f'<text x="{label_w + panel_w + gap}" y="{top - 8}" class="h">expected</text>')
+    width, y = 360, 4
     for panel in kept:
+        # Each panel at its own cell size: its label, "your values" and "expected"
+        # above the two heatmaps.
+        cell = _cell_px(panel)
+        student_cols = _crop(panel.student).shape[1] if panel.student is not None else 6
+        rows = max(_crop(panel.expected).shape[0],
+                   _crop(panel.student).shape[0] if panel.student is not None else 1)
+        right = label_w + max(student_cols, _crop(panel.expected).shape[1]) * cell + gap
         cropped = cropped or max(panel.expected.shape) > MAX_SIDE or (
             panel.student is not None and max(panel.student.shape) > MAX_SIDE)
         out.append(f'<text x="0" y="{y + 12}">{esc(panel.label)}</text>')
+        out.append(f'<text x="{label_w}" y="{y + 12}" class="h">your values</text>')
+        out.append(f'<text x="{right}" y="{y + 12}" class="h">expected</text>')
+        y += 20
         if panel.student is None:
             out.append(f'<text x="{label_w}" y="{y + 12}">(no values)</text>')
         else:
             marks = (differs(panel.student, panel.expected)
                      if panel.student.shape == panel.expected.shape else None)
             _heatmap(out, panel.student, label_w, y, cell, picture.scale, marks)
-        _heatmap(out, panel.expected, label_w + panel_w + gap, y, cell, picture.scale, None)
-        y += row_h
+        _heatmap(out, panel.expected, right, y, cell, picture.scale, None)
+        width = max(width, right + _crop(panel.expected).shape[1] * cell + 8)
+        y += rows * cell + 14
     # The legend: the scale's colours, its two ends, the mark.
     diverging = picture.scale[0] < 0 < picture.scale[1]
     out.append(f'<text x="0" y="{y + 10}">scale</text>')

@@ -260,17 +260,8 @@ def test_scaled_dot_product_attention(scaled_dot_product_attention):
                     f"{what}: the weights of a query do not sum to 1 over the keys "
                     "(softmax over the last axis).")
         if not np.allclose(weights, expected_weights, rtol=1e-4, atol=1e-5):
-            scores = np.einsum("...qd,...kd->...qk", query.astype(np.float64), key)
-            d_k = query_shape[-1]
-            d_v = value_shape[-1]
-            for guess, hint in [(scores, "the scores are not scaled; divide by sqrt(d_k)"),
-                                (scores / d_k, "the scores are divided by d_k; divide "
-                                               "by sqrt(d_k)"),
-                                (scores / np.sqrt(d_v), "the scores are divided by "
-                                 "sqrt(d_v), the size of the values; divide by sqrt(d_k), "
-                                 "the size of the queries and keys")]:
-                assert_true(not np.allclose(weights, reference.softmax(guess, axis=-1),
-                                            rtol=1e-4, atol=1e-5),
+            for guess, hint in reference.scale_mistakes(query, key, value_shape[-1]):
+                assert_true(not np.allclose(weights, guess, rtol=1e-4, atol=1e-5),
                             f"{what}: {hint}.")
         assert_close(weights, expected_weights, f"{what}, weights")
         assert_close(output, expected_output, f"{what}, output")

@@ -19,6 +19,7 @@ __all__ = [
     "bilinear_scores",
     "additive_scores",
     "scaled_dot_product_attention",
+    "scale_mistakes",
 ]
 
 
@@ -97,3 +98,19 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     weights = softmax(scores, axis=-1)  # (..., T_q, T_k)
     output = np.einsum("...qk,...kv->...qv", weights, value)
     return output, weights
+
+
+def scale_mistakes(query, key, value_dim: int, mask=None) -> list[tuple[np.ndarray, str]]:
+    """The weights that the common mistakes of the scale give, each with what to
+    tell the student (the hidden test names them; the picture of the weights too):
+    no scale, d_k instead of sqrt(d_k), sqrt(d_v) instead of sqrt(d_k)."""
+    query, key = _float64(query), _float64(key)
+    scores = np.einsum("...qd,...kd->...qk", query, key)
+    if mask is not None:
+        scores = np.where(np.asarray(mask, dtype=bool), scores, -np.inf)
+    d_k = query.shape[-1]
+    return [(softmax(guess, axis=-1), hint) for guess, hint in [
+        (scores, "the scores are not scaled; divide by sqrt(d_k)"),
+        (scores / d_k, "the scores are divided by d_k; divide by sqrt(d_k)"),
+        (scores / np.sqrt(value_dim), "the scores are divided by sqrt(d_v), the size of "
+         "the values; divide by sqrt(d_k), the size of the queries and keys")]]

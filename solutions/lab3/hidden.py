@@ -14,30 +14,6 @@ def test_positional_encoding(positional_encoding):
     from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
     from autograder.references import lab3 as reference
 
-    def mistakes(length, depth):
-        """Tables that common mistakes produce, with what to tell the student."""
-        positions = np.arange(length, dtype=np.float64)[:, None]
-        columns = np.arange(depth)[None, :]
-        pairs = columns - columns % 2
-        guesses = []
-        for exponent, hint in [(columns, "the exponent uses the column index; both "
-                                         "columns of a pair use 2i / depth, where 2i is "
-                                         "the even column"),
-                               (columns // 2, "the exponent looks like i / depth; it is "
-                                              "2i / depth")]:
-            angles = positions / 10000.0 ** (exponent / depth)
-            guesses.append((np.where(columns % 2 == 0, np.sin(angles), np.cos(angles)), hint))
-        angles = positions / 10000.0 ** (pairs / depth)
-        guesses.append((np.where(columns % 2 == 0, np.cos(angles), np.sin(angles)),
-                        "sine and cosine are swapped: the sine goes in the even columns"))
-        guesses.append((reference.concatenated_positional_encoding(length, depth),
-                        "the columns are laid out [sin | cos]; interleave them: sine "
-                        "in column 2i, cosine in column 2i + 1"))
-        if length > 1:
-            guesses.append((reference.positional_encoding(length + 1, depth)[1:],
-                            "the positions start at 0: row 0 is sin(0) = 0 and cos(0) = 1"))
-        return guesses
-
     def check(length, depth, atol=None, keywords=False):
         what = f"positional_encoding({length}, {depth})"
         table = (positional_encoding(length=length, depth=depth) if keywords
@@ -47,7 +23,7 @@ def test_positional_encoding(positional_encoding):
         values = table.astype(np.float64)
         if np.all(np.isfinite(values)) and not np.allclose(values, expected,
                                                            rtol=1e-4, atol=1e-4):
-            for guess, hint in mistakes(length, depth):
+            for guess, hint in reference.positional_mistakes(length, depth):
                 assert_true(not np.allclose(values, guess, rtol=1e-4, atol=1e-4),
                             f"{what}: {hint}.")
         assert_close(table, expected, what, atol=atol)

@@ -19,6 +19,7 @@ import numpy as np
 __all__ = [
     "positional_encoding",
     "concatenated_positional_encoding",
+    "positional_mistakes",
     "positional_embedding",
     "learned_positional_embedding",
     "padding_mask",
@@ -49,6 +50,32 @@ def concatenated_positional_encoding(length, depth):
     """
     table = positional_encoding(length, depth)
     return np.concatenate([table[:, 0::2], table[:, 1::2]], axis=-1)
+
+
+def positional_mistakes(length, depth):
+    """Tables that common mistakes of ``positional_encoding`` produce, each with what to
+    tell the student (the hidden test names them; the picture of the table too)."""
+    positions = np.arange(length, dtype=np.float64)[:, None]
+    columns = np.arange(depth)[None, :]
+    pairs = columns - columns % 2
+    guesses = []
+    for exponent, hint in [(columns, "the exponent uses the column index; both "
+                                     "columns of a pair use 2i / depth, where 2i is "
+                                     "the even column"),
+                           (columns // 2, "the exponent looks like i / depth; it is "
+                                          "2i / depth")]:
+        angles = positions / 10000.0 ** (exponent / depth)
+        guesses.append((np.where(columns % 2 == 0, np.sin(angles), np.cos(angles)), hint))
+    angles = positions / 10000.0 ** (pairs / depth)
+    guesses.append((np.where(columns % 2 == 0, np.cos(angles), np.sin(angles)),
+                    "sine and cosine are swapped: the sine goes in the even columns"))
+    guesses.append((concatenated_positional_encoding(length, depth),
+                    "the columns are laid out [sin | cos]; interleave them: sine "
+                    "in column 2i, cosine in column 2i + 1"))
+    if length > 1:
+        guesses.append((positional_encoding(length + 1, depth)[1:],
+                        "the positions start at 0: row 0 is sin(0) = 0 and cos(0) = 1"))
+    return guesses
 
 
 def padding_mask(token_ids):

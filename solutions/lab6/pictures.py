@@ -30,7 +30,8 @@ def picture_RotaryEmbedding(RotaryEmbedding) -> dict:
         base = arguments.get("base", reference.ROTARY_BASE)
         expected = reference.rotary(x, positions, base=base)
         student = answer(lambda: RotaryEmbedding(**arguments)(x))
-        note = note or recognise(student, reference.rotary_mistakes(x, positions, base))
+        note = note or recognise(student, expected,
+                                 reference.rotary_mistakes(x, positions, base))
         if student is not None and student.shape != expected.shape:
             student = None
         pick = (0, 0) if x.ndim == 4 else ()
