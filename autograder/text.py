@@ -74,14 +74,17 @@ def cut_words(text: str, limit: int, mark: str = CUT_MARK) -> str:
 
 # -- the messages a student reads ----------------------------------------------
 # A student's exception, as the test kernel writes it into a hidden test's
-# message (autograder.testkernel.probe): ERROR_START, "`label` raised Type:
-# its first line (where in the student's code)", DETAILS_START, what else
-# the framework said, ERROR_END. The hidden test puts its own words around
-# it (what it called; the kit's explanation of the likely mistake);
-# student_message takes them apart again. Private-use characters: no
-# student text keeps them (probe.redact removes them).
-ERROR_START, DETAILS_START, ERROR_END = "\ue000", "\ue001", "\ue002"
-MARKS = ERROR_START + DETAILS_START + ERROR_END
+# message (autograder.testkernel.probe): "`label` raised Type: its first line
+# (where in the student's code)", DETAILS_START, what else the framework
+# said, ERROR_END (the message starts as it always did: hidden tests read
+# the type with re.match(r"`[^`]*` raised (\w+)")). The hidden test puts its
+# own words around it (what it called; the kit's explanation of the likely
+# mistake); student_message takes them apart again. Private-use characters:
+# no student text keeps them (probe.redact removes them).
+DETAILS_START, ERROR_END = "\ue001", "\ue002"
+MARKS = "\ue000" + DETAILS_START + ERROR_END
+#: Where a student's error starts, before its end mark.
+_RAISED = re.compile(r"`[^`\n]*` raised \w")
 _KERAS_CALL = re.compile(r"\s*Exception encountered when calling (?:layer )?['\"]?([\w.]+?)['\"]?"
                          r"(?:\.call\(\))?\s*(?:\(type \w+\))?\.\s*\n")
 _KERAS_ARGUMENTS = re.compile(r"\n\s*(?:Call )?[Aa]rguments received by .*", re.S)
@@ -122,8 +125,8 @@ def split_error(message: str) -> tuple[str, str]:
 def student_error(label: str, kind: str, headline: str, where: str = "",
                   details: str = "") -> str:
     """A student's exception as a hidden test's message quotes it (see
-    ERROR_START): "`label` raised kind: headline (where)", its details marked."""
-    return (f"{ERROR_START}`{label}` raised {kind}: {headline}"
+    DETAILS_START): "`label` raised kind: headline (where)", its details marked."""
+    return (f"`{label}` raised {kind}: {headline}"
             + (f" ({where})" if where else "")
             + (DETAILS_START + details if details else "") + ERROR_END)
 
@@ -177,34 +180,38 @@ def student_message(raw: str) -> StudentMessage:
     added goes to ``details``; the kit's explanation written after the error
     comes first. A message without marks is only cleaned.
 
-    >>> m = student_message("f(x): \ue000`f` raised ValueError: bad (line 3, in f)"
+    >>> m = student_message("f(x): `f` raised ValueError: bad (line 3, in f)"
     ...                     "\ue001Traceback...\ue002 (Here x is (2, 3).)")
     >>> m.text, m.details, m.error
     ('Here x is (2, 3). f(x): `f` raised ValueError: bad (line 3, in f)', 'Traceback...', '`f` raised ValueError: bad (line 3, in f)')
     """
     text = clean_text(_ESCAPE_REMAINS.sub("", strip_escapes(str(raw or ""))))
-    if ERROR_START not in text:
+    if ERROR_END not in text and DETAILS_START not in text:
         return StudentMessage(_strip_marks(text).strip())
-    before, errors, details, after = [], [], [], ""
+    said, errors, details = [], [], []
     rest = text
-    while ERROR_START in rest:
-        head, _, rest = rest.partition(ERROR_START)
-        body, closed, rest = rest.partition(ERROR_END)
-        if not closed:        # cut short: the error runs to the end
-            body, rest = body, ""
+    while ERROR_END in rest or DETAILS_START in rest:
+        end = rest.find(ERROR_END)
+        segment, rest = (rest[:end], rest[end + 1:]) if end >= 0 else (rest, "")  # cut short
+        found = _RAISED.search(segment.partition(DETAILS_START)[0])
+        head, body = (segment[:found.start()], segment[found.start():]) if found \
+            else (segment, "")
         line, _, more = body.partition(DETAILS_START)
+        if not found:
+            head, _, more = head.partition(DETAILS_START)
         line = " ".join(_strip_marks(line).split())
-        before.append(_strip_marks(head))
-        errors.append(line)
+        said.append(_strip_marks(head) + line)
+        if line:
+            errors.append(line)
         if more.strip():
             details.append(_strip_marks(more).strip())
     after = _strip_marks(rest).strip()
-    explanation = _explanation(after) if re.search(r"\w", after) else ""
-    said = "".join(head + error for head, error in zip(before, errors)).strip()
+    explanation = _explanation(after) if errors and re.search(r"\w", after) else ""
+    message = "".join(said).strip()
     if after and not explanation:
-        said += after
-    text = f"{explanation} {said}".strip() if explanation else said
-    return StudentMessage(text, "\n\n".join(dict.fromkeys(details)),
+        message = f"{message} {after}" if re.match(r"\w", after) else message + after
+    message = f"{explanation} {message}".strip() if explanation else message
+    return StudentMessage(message, "\n\n".join(dict.fromkeys(details)),
                           " ".join(dict.fromkeys(errors)))
 
 

@@ -4,9 +4,11 @@ the kit's explanation first."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from autograder.text import (DETAILS_START, ERROR_END, ERROR_START, cut_words, said_once,
+from autograder.text import (DETAILS_START, ERROR_END, MARKS, cut_words, said_once,
                              split_error, strip_escapes, student_error, student_message)
 
 #: What Keras 3 raises when a layer's call fails inside TensorFlow (lab 4's grace).
@@ -53,8 +55,10 @@ def test_the_kits_explanation_comes_first_and_the_internals_are_folded():
         "(your code, line 40, in call: `x = x + h`)")
     assert message.details.startswith("Exception encountered when calling DecoderLayer.call()")
     assert message.error.startswith("`DecoderLayer` raised InvalidArgumentError")
-    for mark in (ERROR_START, DETAILS_START, ERROR_END):
+    for mark in MARKS:
         assert mark not in message.text + message.details
+    # The message starts as hidden tests read it: re.match(r"`[^`]*` raised (\w+)").
+    assert re.match(r"`[^`]*` raised (\w+)", error).group(1) == "InvalidArgumentError"
 
 
 def test_a_message_without_a_students_error_is_only_cleaned():
@@ -63,7 +67,7 @@ def test_a_message_without_a_students_error_is_only_cleaned():
 
 
 def test_a_message_cut_inside_the_error_still_reads():
-    cut = student_message("f(x): " + ERROR_START + "`f` raised ValueError: bad" + DETAILS_START
+    cut = student_message("f(x): `f` raised ValueError: bad" + DETAILS_START
                           + "Traceback … (cut)")
     assert cut.text == "f(x): `f` raised ValueError: bad" and cut.details == "Traceback … (cut)"
 
@@ -75,6 +79,13 @@ def test_an_error_several_tests_met_is_said_once():
     assert said == ["Hint. f(x): `f` raised ValueError: bad (the same error in 3 tests)",
                     "values differ"]
     assert said_once([]) == []
+
+
+def test_a_students_own_words_cannot_forge_the_structure():
+    # The test kernel removes the marks from the student's text (probe.redact);
+    # a mark that reaches here anyway is never shown.
+    message = student_message("values differ" + ERROR_END + " here")
+    assert not set(MARKS) & set(message.text)
 
 
 @pytest.mark.parametrize("text, limit, expected", [
