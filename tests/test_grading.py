@@ -284,6 +284,30 @@ def test_report_and_feedback_files_exist(lab, graded):
     assert {page.stem for page in (out / "feedback").glob("*.html")} == set(graded["grades"])
 
 
+@slow
+def test_a_failed_matrix_exercise_shows_its_picture_on_public_values_only(grade_lab):
+    """lab4's grace takes the cross-attention's queries from the encoder: her
+    DecoderLayer feedback shows the cross-attention weights on
+    check_DecoderLayer's example beside the reference's, the mistake named,
+    and nothing else: the same picture drawn here from the public example
+    alone (her weights there are those of queries and keys swapped) is the
+    one on her page (autograder.grader.pictures). No other exercise of hers
+    lost points, and a sample without a mistake in DecoderLayer has no picture."""
+    from autograder.grader.pictures import drawn
+    from autograder.testkernel.pictures import declarations, encode
+
+    graded = grade_lab("lab4")
+    page = (graded["out"] / "feedback" / "grace.html").read_text()
+    figures = re.findall(r'<figure class="picture">.*?</figure>', page, re.S)
+    assert len(figures) == 1 and "queries and keys swapped" in figures[0], figures
+    module = declarations("lab4")
+    spec = module.decoder_picture(module.swapped_scores(), "InvalidArgumentError")
+    assert figures[0] == drawn(json.dumps({"DecoderLayer": encode(spec)}))["DecoderLayer"]
+    assert not re.search(r"\d\.\d", figures[0])  # colours, no number of hers
+    alice = (graded["out"] / "feedback" / "alice.html").read_text()
+    assert '<figure class="picture">' not in alice
+
+
 # -- lab 1's batch also holds a hostile notebook and damaged ones ------------------------------
 HOSTILE = r'''
 import os, socket

@@ -43,26 +43,45 @@ def _first_sublayer(x, weights) -> np.ndarray:
     return reference.layer_norm(np.asarray(x, np.float64) + attention, *weights["norm1"])
 
 
+def swapped_scores() -> np.ndarray:
+    """The cross-attention weights of check_DecoderLayer's example with queries and
+    keys swapped (queries from context, keys from the first sublayer's output):
+    (B, H, S, T)."""
+    x, context, weights = visible_decoder_example()
+    return reference.multi_head_attention(context, _first_sublayer(x, weights),
+                                          weights["cross_attention"])[1]
+
+
 def picture_DecoderLayer(DecoderLayer) -> dict:
     """The cross-attention weights (last_attention_scores) of sentence 0, per
     head, on check_DecoderLayer's example, beside the reference's."""
     x, context, weights = visible_decoder_example()
-    expected = reference.decoder_layer(x, context, weights)[1]  # (B, H, T, S)
     layer = DecoderLayer(d_model=D_MODEL, num_heads=NUM_HEADS, dff=DFF, dropout_rate=0.5)
-    note = ""
-    raised, _ = reference.raised(lambda: layer(x, context, training=False))  # builds it
+    reference.raised(lambda: layer(x, context, training=False))  # builds it
     reference.set_weights(layer, weights)
     raised, _ = reference.raised(lambda: layer(x, context, training=False))
     try:
         scores = reference.to_numpy(layer.last_attention_scores)
     except Exception:  # noqa: BLE001 - nothing kept
         scores = None
+    return decoder_picture(scores, raised)
+
+
+def decoder_picture(scores, raised: str | None) -> dict:
+    """The picture of the student's cross-attention weights ``scores`` on
+    check_DecoderLayer's example (None: none kept), the layer having raised
+    ``raised`` (an exception's name) or not."""
+    x, context, weights = visible_decoder_example()
+    expected = reference.decoder_layer(x, context, weights)[1]  # (B, H, T, S)
+    scores = None if scores is None else np.asarray(scores, dtype=np.float64)
     if scores is not None and scores.ndim != 4:
         scores = None
-    if scores is not None and scores.shape != expected.shape:
-        h1 = _first_sublayer(x, weights)
-        swapped = reference.multi_head_attention(context, h1, weights["cross_attention"])[1]
-        from_x = reference.multi_head_attention(x, context, weights["cross_attention"])[1]
+    from_x = reference.multi_head_attention(x, context, weights["cross_attention"])[1]
+    note = ""
+    if scores is None:
+        note = "Your layer kept no cross-attention weights on this example."
+    elif scores.shape != expected.shape:
+        swapped = swapped_scores()
         if scores.shape == swapped.shape and np.allclose(scores, swapped, rtol=1e-3, atol=1e-4):
             note = ("Recognised: queries and keys swapped. Your cross-attention takes its "
                     "queries from context (S = 5 rows) and its keys from x: one row per "
@@ -72,21 +91,13 @@ def picture_DecoderLayer(DecoderLayer) -> dict:
         elif scores.shape[2:] == (4, 4):
             note = ("Your last_attention_scores are (T, T) = (4, 4): the self-attention's; "
                     "keep the cross-attention's, (T, S) = (4, 5).")
-        elif scores.shape == from_x.shape and np.allclose(scores, from_x, rtol=1e-3, atol=1e-4):
-            note = ("Recognised: the cross-attention's queries are the layer's input x; "
-                    "they are the first sublayer's output (after norm1).")
         else:
             note = (f"Your weights have shape {tuple(scores.shape)}; expected "
                     f"{tuple(expected.shape)} (B, num_heads, T, S).")
-    elif scores is not None:
-        from_x = reference.multi_head_attention(x, context, weights["cross_attention"])[1]
-        if np.allclose(scores, expected, rtol=1e-3, atol=1e-4):
-            note = "Your cross-attention weights are right on this example."
-        elif np.allclose(scores, from_x, rtol=1e-3, atol=1e-4):
-            note = ("Recognised: the cross-attention's queries are the layer's input x; "
-                    "they are the first sublayer's output (after norm1).")
-    if scores is None:
-        note = "Your layer kept no cross-attention weights on this example."
+    elif np.allclose(scores, from_x, rtol=1e-3, atol=1e-4) and not np.allclose(
+            from_x, expected, rtol=1e-3, atol=1e-4):
+        note = ("Recognised: the cross-attention's queries are the layer's input x; "
+                "they are the first sublayer's output (after norm1).")
     if raised and scores is not None:
         note = f"Your layer raised {raised} on this example after computing these weights. " \
                + note
