@@ -11,7 +11,7 @@
 #   make test-slurm  a class graded through a real one-node Slurm (own suite)
 #   make test-browser  every lab's feedback page and report.html in headless Chromium at
 #               1280 and 390 px (tests/test_browser.py, marker browser; make test checks
-#               lab 4's; about two minutes, the six labs graded at once)
+#               lab 4's; 2-3 minutes, the six labs graded at once)
 #   make chromium  Debian's Chromium, for the browser tests (make test installs it)
 #   make test-container  the user layer under a default Docker container's restrictions,
 #               reproduced as root (tests/container.py; own suite, about a minute)

@@ -15,9 +15,10 @@ the DevTools protocol (websocket-client). On each page:
 - no request leaves the page: only the page's own file, data: and about:
   URLs load (any other is blocked and reported).
 
-`make test` runs lab 4's pages (its `grace` and `bob`) and the checker's
-own tests; `make test-browser` (marker browser) runs every lab's, the six
-labs graded at once (about a minute and a half on two cores).
+`make test` runs lab 4's pages (its `grace` and `bob`: about a minute, the
+grading included) and the checker's own tests (seconds); `make test-browser`
+runs every lab's (marker browser), the six labs graded at once: 2 to 3
+minutes on two cores shared with other work.
 BROWSER_SCREENSHOTS=docs/screenshots make test-browser writes the
 README's screenshots (lab 4's grace and report, at 390 and 1280 px).
 """
