@@ -46,6 +46,8 @@ from tests.conftest import ROOT
 #: heatmaps. Lab 4 grades `bob` too (two rows in its report).
 SAMPLES = {"lab1": ["carol"], "lab2": ["carol"], "lab3": ["bob"], "lab4": ["grace", "bob"],
            "lab5": ["grace"], "lab6": ["erin"]}
+#: Samples whose feedback page shows a picture of what differs (issue 48, item 3).
+PICTURED = {("lab4", "grace"): "the heatmap of DecoderLayer's cross-attention weights"}
 #: The lab that `make test` checks; the others are marker browser (make test-browser).
 MAKE_TEST_LAB = "lab4"
 WIDTHS = (1280, 390)
@@ -412,6 +414,9 @@ def test_feedback_pages_show_whole_in_a_browser(lab, width, graded, browser):
         if SCREENSHOTS and lab == "lab4" and student == "grace":
             shot = ROOT / SCREENSHOTS / f"feedback-lab4-grace-{width}.png"
         found = browser.check(out / "feedback" / f"{student}.html", width, shot)
+        if (lab, student) in PICTURED:
+            assert any(p.startswith("svg") for p in found["pictures"]), \
+                f"{lab}'s {student}: {PICTURED[lab, student]} (an inline svg) is missing"
         wrong += [f"{student}: {problem}"
                   for problem in problems(found, width, vocabulary_of(lab, student))]
     assert not wrong, f"{lab}'s feedback at {width} px:\n" + "\n".join(wrong)
