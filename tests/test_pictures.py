@@ -96,4 +96,4 @@ def test_lab4_picture_uses_the_visible_checks_example():
     for text in ('linspace(0.5, 1.5, 6', 'linspace(-0.3, 0.3, 6', 'linspace(2.0, 1.0, 6',
                  'linspace(0.4, -0.1, 6', 'linspace(0.8, 1.2, 6', 'np.full(6, 0.1'):
         assert text in check
-    assert set(module.PICTURES) == {"DecoderLayer"}
+    assert set(module.PICTURES) == {"causal_mask", "DecoderLayer"}

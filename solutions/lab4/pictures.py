@@ -111,4 +111,40 @@ def decoder_picture(scores, raised: str | None) -> dict:
             "scale": (0.0, 1.0), "note": note, "panels": panels}
 
 
-PICTURES = {"DecoderLayer": picture_DecoderLayer}
+def causal_mistakes(length: int) -> list[tuple[np.ndarray, str]]:
+    """The look-ahead masks that the common mistakes give, with what to tell the
+    student (the hidden test names the first two the same way)."""
+    lower = np.tril(np.ones((length, length), bool))
+    return [(np.tril(lower, k=-1), "the diagonal is False (a mask shifted by one: tril "
+                                   "with k=-1); a token may attend to itself (key j <= "
+                                   "query i)"),
+            (np.tril(np.ones((length, length), bool), k=1),
+             "the mask is shifted by one the other way (tril with k=1): query i also sees "
+             "key i + 1, the next token"),
+            (lower.T, "the mask is transposed; rows are queries, columns keys, and query i "
+                      "sees keys j <= i"),
+            (~lower, "True marks the hidden future; True means a key may be attended to")]
+
+
+def picture_causal_mask(causal_mask) -> dict:
+    """causal_mask(3) of check_causal_mask and causal_mask(4) of demo_causal_mask,
+    beside the reference's (True drawn as 1); a mask shifted by one, transposed
+    or inverted named."""
+    from autograder.testkernel.pictures import answer, recognise
+
+    panels, note = [], ""
+    for length in (3, 4):
+        expected = reference.causal_mask(length).astype(np.float64)
+        student = answer(lambda: causal_mask(length))
+        note = note or recognise(student, expected, [(m.astype(np.float64), hint)
+                                                     for m, hint in causal_mistakes(length)])
+        panels.append({"label": f"causal_mask({length})", "expected": expected,
+                       "student": student if student is not None
+                       and student.shape == expected.shape else None})
+    return {"title": "causal_mask: the masks of the notebook's check (3) and demo (4), "
+                     "True drawn dark, False white",
+            "rows": "queries i", "cols": "keys j", "scale": (0.0, 1.0),
+            "note": f"Recognised: {note}." if note else "", "panels": panels}
+
+
+PICTURES = {"causal_mask": picture_causal_mask, "DecoderLayer": picture_DecoderLayer}
