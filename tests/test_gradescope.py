@@ -358,3 +358,22 @@ def test_no_isolation_layer_means_no_grading_and_says_so(tmp_path, monkeypatch, 
     extra = results["extra_data"]
     assert extra["grader_error"].startswith("SandboxUnavailable: bubblewrap cannot start")
     assert extra["isolation"]["layer"] == "unavailable"
+
+
+def test_a_failed_exercise_lists_its_graded_properties():
+    from autograder.grader.results import ExerciseResult, PropertyResult, SubmissionResult
+
+    error = "`DecoderLayer` raised InvalidArgumentError: Incompatible shapes"
+    row = SubmissionResult("grace", "lab4", 0.5, 4, exercises=[ExerciseResult(
+        "DecoderLayer", 0.5, 4, error, properties=[
+            PropertyResult("test_DecoderLayer", "outputs at inference", 0, 3, error,
+                           "Arguments received by <internals>"),
+            PropertyResult("test_DecoderLayer__training", "dropout", 0, 0.5, error,
+                           "Arguments received by <internals>", same_as="test_DecoderLayer"),
+            PropertyResult("test_DecoderLayer__config", "get_config()", 0.5, 0.5)])])
+    results = gradescope.results_json(get_lab("lab4"), row, {"DecoderLayer": "Post-norm."},
+                                      Visibility())
+    [test] = results["tests"]
+    assert test["output"] == (f"\u2717 outputs at inference (0/3): {error}\n"
+                              "\u2717 dropout (0/0.5): the same error as above\n"
+                              "\u2713 get_config() (0.5/0.5)\n\nHint: Post-norm.")
