@@ -190,17 +190,20 @@ class Browser:
             navigated = self.replies.pop(navigation, {}).get("result", {})
             if navigated.get("errorText"):
                 raise RuntimeError(f"{page} did not open: {navigated['errorText']}")
-            found = self.send("Runtime.evaluate", {"expression": f"({PAGE_CHECK})({width})",
-                                                   "returnByValue": True}, session)
-            found = json.loads(found["result"]["value"])
-            found["requests"] = sorted(set(requests))
-            if screenshot is not None:
+            if screenshot is not None:    # as the student first sees it: folds closed
                 height = self.send("Page.getLayoutMetrics", {}, session)["cssContentSize"]["height"]
                 self.send("Emulation.setDeviceMetricsOverride",
                           {"width": width, "height": int(height) + 1, "deviceScaleFactor": 1,
                            "mobile": width < 600}, session)
                 image = self.send("Page.captureScreenshot", {"format": "png"}, session)["data"]
                 save_small_png(base64.b64decode(image), screenshot)
+                self.send("Emulation.setDeviceMetricsOverride",
+                          {"width": width, "height": 900, "deviceScaleFactor": 1,
+                           "mobile": width < 600}, session)
+            found = self.send("Runtime.evaluate", {"expression": f"({PAGE_CHECK})({width})",
+                                                   "returnByValue": True}, session)
+            found = json.loads(found["result"]["value"])
+            found["requests"] = sorted(set(requests))
             return found
         finally:
             self.send("Target.closeTarget", {"targetId": target})
