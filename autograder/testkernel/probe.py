@@ -759,11 +759,36 @@ def _describe_failure(label: str, answer: dict, shipped=()) -> str:
     headline, details = split_error(str(answer.get("message")))
     frame = ""
     if where and "ipykernel" in where or "tmp/ipykernel" in where:
-        frame = "your code, " + redact(where.split(", ", 1)[-1], shipped, limit=80)
+        place = where.split(", ", 1)[-1]
+        number = re.match(r"line (\d+)", place)
+        cell = _student_cell(int(number.group(1)), code) if number else ""
+        frame = (f"your cell of `{cell}`, " if cell else "your code, ") \
+            + redact(place, shipped, limit=80)
         if code:
             frame += f": `{redact(code, shipped, limit=80)}`"
     return student_error(label, kind, redact(headline, shipped) or "(no message)", frame,
                          redact(details, shipped, limit=2 * MAX_MESSAGE_CHARS))
+
+
+def _student_cell(line_number: int, code: str) -> str:
+    """The name the student's cell defines (its first class or function) whose
+    line ``line_number`` is ``code``: where their error is, as they know it
+    ("" when not found). The cells' sources are the grader's file
+    (AUTOGRADER_STUDENT_CELLS, autograder.grader.execute); a frame's line is
+    counted in its cell, as ipykernel compiles each cell on its own."""
+    path = os.environ.get("AUTOGRADER_STUDENT_CELLS", "")
+    if not path or not code:
+        return ""
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    for source in cells if isinstance(cells, list) else []:
+        lines = str(source).splitlines()
+        if 0 < line_number <= len(lines) and lines[line_number - 1].strip() == code:
+            defined = re.search(r"^(?:class|def)\s+(\w+)", str(source), re.M)
+            return defined.group(1) if defined else ""
+    return ""
 
 
 _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
