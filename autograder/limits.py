@@ -80,7 +80,7 @@ TESTS_SESSION_END_TIMEOUT_S = 30
 #: under a second, so 60 s only ever stops a hung or endless answer.
 CALL_TIMEOUT_S = 60
 
-#: Seconds (CPU, the wall clock as backstop) the pictures of a submission's
+#: Seconds (on the wall clock) the pictures of a submission's
 #: failed exercises may take (autograder.grader.pictures), once the notebook
 #: has run: each is one or two calls on a visible check's small example;
 #: past it the page shows no picture and the grade is untouched.

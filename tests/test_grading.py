@@ -308,6 +308,23 @@ def test_a_failed_matrix_exercise_shows_its_picture_on_public_values_only(grade_
     assert '<figure class="picture">' not in alice
 
 
+#: (lab, student, exercise, words): a sample whose exercise lost points gets the
+#: picture of its values on the notebook's own example, its mistake named.
+PICTURES = [("lab1", "carol", "scaled_dot_product_attention", "divided by d_k"),
+            ("lab3", "bob", "positional_encoding", "sine and cosine are swapped"),
+            ("lab4", "bob", "causal_mask", "the diagonal is False"),
+            ("lab6", "erin", "RotaryEmbedding", "turned clockwise")]
+
+
+@slow
+@pytest.mark.parametrize("lab, student, exercise, words", PICTURES)
+def test_a_failed_exercise_with_a_picture_shows_it_named(lab, student, exercise, words,
+                                                         grade_lab):
+    page = (grade_lab(lab)["out"] / "feedback" / f"{student}.html").read_text()
+    figures = re.findall(r'<figure class="picture">.*?</figure>', page, re.S)
+    assert any(f"<strong>{exercise}:" in f and words in f for f in figures), figures
+
+
 # -- lab 1's batch also holds a hostile notebook and damaged ones ------------------------------
 HOSTILE = r'''
 import os, socket
