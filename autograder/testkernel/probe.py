@@ -753,8 +753,10 @@ def _describe_failure(label: str, answer: dict, shipped=()) -> str:
         if stripped.startswith("File ") and "<autograder>" not in stripped \
                 and "<stand-in" not in stripped:
             where = stripped
-            following = lines[index + 1].strip() if index + 1 < len(lines) else ""
-            code = "" if following.startswith(("File ", "^", "~")) else following
+            # the frame's source line, as the traceback quotes it (indented)
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            code = following.strip() if following.startswith("    ") \
+                and not following.strip().startswith(("File ", "^", "~")) else ""
     kind = redact(str(answer.get("type")), shipped, limit=60)
     headline, details = split_error(str(answer.get("message")))
     frame = ""
