@@ -43,7 +43,7 @@ def test_a_keras_error_is_its_one_line_and_where_with_the_rest_as_details():
 
 def test_the_kits_explanation_comes_first_and_the_internals_are_folded():
     error = student_error("DecoderLayer", "InvalidArgumentError", *split_error(KERAS_WRAPPED)[:1],
-                          "your code, line 40, in call: `x = x + h`",
+                          "your cell of `DecoderLayer`, line 40, in call",
                           split_error(KERAS_WRAPPED)[1])
     raw = (f"DecoderLayer(d_model=8) on x (2, 4, 8): {error} (Here T = 4 target tokens: the "
            "cross-attention's queries come from x.)")
@@ -52,7 +52,7 @@ def test_the_kits_explanation_comes_first_and_the_internals_are_folded():
         "Here T = 4 target tokens: the cross-attention's queries come from x. "
         "DecoderLayer(d_model=8) on x (2, 4, 8): `DecoderLayer` raised InvalidArgumentError: "
         "Incompatible shapes: [2,4,8] vs. [2,6,8] (in DecoderLayer.call()) "
-        "(your code, line 40, in call: `x = x + h`)")
+        "(your cell of `DecoderLayer`, line 40, in call)")
     assert message.details.startswith("Exception encountered when calling DecoderLayer.call()")
     assert message.error.startswith("`DecoderLayer` raised InvalidArgumentError")
     for mark in MARKS:

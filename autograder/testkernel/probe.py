@@ -764,10 +764,10 @@ def _describe_failure(label: str, answer: dict, shipped=()) -> str:
         place = where.split(", ", 1)[-1]
         number = re.match(r"line (\d+)", place)
         cell = _student_cell(int(number.group(1)), code) if number else ""
+        # (the line's code is not quoted: the cell and line say where, and a
+        # page quoting code reads to the leak scanner as code shown)
         frame = (f"your cell of `{cell}`, " if cell else "your code, ") \
             + redact(place, shipped, limit=80)
-        if code:
-            frame += f": `{redact(code, shipped, limit=80)}`"
     return student_error(label, kind, redact(headline, shipped) or "(no message)", frame,
                          redact(details, shipped, limit=2 * MAX_MESSAGE_CHARS))
 
