@@ -293,19 +293,17 @@ def test_a_failed_matrix_exercise_shows_its_picture_on_public_values_only(grade_
     alone (her weights there are those of queries and keys swapped) is the
     one on her page (autograder.grader.pictures). No other exercise of hers
     lost points, and a sample without a mistake in DecoderLayer has no picture."""
-    from autograder.grader.pictures import drawn
+    from autograder.grader.pictures import drawn, pictures_in, svg_of, text_of
     from autograder.testkernel.pictures import declarations, encode
 
     graded = grade_lab("lab4")
-    page = (graded["out"] / "feedback" / "grace.html").read_text()
-    figures = re.findall(r'<figure class="picture">.*?</figure>', page, re.S)
-    assert len(figures) == 1 and "queries and keys swapped" in figures[0], figures
+    figures = pictures_in((graded["out"] / "feedback" / "grace.html").read_text())
+    assert len(figures) == 1 and "queries and keys swapped" in text_of(figures[0]), figures
     module = declarations("lab4")
     spec = module.decoder_picture(module.swapped_scores(), "InvalidArgumentError")
-    assert figures[0] == drawn(json.dumps({"DecoderLayer": encode(spec)}))["DecoderLayer"]
+    assert figures[0] == svg_of(drawn(json.dumps({"DecoderLayer": encode(spec)}))["DecoderLayer"])
     assert not re.search(r"\d\.\d", figures[0])  # colours, no number of hers
-    alice = (graded["out"] / "feedback" / "alice.html").read_text()
-    assert '<figure class="picture">' not in alice
+    assert not pictures_in((graded["out"] / "feedback" / "alice.html").read_text())
 
 
 #: (lab, student, exercise, words): a sample whose exercise lost points gets the
@@ -320,9 +318,11 @@ PICTURES = [("lab1", "carol", "scaled_dot_product_attention", "divided by d_k"),
 @pytest.mark.parametrize("lab, student, exercise, words", PICTURES)
 def test_a_failed_exercise_with_a_picture_shows_it_named(lab, student, exercise, words,
                                                          grade_lab):
-    page = (grade_lab(lab)["out"] / "feedback" / f"{student}.html").read_text()
-    figures = re.findall(r'<figure class="picture">.*?</figure>', page, re.S)
-    assert any(f"<strong>{exercise}:" in f and words in f for f in figures), figures
+    from autograder.grader.pictures import pictures_in, text_of
+
+    figures = pictures_in((grade_lab(lab)["out"] / "feedback" / f"{student}.html").read_text())
+    assert any(text_of(f).startswith(f"{exercise}:") and words in text_of(f)
+               for f in figures), figures
 
 
 # -- lab 1's batch also holds a hostile notebook and damaged ones ------------------------------

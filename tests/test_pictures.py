@@ -19,6 +19,13 @@ def _json(student, expected, title="t", note="", scale=(0.0, 1.0), panels=1) -> 
                              "rows": "queries", "cols": "keys", "panels": [panel] * panels}})
 
 
+def _drawn(text: str) -> str:
+    """The SVG of picture "E" of ``text`` (drawn gives data URIs)."""
+    uri = pictures.drawn(text)["E"]
+    assert uri.startswith("data:image/svg+xml;base64,")
+    return pictures.svg_of(uri)
+
+
 def _cells(svg: str) -> int:
     """How many cells the heatmaps of ``svg`` draw (one square each)."""
     return sum(path.count("z") for path in re.findall(r'<path fill="#[0-9a-f]{6}" d="([^"]*)"', svg))
@@ -29,7 +36,7 @@ def test_differing_cells_are_outlined_and_only_those():
     student = expected.copy()
     student[1, 2] = 0.9
     student[2, 0] = np.nan
-    svg = pictures.drawn(_json(student, expected))["E"]
+    svg = _drawn(_json(student, expected))
     marks = re.findall(r'<path class="differs"[^>]* d="([^"]*)"', svg)
     assert len(marks) == 1 and marks[0].count("z") == 2  # the two differing cells
     assert svg.count("<svg") == 1 and "<script" not in svg and "href" not in svg
@@ -39,23 +46,41 @@ def test_the_student_values_are_colours_of_the_fixed_scale_only():
     """What the student's kernel returns is drawn in one of LEVELS colours, no
     number of it written: values kept from a hidden test would show as colours."""
     hidden = np.random.default_rng(5).normal(size=(4, 5)) * 7.123456
-    svg = pictures.drawn(_json(hidden, np.full((4, 5), 0.2)))["E"]
+    svg = _drawn(_json(hidden, np.full((4, 5), 0.2)))
     assert not re.search(r"\d\.\d", svg)
     fills = set(re.findall(r'fill="(#[0-9a-f]{6})"', svg))
     assert fills <= pictures.palette_fills()
     assert len(fills) <= pictures.LEVELS + 1
 
 
+def test_the_feedback_page_shows_the_picture_as_an_image_escaped_as_text():
+    """The template puts the data URI in an <img> (no markup passes unescaped:
+    test_reports.test_no_template_turns_escaping_off) and pictures_in reads it back."""
+    from autograder.grader.reports import feedback_html
+    from autograder.grader.results import ExerciseResult, SubmissionResult
+
+    uri = pictures.drawn(_json(np.eye(2) * 0.5, np.eye(2)))["E"]
+    result = SubmissionResult("s", "lab4", 0.0, 1.0, exercises=[
+        ExerciseResult("E", 0.0, 1.0, "wrong", picture=uri),
+        ExerciseResult("F", 1.0, 1.0)])
+    page = feedback_html(result, "Lab")
+    assert page.count('<img class="picture"') == 1
+    assert pictures.pictures_in(page) == [pictures.svg_of(uri)]
+    hostile = ExerciseResult("E", 0.0, 1.0, "wrong", picture='x" onerror="alert(1)')
+    page = feedback_html(SubmissionResult("s", "lab4", 0.0, 1.0, exercises=[hostile]), "Lab")
+    assert 'onerror="' not in page
+
+
 def test_text_is_escaped_and_control_characters_dropped():
-    svg = pictures.drawn(_json(np.eye(2), np.eye(2), title="<script>alert(1)</script>\x1b[1m",
-                               note='a "note" & <b>'))["E"]
+    svg = _drawn(_json(np.eye(2), np.eye(2), title="<script>alert(1)</script>\x1b[1m",
+                               note='a "note" & <b>'))
     assert "<script>" not in svg and "\x1b" not in svg
     assert "&lt;script&gt;" in svg and "&amp; &lt;b&gt;" in svg
 
 
 def test_a_large_matrix_is_cropped_with_a_note_and_the_page_stays_small():
     big = np.random.default_rng(0).random((40, 50))
-    svg = pictures.drawn(_json(big, big * 0.5, panels=pictures.MAX_PANELS + 2))["E"]
+    svg = _drawn(_json(big, big * 0.5, panels=pictures.MAX_PANELS + 2))
     side = pictures.MAX_SIDE
     assert f"only the first {side} rows and columns" in svg
     # As many panels as MAX_CELLS holds, each a student's and an expected heatmap of
@@ -67,12 +92,12 @@ def test_a_large_matrix_is_cropped_with_a_note_and_the_page_stays_small():
 
 
 def test_no_values_and_bad_data_are_drawn_or_dropped_safely():
-    svg = pictures.drawn(_json(None, np.eye(3)))["E"]
+    svg = _drawn(_json(None, np.eye(3)))
     assert "(no values)" in svg
     assert pictures.drawn("not json") == {}
     assert pictures.drawn(json.dumps({"E": {"scale": [1, 0], "panels": []}})) == {}
     assert pictures.drawn(json.dumps({"E": {"panels": [{"expected": "abc"}]}})) == {}
-    shapes = pictures.drawn(_json(np.ones((5, 4)), np.ones((4, 5))))["E"]
+    shapes = _drawn(_json(np.ones((5, 4)), np.ones((4, 5))))
     assert 'class="differs"' not in shapes  # shapes differ: nothing to compare cell by cell
 
 

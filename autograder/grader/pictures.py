@@ -22,9 +22,12 @@ run and every submission (docs/security.md, "Pictures").
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
+import re
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +43,8 @@ MAX_CELLS = 4096
 LEVELS = 9
 #: The longest text (title, labels, note) kept, in characters.
 MAX_TEXT = 600
+#: Characters of a line of the title and the note (wrapped: SVG text does not wrap).
+TEXT_COLUMNS = 92
 #: Pixels of a cell, by the panel's largest side.
 CELL_PX = ((8, 18), (16, 12), (MAX_SIDE, 8))
 #: A cell differs where |student - expected| > DIFFERS_ATOL + DIFFERS_RTOL |expected|.
@@ -217,6 +222,13 @@ def render(picture: Picture) -> str:
         kept.append(panel)
     left_out = len(picture.panels) - len(kept)
     width, y = 360, 4
+    # The title (bold) and the note, wrapped: the picture is an image of its own.
+    for weight, text in ((' class="h"', picture.title), ("", picture.note)):
+        for line in textwrap.wrap(text, TEXT_COLUMNS):
+            out.append(f'<text x="0" y="{y + 12}"{weight}>{esc(line)}</text>')
+            width = max(width, 6 * len(line) + 16)
+            y += 15
+    y += 6 if picture.title or picture.note else 0
     for panel in kept:
         # Each panel at its own cell size: its label, "your values" and "expected"
         # above the two heatmaps.
@@ -274,21 +286,42 @@ def render(picture: Picture) -> str:
             f'<style>.h{{font-weight:bold}}</style>' + "".join(out) + "</svg>")
 
 
-def figure(picture: Picture) -> str:
-    """The SVG with its title and note above it, as the feedback page shows it
-    (HTML, every text escaped)."""
-    note = f'<br>{html.escape(picture.note)}' if picture.note else ""
-    return (f'<figure class="picture"><figcaption><strong>{html.escape(picture.title)}'
-            f'</strong>{note}</figcaption>{render(picture)}</figure>')
+#: How a picture starts: an SVG image as a data URI.
+DATA_URI = "data:image/svg+xml;base64,"
+
+
+def data_uri(picture: Picture) -> str:
+    """The picture as a ``data:`` URI, for an ``<img>`` of the feedback page: no
+    file, no request, and an image that runs no script and loads nothing (a
+    browser draws SVG in an ``<img>`` as a still picture); the page's template
+    escapes it as any text (no markup passes unescaped)."""
+    return DATA_URI + base64.b64encode(render(picture).encode("utf-8")).decode("ascii")
+
+
+def svg_of(uri: str) -> str:
+    """The SVG markup of a picture's data URI (for tests and checks)."""
+    return base64.b64decode(uri.removeprefix(DATA_URI)).decode("utf-8")
+
+
+def text_of(svg: str) -> str:
+    """The words of a picture, its lines joined (as escaped in the SVG)."""
+    return " ".join(re.findall(r">([^<>]+)</text>", svg))
+
+
+def pictures_in(page: str) -> list[str]:
+    """The SVG markup of every picture of a feedback page."""
+    return [svg_of(uri) for uri in re.findall(
+        r'<img class="picture" src="(' + re.escape(DATA_URI) + r'[A-Za-z0-9+/=]*)"', page)]
 
 
 def drawn(text: str) -> dict[str, str]:
     """The feedback page's pictures, by exercise, from the test kernel's JSON
-    (the record's ``pictures``): HTML, "" where nothing could be drawn."""
+    (the record's ``pictures``): data URIs (data_uri); none where nothing could
+    be drawn."""
     drawings = {}
     for exercise, picture in parse(text).items():
         try:
-            drawings[exercise] = figure(picture)
+            drawings[exercise] = data_uri(picture)
         except (ValueError, TypeError, IndexError):
             continue
     return drawings

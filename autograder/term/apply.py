@@ -670,7 +670,10 @@ class Term:
                 due=row.due, late_seconds=row.late_seconds, penalty=row.penalty,
                 feedback=feedback.get(row.student_id, ""),
                 identity=identity, notes=list(row.notes),
-                exercises=[asdict(x) for x in row.exercises],
+                # the pictures stay on the feedback pages and in OUT/results (a class
+                # of them would weigh megabytes here)
+                exercises=[{k: v for k, v in asdict(x).items() if k != "picture"}
+                           for x in row.exercises],
                 regrades=list(row.regrades)))
         return out
 

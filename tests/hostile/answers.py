@@ -428,8 +428,9 @@ _DECIMAL = re.compile(r"\d\.\d")
 def _picture_shows_no_kept_inputs(out: Path, row: dict) -> str:
     """The picture is drawn (the layer lost a property) and shows no number of
     the student's: colours of the fixed scale only, no decimal anywhere in it."""
-    page = feedback_of(out, row["student_id"])
-    pictures = re.findall(r'<figure class="picture">.*?</figure>', page, re.S)
+    from autograder.grader.pictures import pictures_in
+
+    pictures = pictures_in(feedback_of(out, row["student_id"]))
     if not pictures:
         return "no picture on the page (DecoderLayer lost a property)"
     for picture in pictures:
