@@ -122,3 +122,37 @@ def test_lab4_picture_uses_the_visible_checks_example():
                  'linspace(0.4, -0.1, 6', 'linspace(0.8, 1.2, 6', 'np.full(6, 0.1'):
         assert text in check
     assert set(module.PICTURES) == {"causal_mask", "DecoderLayer"}
+
+
+class _Kernel:
+    """A stand-in for the probe's StudentKernel: binds each name to a local function."""
+
+    def __init__(self, **functions):
+        self.functions = functions
+
+    def bind(self, namespace: dict, names) -> None:
+        for name in names:
+            namespace[name] = self.functions[name]
+
+
+def test_the_test_kernel_makes_the_declared_pictures_and_names_the_mistake():
+    from autograder.testkernel.pictures import make
+
+    def shifted(length):
+        return np.tril(np.ones((length, length), bool), k=-1)
+
+    def broken(length):
+        raise ValueError("no")
+
+    made = json.loads(make(_Kernel(causal_mask=shifted, padding_mask=shifted), "lab4",
+                           ["causal_mask", "padding_mask"]))
+    assert set(made) == {"causal_mask"}  # padding_mask declares no picture
+    svg = pictures.svg_of(pictures.drawn(json.dumps(made))["causal_mask"])
+    assert "shifted by one" in pictures.text_of(svg)
+    assert svg.count('class="differs"') == 2  # causal_mask(3) and (4): the diagonals
+    right = json.loads(make(_Kernel(causal_mask=lambda n: np.tril(np.ones((n, n), bool))),
+                            "lab4", ["causal_mask"]))
+    assert "right on this example" in right["causal_mask"]["note"]
+    failed = json.loads(make(_Kernel(causal_mask=broken), "lab4", ["causal_mask"]))
+    assert all(p["student"] is None for p in failed["causal_mask"]["panels"])
+    assert json.loads(make(_Kernel(), "lab0", ["anything"])) == {}
