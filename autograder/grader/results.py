@@ -82,7 +82,7 @@ class ExerciseResult:
     override_by: str = ""
     override_note: str = ""
     properties: list[PropertyResult] = field(default_factory=list)
-    #: A picture of what differs (autograder.grader.pictures): inline SVG, "" when none.
+    #: A picture of what differs: an SVG image as a data: URI (autograder.grader.pictures), "" when none.
     picture: str = ""
 
     @property
