@@ -324,7 +324,7 @@ CUT_SHORT = None
 
 FEEDBACK_WORDS = [
     ("bob", "causal_mask", "diagonal"),
-    ("bob", "masked_softmax", "sum to 1"),
+    ("bob", "masked_softmax", "hide the masked scores BEFORE the softmax"),
     ("carol", "FeedForward", "residual"),
     ("erin", "EncoderLayer", "padded"),
     ("frank", "DecoderLayer", "pre-norm"),
