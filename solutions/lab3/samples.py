@@ -127,15 +127,17 @@ def positional_encoding(length, depth):
 # hidden tests cells it fails)
 MISTAKES = {
     # cos in the even columns, sin in the odd ones: every value is wrong, for
-    # even and odd depths; the table is still float32.
+    # even and odd depths; the table is still float32. Wrong for even depths too,
+    # it loses the values' points only: the odd-depth cell then grades that an
+    # odd depth runs and gives depth columns (the text says so, issue 47).
     "sin_cos_swapped": mistake("positional_encoding", swap(
         _SOLUTION_TABLE, "np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)"),
-        ("test_positional_encoding", "test_positional_encoding__odd_depth")),
+        ("test_positional_encoding",)),
     # pos / 10000^(i / depth) with i the pair index: the frequencies fall too slowly,
     # at any depth; still float32.
     "exponent_i": mistake("positional_encoding", swap(
         _SOLUTION_TABLE, "2 * i / depth", "i / depth"),
-        ("test_positional_encoding", "test_positional_encoding__odd_depth")),
+        ("test_positional_encoding",)),
     # The right values in float64: only the dtype is wrong.
     "float64_table": mistake("positional_encoding", swap(
         _SOLUTION_TABLE, 'return table.astype("float32")', "return table"),
