@@ -201,15 +201,27 @@ def _export(args) -> int:
     for student_id, why in done.skipped:
         print(f"  no feedback file for {clean_text(student_id, keep_lines=False)}: "
               f"{clean_text(why, keep_lines=False)}")
-    if done.notes:
-        print("Read first:")
-        for note in done.notes:
-            print(f"  - {clean_text(note, keep_lines=False)}")
-    print("Steps:")
-    for number, step in enumerate(done.steps, 1):
-        print(f"  {number}. {clean_text(step, keep_lines=False)}")
+    _print_notes_and_steps(done.notes, done.steps)
     print(f"(The same in {done.dest / README}.)")
     return 0
+
+
+def _print_notes_and_steps(notes: list[str], steps: list[str],
+                           between: tuple[str, ...] | list[str] = ()) -> None:
+    """What an export (one lab's, or the term's) prints last: "Read first:" and
+    its notes, any ``between`` lines, then the numbered steps (also in its
+    README.txt)."""
+    from autograder.text import clean_text
+
+    if notes:
+        print("Read first:")
+        for note in notes:
+            print(f"  - {clean_text(note, keep_lines=False)}")
+    for line in between:
+        print(line)
+    print("Steps:")
+    for number, step in enumerate(steps, 1):
+        print(f"  {number}. {clean_text(step, keep_lines=False)}")
 
 
 def _term(args) -> int:
@@ -230,16 +242,9 @@ def _term(args) -> int:
     for name in sorted(done.files):
         print(f"  {name}")
     print(clean_text(rule_text(book), keep_lines=False))
-    notes = book.notes + done.notes
-    if notes:
-        print("Read first:")
-        for note in notes:
-            print(f"  - {clean_text(note, keep_lines=False)}")
-    for lms, why in done.not_written.items():
-        print(f"Not written: the {lms} import: {clean_text(why, keep_lines=False)}")
-    print("Steps:")
-    for number, step in enumerate(done.steps, 1):
-        print(f"  {number}. {clean_text(step, keep_lines=False)}")
+    not_written = [f"Not written: the {lms} import: {clean_text(why, keep_lines=False)}"
+                   for lms, why in done.not_written.items()]
+    _print_notes_and_steps(book.notes + done.notes, done.steps, between=not_written)
     print(f"(The same in {done.dest / 'README.txt'}; the report in {done.dest / 'term.html'}.)")
     return 0
 
