@@ -6,7 +6,7 @@ setup cell has already run `import numpy as np`, `import keras`,
 `from labkit import checks, plots`.
 """
 
-from tests.verdicts import Mistake
+from tests.verdicts import Mistake, own_share
 
 VARIANTS = {
     "dot_scores": [
@@ -622,3 +622,18 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 #: Mistakes the visible check may let through, with the reason: none; every
 #: mistake above fails the visible check of its exercise too.
 HIDDEN_ONLY: dict[str, str] = {}
+
+# Issue 47: each rule its own share. Every mistake above without `fails` loses its
+# exercise's main tests cell and no other; these are wrong in every value they give.
+MISTAKES = own_share(MISTAKES, {
+    # Not a softmax at all: the weights do not sum to 1 (or are logarithms).
+    ("softmax", "max_in_numerator_only"): ("test_softmax", "test_softmax__overflow",
+                                           "test_softmax__masks"),
+    ("softmax", "log_softmax"): ("test_softmax", "test_softmax__overflow",
+                                 "test_softmax__masks"),
+    # A query's weights do not sum to 1 over its keys, masked or not.
+    ("scaled_dot_product_attention", "softmax_over_queries"): (
+        "test_scaled_dot_product_attention", "test_scaled_dot_product_attention__masks"),
+    # Raises on every input with a batch axis.
+    ("scaled_dot_product_attention", "transpose_all_axes"): (),
+})

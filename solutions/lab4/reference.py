@@ -65,6 +65,7 @@ __all__ = [
     "DECODER_WEIGHTS",
     "EPSILON",
     "randomize_weights",
+    "randomize_own_weights",
     # helpers of autograder.testkernel, for the hidden tests
     "to_numpy",
     "is_keras_layer",
@@ -398,4 +399,27 @@ def randomize_weights(layer, paths, r, what: str, *, d_model: int, dff: int,
                 "(dense1: dff units, dense2: d_model units, both with a bias; "
                 "MultiHeadAttention with key_dim = d_model // num_heads; LayerNormalization "
                 f"over d_model). {problem}")
+    return weights
+
+
+def randomize_own_weights(layer, paths, r) -> dict[str, list[np.ndarray]]:
+    """Give each sublayer of ``paths`` random float32 weights of the shapes it
+    has (whatever they are), in one round trip each way; return them.
+
+    For the tests of a secondary property (dropout while training): they
+    grade what the layer does with its own weights, so a layer of other sizes
+    (no bias, dff ignored) loses the points of its sizes in the main test only.
+    """
+    weights = {}
+    for path, values in read_weights(layer, paths).items():
+        new = []
+        for index, value in enumerate(values):
+            if path.startswith("norm"):
+                drawn = (1.0 if index == 0 else 0.0) + 0.2 * r.normal(size=value.shape)
+            else:
+                fan_in = value.shape[0] if value.ndim > 1 else 4
+                drawn = r.normal(size=value.shape) / math.sqrt(max(fan_in, 1))
+            new.append(drawn.astype("float32"))
+        weights[path] = new
+    set_weights(layer, weights)
     return weights

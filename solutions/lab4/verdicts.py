@@ -20,7 +20,7 @@ empty).
 
 from __future__ import annotations
 
-from tests.verdicts import Mistake, swap
+from tests.verdicts import Mistake, own_share, swap
 
 
 # --- causal_mask ------------------------------------------------------------------
@@ -1188,3 +1188,19 @@ def masked_softmax(scores, mask):
                  "                                 dropout_rate=dropout_rate)\n", ""),
             fails=("test_DecoderLayer__config",)),
 ]
+
+# Issue 47: each rule its own share. Every mistake above without `fails` loses its
+# exercise's main tests cell and no other; these move more than one rule's values.
+MISTAKES = own_share(MISTAKES, {
+    # Dropout at inference moves every output at inference: each cell's values.
+    ("FeedForward", "dropout-at-inference"): ("test_FeedForward", "test_FeedForward__training"),
+    ("EncoderLayer", "dropout-at-inference"): ("test_EncoderLayer", "test_EncoderLayer__padding",
+                                               "test_EncoderLayer__training"),
+    ("DecoderLayer", "dropout-at-inference"): ("test_DecoderLayer", "test_DecoderLayer__padding",
+                                               "test_DecoderLayer__training"),
+    # The layer raises on every call (Keras 3.15: "multiple values for argument
+    # 'query_mask'"; older Keras reads the mask as the query mask), or cannot add
+    # the cross-attention's output (S != T) to x: every cell fails.
+    ("EncoderLayer", "mask-positional"): (),
+    ("DecoderLayer", "queries-from-encoder"): (),
+})

@@ -56,6 +56,26 @@ class Mistake:
     fails: tuple[str, ...] = ()
 
 
+def own_share(mistakes: list[Mistake], spread: dict[tuple[str, str], tuple[str, ...]],
+              main: str = "test_{exercise}") -> list[Mistake]:
+    """``mistakes`` with each one's own share declared (issue 47: a real answer
+    that breaks one stated rule loses that rule's share and no more): a
+    mistake without ``fails`` must fail its exercise's main tests cell
+    (``main``) only. ``spread`` lists the exceptions by (exercise, name), each
+    with the cells it fails and a comment beside it saying why (dropout at
+    inference moves every output); an empty tuple there: it loses points,
+    which cells depending on the Keras version (an answer that raises)."""
+    from dataclasses import replace
+
+    names = {(m.exercise, m.name) for m in mistakes}
+    unknown = set(spread) - names
+    if unknown:
+        raise ValueError(f"own_share: spread names no mistake: {sorted(unknown)}")
+    return [m if m.fails else replace(m, fails=spread.get((m.exercise, m.name),
+                                                          (main.format(exercise=m.exercise),)))
+            for m in mistakes]
+
+
 def swap(source: str, *pairs: str) -> str:
     """``source`` with each ``old`` of ``(old, new, old, new, ...)`` replaced; each
     must occur exactly once (a mistake or sample written as a change to an
