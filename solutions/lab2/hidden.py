@@ -297,14 +297,19 @@ def test_MultiHeadAttention(MultiHeadAttention):
 
 @graded("MultiHeadAttention", points=1)
 def test_MultiHeadAttention__masks(MultiHeadAttention):
-    """attention_mask and use_causal_mask, alone and together, in self- and cross-attention."""
+    """attention_mask and use_causal_mask, alone and together, in self- and cross-attention:
+    hidden keys get weight 0, and each query's output and weights are those the layer gives
+    with only the keys it may see.
+    """
     from autograder.testkernel.testing import rng
     from autograder.references import lab2 as reference
 
     r = rng("MultiHeadAttention/masks")
 
     def case(*arguments, **keywords):
-        return reference.check_mha_case(MultiHeadAttention, r, *arguments, **keywords)
+        # Judged against the layer itself: its values are test_MultiHeadAttention's.
+        return reference.check_mha_case(MultiHeadAttention, r, *arguments, own=True,
+                                        **keywords)
 
     case(1, 2, None, True, (2, 6, 16), None, mask="random")
     case(2, 3, 5, True, (2, 5, 8), None, causal=True)

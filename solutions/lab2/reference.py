@@ -538,15 +538,47 @@ def _borrowed_in_cells(cells: tuple[str, ...], name: str) -> tuple[str, ...]:
     return tuple(borrowed_in_source(list(cells), name))
 
 
+def _check_against_itself(layer, query, value, key, allowed, output, scores, what) -> None:
+    """Each query with a visible key (b, i): the masked call's output and weights
+    are those of ``layer`` on the same queries with only the keys query i may see
+    (``allowed[b, i]``), without a mask, at row i."""
+    from autograder.testkernel.testing import as_array, assert_close, assert_true
+
+    key = value if key is None else key
+    batch, query_length = allowed.shape[:2]
+    for b in range(batch):
+        for i in range(query_length):
+            seen = allowed[b, i]
+            if not seen.any():
+                continue  # no visible key: not graded (the finite check holds)
+            alone = layer(query[b:b + 1], value[b:b + 1, seen], key=key[b:b + 1, seen],
+                          return_attention_scores=True)
+            assert_true(isinstance(alone, (tuple, list)) and len(alone) == 2,
+                        f"{what}: returned {type(alone).__name__}, expected a tuple "
+                        "(output, scores) with return_attention_scores=True.")
+            where = (f"{what}: query {i} of sequence {b}, against the same layer on the same "
+                     f"queries with only its {int(seen.sum())} visible keys and no mask")
+            alone_output = as_array(alone[0], where).astype(np.float64)
+            alone_scores = as_array(alone[1], where).astype(np.float64)
+            assert_close(scores[b, :, i][:, seen], alone_scores[0, :, i],
+                         f"{where}: its weights over those keys")
+            assert_close(output[b, i], alone_output[0, i], f"{where}: its output")
+
+
 def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bias,
                    query_shape, value_shape, key_shape=None, mask="none", causal=False,
-                   send_tensors=False, first=False):
+                   send_tensors=False, first=False, own=False):
     """Build the student's layer on grader-chosen inputs, give it grader-chosen
     weights and compare its output and scores with float64 NumPy and with
     `keras.layers.MultiHeadAttention` holding the same weights.
 
     ``mask``: "none", "random" (with a fully masked row) or "padding" (sequence b
     has T_k - b real keys). Returns (layer, query, value, key, weights).
+
+    ``own`` (the masks cell): the masks judged against the layer itself, not the
+    references: whatever its weight shapes, each query's output and weights
+    are those the layer gives on the same queries with only that query's
+    visible keys, unmasked. What the layer computes is the first cell's.
     """
     from autograder.testkernel.testing import as_array, assert_close, assert_finite, assert_shape, \
         assert_true
@@ -579,7 +611,7 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
                                        value.shape[-1], None if key is None else key.shape[-1])
     current = [as_array(w, f"{what}: get_weights()") for w in layer.get_weights()]
     shapes = [tuple(w.shape) for w in current]
-    assert_true(shapes == keras_shapes,
+    assert_true(own or shapes == keras_shapes,
                 f"{what}: get_weights() has shapes {shapes}; Keras's layer has "
                 f"{keras_shapes} (query, key, value and output kernels, each followed "
                 "by its bias when use_bias=True).")
@@ -609,8 +641,13 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
         arguments["use_causal_mask"] = True
     if attention_mask is not None or causal:
         what += f", attention_mask={mask_text}" + (", use_causal_mask=True" if causal else "")
-    expected_output, expected_scores = multi_head_attention(
-        query, value, weights, key=key, attention_mask=attention_mask, use_causal_mask=causal)
+    if own:
+        expected_output = np.zeros(query.shape)
+        expected_scores = np.zeros((batch, num_heads, query_length, key_length))
+    else:
+        expected_output, expected_scores = multi_head_attention(
+            query, value, weights, key=key, attention_mask=attention_mask,
+            use_causal_mask=causal)
     send = (lambda a: tensor(a, like=layer)) if send_tensors else (lambda a: a)
     if key is not None:
         arguments["key"] = send(key)
@@ -642,6 +679,9 @@ def check_mha_case(MultiHeadAttention, r, num_heads, key_dim, value_dim, use_bia
     assert_true(np.all(np.abs(scores[hidden & live[:, None, :, None]]) <= 1e-6),
                 f"{what}: keys hidden by the mask must get weight 0 (attention_mask "
                 "False, or j > i with use_causal_mask=True).")
+    if own:
+        _check_against_itself(layer, query, value, key, allowed, output, scores, what)
+        return layer, query, value, key, weights
     if not np.allclose(live_scores, expected_live, rtol=1e-4, atol=1e-5):
         d_model = query.shape[-1]
         for divisor, hint in [

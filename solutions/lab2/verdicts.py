@@ -10,7 +10,7 @@ where the setup cell has already imported math, numpy as np, keras and
 
 from __future__ import annotations
 
-from tests.verdicts import Mistake
+from tests.verdicts import Mistake, own_share
 
 
 def _edit(source: str, *changes: tuple[str, str]) -> str:
@@ -1031,3 +1031,18 @@ def merge_heads(x):
 #: Mistakes the visible check may let through, with the reason: none; every
 #: mistake above fails the visible check of its exercise too.
 HIDDEN_ONLY: dict[str, str] = {}
+
+# Issue 47: each rule its own share. Every mistake above without `fails` loses its
+# exercise's main tests cell and no other (the masks cell judges a layer against
+# itself); these are wrong in every value they give, masked or not.
+_EVERY_VALUE = ("test_MultiHeadAttention", "test_MultiHeadAttention__masks")
+MISTAKES = own_share(MISTAKES, {
+    # A query's weights do not sum to 1 over its keys.
+    ("MultiHeadAttention", "softmax-over-queries"): _EVERY_VALUE,
+    # Heads and positions mixed by a reshape: a query's output holds other queries'.
+    ("MultiHeadAttention", "merge-without-transpose"): _EVERY_VALUE,
+    ("MultiHeadAttention", "split-without-transpose"): _EVERY_VALUE,
+    # The layer raises where the query's and value's sizes differ.
+    ("MultiHeadAttention", "output-to-value-size"): _EVERY_VALUE,
+    ("MultiHeadAttention", "no-output-projection"): _EVERY_VALUE,
+})
