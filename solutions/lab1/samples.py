@@ -87,7 +87,7 @@ def softmax(x, axis=-1):
     x = np.asarray(x)
     exponentials = np.exp(x - np.max(x, axis=0, keepdims=True))
     return exponentials / np.sum(exponentials, axis=0, keepdims=True)   # always axis 0
-'''),
+''', fails=("test_softmax",)),
     "additive_no_tanh": mistake("additive_scores", '''
 def additive_scores(query, keys, W1, w2):
     query, keys = np.asarray(query), np.asarray(keys)
@@ -103,7 +103,7 @@ def scaled_dot_product_attention(query, key, value, mask=None):
         scores = ops.where(mask, scores, -1e9)
     weights = ops.softmax(scores, axis=-1)
     return ops.matmul(weights, value), weights
-''', fails=("test_scaled_dot_product_attention", "test_scaled_dot_product_attention__masks")),
+''', fails=("test_scaled_dot_product_attention",)),
     "dot_scores_typo": mistake("dot_scores", '''
 def dot_scores(query, keys):
     return np.asarray(keys) @ np.asarray(queyr)   # typo: NameError when called

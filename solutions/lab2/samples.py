@@ -250,12 +250,13 @@ class SelfAttention(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "key_dim": self.key_dim}
 ''', ("test_SelfAttention",)),   # the values only: the config and argument check are right
-    # Every value is wrong (with masks too); dropout, graded against the layer's
-    # own output at inference, the config and the argument checks are right.
+    # Every value is wrong: the main cell's share. The masks (judged against the
+    # layer itself), dropout (against its own output at inference), the config and
+    # the argument checks are right.
     "mha_scaled_by_d_model": mistake("MultiHeadAttention", swap(
         CORRECT["MultiHeadAttention"], "/ math.sqrt(self.key_dim)",
         "/ math.sqrt(query.shape[-1])   # d_model, not key_dim"),
-        ("test_MultiHeadAttention", "test_MultiHeadAttention__masks")),
+        ("test_MultiHeadAttention",)),
     "mha_weight_shapes_output_kernel": mistake("mha_weight_shapes", '''
 def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):
     value_dim = key_dim if value_dim is None else value_dim

@@ -613,6 +613,11 @@ def test_EncoderLayer__training(EncoderLayer, namespace):
     reference.set_sublayer_weights(layer, "ffn.dense2",
                                    [np.zeros_like(w) for w in weights["ffn.dense2"]])
     quiet = reference.to_numpy(layer(x, training=False))
+    changed = r.normal(size=x.shape).astype("float32")  # (x + 1: normalised away)
+    if np.allclose(reference.to_numpy(layer(changed, training=False)), quiet, **close):
+        # The output no longer depends on x: a residual is missing (the main test's
+        # mistake), and no dropout of the attention could reach the output.
+        return
     trained = reference.to_numpy(layer(x, training=True))
     assert_true(not np.allclose(trained, quiet, **close),
                 f"{on_x}: with the feed-forward block giving 0, training=True gave the "

@@ -24,7 +24,7 @@ the others keep their points. Every mistake fails its exercise's visible check
 too.
 """
 
-from tests.verdicts import Mistake, swap
+from tests.verdicts import Mistake, own_share, swap
 
 
 # --- RotaryEmbedding -----------------------------------------------------------------
@@ -1352,3 +1352,26 @@ def top_p_filter(logits, p):
 #: Mistakes that the visible check of their exercise may let through, with the
 #: reason. None: every mistake above fails its visible check too.
 HIDDEN_ONLY: dict[str, str] = {}
+
+# Issue 47: each rule its own share. Every mistake above without `fails` loses its
+# exercise's main tests cell and no other (the cache cells judge a block or model
+# against itself where its values are wrong); these break more than one rule.
+_BLOCK_MASK = ("test_DecoderOnlyBlock", "test_DecoderOnlyBlock__causal")
+_GENERATE = ("test_generate", "test_generate__cache", "test_generate__sampling")
+MISTAKES = own_share(MISTAKES, {
+    # Which keys a query sees: the values and the causal property both.
+    ("DecoderOnlyBlock", "no-mask"): _BLOCK_MASK,
+    ("DecoderOnlyBlock", "strictly-before"): _BLOCK_MASK,
+    ("DecoderOnlyBlock", "tril-for-triu"): _BLOCK_MASK,
+    ("DecoderOnlyBlock", "future-visible"): _BLOCK_MASK,
+    # Normalised over the queries: later queries change earlier outputs, and a cached
+    # step normalises over one query.
+    ("DecoderOnlyBlock", "softmax-over-queries"): _BLOCK_MASK + ("test_DecoderOnlyBlock__cache",),
+    # The vector of position 0 is added to every cached step as well.
+    ("MiniGPT", "position-vector-added"): ("test_MiniGPT", "test_MiniGPT__cache"),
+    # Only the cache is wrong: the cache cell's share.
+    ("MiniGPT", "last-cache-only"): ("test_MiniGPT__cache",),
+    # Every generated token is wrong, greedy or sampled, cached or not.
+    ("generate", "whole-sequence-with-cache"): _GENERATE,
+    ("generate", "first-position"): _GENERATE,
+})
