@@ -113,6 +113,7 @@ __all__ = [
     "give_weights",
     "SET_WEIGHTS_SOURCE",
     "TRAINING_SOURCE",
+    "assert_dropout_acts",
 ]
 
 
@@ -279,17 +280,38 @@ def fixed_keep_mask(shape):
     return code % 4 != 0
 
 
-def call_in_training_mode(layer, args, kwargs):
+def _dropouts_of(layer, where):
+    """The ids of the keras.layers.Dropout that act in ``call_in_training_mode``:
+    those inside the EncoderLayers and DecoderLayers ("inner"), the others
+    ("own": after the embedding), or those inside the sublayer of that name
+    ("encoder", "decoder")."""
+    import keras
+
+    def inside(target):
+        found = target._flatten_layers(include_self=True, recursive=True)
+        return {id(item) for item in found if isinstance(item, keras.layers.Dropout)}
+
+    if where in ("own", "inner"):
+        blocks = [item for item in layer._flatten_layers(include_self=False, recursive=True)
+                  if type(item).__name__ in ("EncoderLayer", "DecoderLayer")]
+        inner = set().union(*(inside(block) for block in blocks))
+        return inner if where == "inner" else inside(layer) - inner
+    return inside(getattr(layer, where))
+
+
+def call_in_training_mode(layer, args, kwargs, where=None):
     """``layer(*args, training=True, **kwargs)`` with the fixed dropout pattern,
-    as a NumPy array."""
+    as a NumPy array; with ``where`` (see _dropouts_of), only those dropouts act,
+    the others pass their inputs on."""
     import keras
     from keras import ops
 
     dropout = keras.layers.Dropout
     original = dropout.call
+    acting = None if where is None else _dropouts_of(layer, where)
 
     def fixed_call(self, inputs, training=False):
-        if training and self.rate > 0:
+        if training and self.rate > 0 and (acting is None or id(self) in acting):
             keep = ops.cast(ops.convert_to_tensor(fixed_keep_mask(inputs.shape)), inputs.dtype)
             return inputs * keep / (1.0 - self.rate)
         return inputs
@@ -308,6 +330,23 @@ def _training_namespace() -> dict:
     exec(compile(TRAINING_SOURCE, "<training fixture>", "exec"), scope)
     return scope
 
+
+def assert_dropout_acts(construct, layer, args, calm, sites, what: str) -> None:
+    """Where the layer's values are wrong (its main test's points lost), its
+    training judged against itself: with the fixed pattern acting only at each
+    site of ``sites`` ([(where, message)]: call_in_training_mode's ``where``),
+    the output differs from ``calm``, its inference output. A site whose
+    dropout could not reach the output (``reaches`` False) is skipped."""
+    from autograder.testkernel.testing import as_array, assert_true
+
+    for where, message, reaches in sites:
+        if not reaches:
+            continue
+        trained = as_array(construct(TRAINING_SOURCE, "call_in_training_mode", layer, args, {},
+                                     where), f"{what}, training=True")
+        assert_true(not (trained.shape == calm.shape
+                         and np.allclose(trained, calm, rtol=1e-5, atol=1e-6)),
+                    f"{what}, training=True: {message}.")
 
 def fixed_dropout(rate: float):
     """The fixed-pattern dropout of ``TRAINING_SOURCE`` at ``rate``, in float64."""
