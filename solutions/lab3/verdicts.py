@@ -7,7 +7,7 @@ setup cell has already run `import math`, `import numpy as np`, `import keras`,
 `from labkit.validation import validate_layer_arguments`.
 """
 
-from tests.verdicts import Mistake, swap
+from tests.verdicts import Mistake, own_share, swap
 
 
 # --- positional_encoding -----------------------------------------------------------------
@@ -816,3 +816,7 @@ def positional_encoding(length, depth):
 #: Mistakes that the visible check of their exercise may let through, with the
 #: reason. Every mistake above fails its visible check.
 HIDDEN_ONLY: dict[str, str] = {}
+
+# Issue 47: each rule its own share. Every mistake above without `fails` loses its
+# exercise's main tests cell and no other.
+MISTAKES = own_share(MISTAKES, {})
