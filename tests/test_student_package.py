@@ -168,3 +168,54 @@ def test_a_fully_masked_row_stays_finite_in_every_float_dtype(dtype):
     assert_within_ulps(weights, expected, dtype, ulps=SOFTMAX_ULPS,
                        magnitude=expected.max(axis=-1, keepdims=True),
                        what=f"softmax of a masked row in {dtype}")
+
+
+# --- labkit.start_keras: Keras without TensorFlow's start-up notices (issue 47) --------
+
+#: What TensorFlow 2.21 writes to file descriptor 2 when it starts (seen in the
+#: labs' setup cells, whatever TF_CPP_MIN_LOG_LEVEL says).
+ABSL_NOTICE = "WARNING: All log messages before absl::InitializeLog() is called are written"
+
+
+def _stderr_of(code: str) -> str:
+    import os
+
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stderr
+
+
+@pytest.mark.slow
+def test_start_keras_keeps_tensorflows_startup_notices_out_of_stderr():
+    """Where a plain import prints the notice, the setup cell's start_keras() does not;
+    a line of the program's own on stderr still gets through."""
+    plain = _stderr_of("import keras; keras.ops.convert_to_numpy(keras.ops.ones((1,)))")
+    if ABSL_NOTICE not in plain:
+        pytest.skip("this TensorFlow prints no start-up notice: nothing to hide")
+    started = _stderr_of("import sys, labkit; keras = labkit.start_keras(); import keras; "
+                         "keras.ops.convert_to_numpy(keras.ops.ones((2,))); "
+                         "print('mine', file=sys.stderr)")
+    assert ABSL_NOTICE not in started and "oneDNN custom operations" not in started, started
+    assert "mine" in started
+
+
+def test_start_keras_passes_every_other_line_on():
+    from labkit.startup import passed_on
+
+    text = ("WARNING: All log messages before absl::InitializeLog() is called are written to "
+            "STDERR\n"
+            "I0000 00:00:1795928538.452718   27154 port.cc:153] oneDNN custom operations are on. "
+            "You may see slightly different numerical results.\n"
+            "E0000 00:00:1.2 1 cuda_dnn.cc:8310] Unable to register cuDNN factory\n"
+            "Traceback (most recent call last):\n")
+    assert passed_on(text) == ("E0000 00:00:1.2 1 cuda_dnn.cc:8310] Unable to register cuDNN "
+                               "factory\nTraceback (most recent call last):\n")
+
+
+def test_start_keras_returns_the_keras_already_imported():
+    import keras
+    import labkit
+
+    assert labkit.start_keras() is keras

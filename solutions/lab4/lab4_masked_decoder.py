@@ -57,11 +57,13 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quieter TensorFlow start-up
 
 import numpy as np
+import labkit
+
+labkit.start_keras()  # Keras, without TensorFlow's start-up notices
 import keras
 from keras import ops
 import matplotlib.pyplot as plt
 
-import labkit
 from labkit import checks, plots
 from labkit.masking import large_negative
 from labkit.validation import validate_layer_arguments

@@ -61,11 +61,13 @@ import math
 import time
 
 import numpy as np
+import labkit
+
+labkit.start_keras()  # Keras, without TensorFlow's start-up notices
 import keras
 from keras import ops
 import matplotlib.pyplot as plt
 
-import labkit
 from labkit import checks, datasets, plots
 from labkit.validation import validate_layer_arguments
 

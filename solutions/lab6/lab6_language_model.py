@@ -55,11 +55,13 @@ import math
 import time
 
 import numpy as np
+import labkit
+
+labkit.start_keras()  # Keras, without TensorFlow's start-up notices
 import keras
 from keras import ops
 import matplotlib.pyplot as plt
 
-import labkit
 from labkit import checks, datasets, language, plots
 from labkit.masking import large_negative
 from labkit.validation import validate_layer_arguments

@@ -1,5 +1,7 @@
 """Student-side helpers for the Transformer labs.
 
+- ``labkit.start_keras()``: imports Keras without TensorFlow's start-up notices
+  (the labs' setup cells call it before ``import keras``).
 - ``labkit.configure_precision()``: full float32 matmuls on every backend (no TF32).
 - ``labkit.checks``: the visible checks that follow each exercise.
 - ``labkit.plots``: small matplotlib helpers (attention heat maps, bar charts).
@@ -20,6 +22,8 @@ tests.
 from labkit import checks, masking, plots, validation
 from labkit.precision import configure_precision
 from labkit.readiness import ready
+from labkit.startup import start_keras
 
-__all__ = ["checks", "masking", "plots", "validation", "configure_precision", "ready"]
+__all__ = ["checks", "masking", "plots", "validation", "configure_precision", "ready",
+           "start_keras"]
 __version__ = "0.1.0"
