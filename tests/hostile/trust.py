@@ -220,7 +220,10 @@ def _message_of(exercise: str, words: str):
 
 def cases() -> list[Case]:
     lab2_full, lab5_full, lab6_full = 10, 18, 18.5
-    mha_points, transformer_values = 5, 2    # test_Transformer + __training
+    # test_Transformer's points: the lie costs the values; test_Transformer__training
+    # judges dropout against the model itself where its values are wrong (issue 47),
+    # and the wrapper's dropout is the solution's.
+    mha_points, transformer_values = 5, 1.5
     return [
         Case("mha_wrapper_forged_module", "trust",
              "lab2: MultiHeadAttention wraps Keras's layer, whose __module__ is set to "
