@@ -262,6 +262,7 @@ class Worker:
         config.IsolatedExecute.notebook_timeout = options.notebook_timeout
         config.IsolatedExecute.skip_cells = list(self.setup.skip_cells)
         config.SandboxKernelManager.fork_kernels = options.kernels == "fork"
+        config.IsolatedExecute.plain = options.plain
         # Each kernel's cgroup gets the machine's cores over the run's jobs.
         from autograder.grader.cgroups import kernel_cpu_cores
         config.SandboxKernelManager.cpu_cores = kernel_cpu_cores(self.setup.jobs)
