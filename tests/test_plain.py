@@ -18,6 +18,7 @@ lab (docs/performance.md gives the figures).
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -33,6 +34,18 @@ IN_MAKE_TEST = ("lab1",)
 
 LAB_PARAMS = [pytest.param(lab, marks=[pytest.mark.slow] + (
     [] if lab in IN_MAKE_TEST else [pytest.mark.plain])) for lab in samples_of.labs_with_samples()]
+
+
+def _speed_ups(out: Path) -> dict[str, float]:
+    """How often the run used two of its speed-ups, from OUT/results/*.json's
+    timings: calls answered on the pipe, kernels forked."""
+    found = {"piped": 0.0, "forked": 0.0}
+    for path in out.glob("results/*.json"):
+        timings = json.loads(path.read_text(encoding="utf-8")).get("timings", {})
+        found["piped"] += sum(value for key, value in timings.items()
+                              if key.startswith("piped:"))
+        found["forked"] += timings.get("student_kernel_forked", 0.0)
+    return found
 
 
 def _scores(lab: str, batch: Path, out: Path, *flags: str) -> tuple[dict, dict]:
@@ -64,6 +77,11 @@ def test_plain_grading_gives_every_score_the_fast_one_gives(lab, tmp_path):
     assert not moved, f"{lab}: --plain moved scores:\n" + "\n".join(moved)
     # Not all full marks: the samples' mistakes are graded both ways.
     assert len(set(fast_totals.values())) > 1, fast_totals
+    # And the two ways differ: the fast one answered calls on the pipe, the plain
+    # one none (nor forked a kernel).
+    fast_used, plain_used = _speed_ups(tmp_path / "fast"), _speed_ups(tmp_path / "plain")
+    assert fast_used["piped"] > 0, fast_used
+    assert plain_used == {"piped": 0.0, "forked": 0.0}, plain_used
 
 
 def test_plain_turns_every_speed_up_off():

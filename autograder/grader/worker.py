@@ -37,8 +37,8 @@ from autograder.text import StudentMessage, clean_text, said_once, student_messa
 #: prefix of their key ("calls:<grade id>"...): the requests it sent to the
 #: student's kernel, the seconds spent writing them, waiting for the answers
 #: (of which the student's code ran, as that kernel reports it), and reading
-#: them back.
-PROFILE_PARTS = {"calls": "requests", "send": "send_s", "wait": "wait_s",
+#: them back; and how many were answered on the pipe (none with `--plain`).
+PROFILE_PARTS = {"calls": "requests", "piped": "piped", "send": "send_s", "wait": "wait_s",
                  "student": "student_s", "decode": "decode_s"}
 
 

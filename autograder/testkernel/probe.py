@@ -78,8 +78,8 @@ GLUE_CALL = (
 
 
 def _new_profile() -> dict:
-    return {"requests": 0, "ops": {}, "send_s": 0.0, "wait_s": 0.0, "student_s": 0.0,
-            "decode_s": 0.0}
+    return {"requests": 0, "piped": 0, "ops": {}, "send_s": 0.0, "wait_s": 0.0,
+            "student_s": 0.0, "decode_s": 0.0}
 
 
 #: The user expression that starts serving (glue.serve): the requests of a
@@ -300,6 +300,7 @@ class StudentKernel:
         }, args, kwargs)
         sent = time.perf_counter()
         reply = None if self.plain else self._via_pipe(name, request_path, label)
+        self._profile["piped"] += reply is not None
         if reply is None:
             reply = self._execute(GLUE_CALL % (GLUE_KEY, GLUE_SOURCE, request_path), label)
         replied = time.perf_counter()
