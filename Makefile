@@ -47,7 +47,7 @@ OUT    ?= demo_output
 .PHONY: constraints env sandbox postgres slurm chromium torch jax labs publish demo lint test test-fast test-faults test-warnings test-verdicts test-backends test-compat test-slurm test-browser test-container test-load test-moodle-term test-torch test-jax bench clean help
 
 help:
-	@echo "make demo | make test | make test-fast | make test-compat | make lint | make labs | make publish DEST=dir | make bench | make clean"
+	@echo "make demo | make test | make test-fast | make test-compat | make test-plain | make lint | make labs | make publish DEST=dir | make bench | make clean"
 
 $(STAMP): pyproject.toml student/pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -160,6 +160,11 @@ test-moodle-term: env
 test-faults: env
 	$(PY) -m pytest $(PARALLEL) -m faults
 
+# `grade --plain` (every speed-up off) against the fast grading: every lab's samples
+# graded both ways, every score compared (tests/test_plain.py; make test: lab 1).
+test-plain: env
+	$(PY) -m pytest $(PARALLEL) -m plain
+
 # Every provided cell of every lab prints no warning (tests/test_no_warnings.py): the
 # solution and each correct variant of the verdict suite run top to bottom as a
 # student runs them (38 notebooks, 20 to 140 s each: docs/performance.md).
@@ -202,7 +207,7 @@ lint: $(STAMP)
 PARALLEL ?= -n 2 --dist loadfile
 
 test: env lint postgres chromium
-	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults and not notebooks and not browser"
+	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults and not notebooks and not browser and not plain"
 
 # Every lab's feedback page and report.html in headless Chromium, at 1280 and
 # 390 px (tests/test_browser.py; make test runs lab 4's). BROWSER_SCREENSHOTS=docs/screenshots

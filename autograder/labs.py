@@ -18,8 +18,11 @@ instructors rely on them (exercises.csv, feedback, reports).
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
 import re
+import sys
 import tomllib
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -136,6 +139,33 @@ def lab_folder(lab_id: str) -> Path | None:
         return None
     folder = KIT_ROOT / "solutions" / lab_id
     return folder if (folder / "lab.toml").is_file() else None
+
+
+class LabModuleFinder(importlib.abc.MetaPathFinder):
+    """Finds ``<package>.<lab>`` in ``solutions/<lab>/<filename>``: a lab's hidden
+    tests (``autograder.hidden.lab1``: hidden.py) and references
+    (``autograder.references.lab1``: reference.py) live in its folder, beside
+    its source, and are imported as modules of the kit's packages."""
+
+    def __init__(self, package: str, filename: str):
+        self.package, self.filename = package, filename
+
+    def find_spec(self, fullname, path=None, target=None):
+        package, _, lab_id = fullname.rpartition(".")
+        if package != self.package or not lab_id:
+            return None
+        folder = lab_folder(lab_id)
+        if folder is None or not (folder / self.filename).is_file():
+            return None
+        return importlib.util.spec_from_file_location(fullname, folder / self.filename)
+
+
+def find_lab_modules(package: str, filename: str) -> None:
+    """Have ``<package>.<lab>`` imported from each lab folder's ``filename`` (once
+    per package, however often this runs)."""
+    if not any(isinstance(finder, LabModuleFinder) and finder.package == package
+               for finder in sys.meta_path):
+        sys.meta_path.insert(0, LabModuleFinder(package, filename))
 
 
 def get_lab(lab_id: str) -> Lab:

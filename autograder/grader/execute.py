@@ -43,7 +43,7 @@ from jupyter_core.utils import ensure_async, run_sync
 from nbclient.client import timestamp
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
-from traitlets import Integer, List, Type, Unicode
+from traitlets import Bool, Integer, List, Type, Unicode
 from zmq.utils.monitor import parse_monitor_message
 
 from nbgrader.preprocessors import Execute
@@ -99,7 +99,7 @@ __autograder_numpy.seterr(all="warn", under="ignore")
 del __autograder_numpy
 from autograder.testkernel.probe import StudentKernel as __AutograderStudentKernel
 __autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r, exchange_identity=%r,
-                                                  clock=%r)
+                                                  clock=%r, plain=%r)
 del __AutograderStudentKernel
 
 
@@ -531,6 +531,8 @@ class IsolatedExecute(Execute):
     setup_timeout = Integer(
         limits.SETUP_CELL_TIMEOUT_S,
         help="Seconds for each provided cell before the first answer (imports).").tag(config=True)
+    plain = Bool(False, help="The hidden tests' calls as execute requests, and Keras's own "
+                 "first build (`grade --plain`).").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxKernelManager
@@ -897,7 +899,7 @@ class IsolatedExecute(Execute):
                                          str(Path(student_km.ipc_dir) / "exchange"),
                                          pgid, self.lab_id,
                                          getattr(student_km, "exchange_identity", None),
-                                         None if clock is None else clock.spec())
+                                         None if clock is None else clock.spec(), self.plain)
         session += TESTS_SESSION_SEED % (self.session_seed or self.seed)
         with self._timed("tests_kernel_start"):
             kernel, new = TestsKernel.get((self.lab_id, self.seed))

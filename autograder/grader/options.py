@@ -28,6 +28,16 @@ from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S, WALL_BACKSTOP_
 #: imported (autograder.forkserver.server), or a fresh Python each.
 KERNELS = ("fork", "fresh")
 
+#: The speed-ups `--plain` turns off, each with its plain twin (docs/instructors.md).
+PLAIN = {
+    "forked kernels (autograder.forkserver)": "a fresh Python for each student kernel",
+    "visible checks skipped (they grade nothing)": "the visible checks run",
+    "the hidden tests' calls on a pipe (autograder.testkernel.probe)":
+        "each call an execute request, as Jupyter runs a cell",
+    "a layer's first build by its eager call (autograder.studentkernel.glue)":
+        "Keras's own build, by a symbolic trace",
+}
+
 #: PBKDF2 rounds of seed_check: a guessed seed costs this many hashes.
 SEED_CHECK_ROUNDS = 200_000
 
@@ -71,6 +81,11 @@ class GradingOptions:
         run_checks: also run the visible checks (their output then shows in
             the feedback); the demonstrations stay skipped.
         kernels: "fork" or "fresh" (`KERNELS`).
+        plain: every speed-up off, each for its plain twin (`PLAIN`): fresh
+            kernels, the visible checks run, the hidden tests' calls as
+            execute requests, Keras's own first build. The scores are the
+            same (tests/test_plain.py); for a library upgrade that breaks a
+            fast path.
         db_url: the class's gradebook, an SQLAlchemy URL (None: SQLite in
             the course folder).
         course_dir: the nbgrader course folder (None: OUT/nbgrader).
@@ -123,6 +138,11 @@ class GradingOptions:
     kernels: str = option(
         "fork", "--kernels", "fork each student kernel, libraries already imported, into its "
         "sandbox (default), or start a fresh Python for each", choices=KERNELS)
+    plain: bool = option(
+        False, "--plain", "grade without any speed-up, the plain and slower way (same "
+        "scores): a fresh Python for each student kernel, the visible checks run, the "
+        "hidden tests' calls sent as execute requests (no pipe), Keras's own first build; "
+        "for a TensorFlow, Keras, jupyter_client or nbgrader upgrade that breaks a fast path")
     db_url: str | None = option(
         None, "--db", "gradebook SQLAlchemy URL (default: SQLite in the course folder; "
         "postgresql://... needs the postgres extra)", merge=True, metavar="URL")
@@ -189,6 +209,9 @@ class GradingOptions:
         if self.kernels not in KERNELS:
             raise ValueError(f"--kernels {self.kernels!r} is not one of {', '.join(KERNELS)}: "
                              f"fork (the default) or fresh.")
+        if self.plain:  # every speed-up off (PLAIN): these two are options of their own
+            object.__setattr__(self, "kernels", "fresh")
+            object.__setattr__(self, "run_checks", True)
         if self.seed is not None and not isinstance(self.seed, str):
             raise ValueError(f"--seed must be text, got {type(self.seed).__name__}: give "
                              f"a long random word.")

@@ -37,8 +37,8 @@ from autograder.text import StudentMessage, clean_text, said_once, student_messa
 #: prefix of their key ("calls:<grade id>"...): the requests it sent to the
 #: student's kernel, the seconds spent writing them, waiting for the answers
 #: (of which the student's code ran, as that kernel reports it), and reading
-#: them back.
-PROFILE_PARTS = {"calls": "requests", "send": "send_s", "wait": "wait_s",
+#: them back; and how many were answered on the pipe (none with `--plain`).
+PROFILE_PARTS = {"calls": "requests", "piped": "piped", "send": "send_s", "wait": "wait_s",
                  "student": "student_s", "decode": "decode_s"}
 
 
@@ -262,6 +262,7 @@ class Worker:
         config.IsolatedExecute.notebook_timeout = options.notebook_timeout
         config.IsolatedExecute.skip_cells = list(self.setup.skip_cells)
         config.SandboxKernelManager.fork_kernels = options.kernels == "fork"
+        config.IsolatedExecute.plain = options.plain
         # Each kernel's cgroup gets the machine's cores over the run's jobs.
         from autograder.grader.cgroups import kernel_cpu_cores
         config.SandboxKernelManager.cpu_cores = kernel_cpu_cores(self.setup.jobs)

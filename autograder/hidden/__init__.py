@@ -19,8 +19,8 @@ notebook (autograder.grader.source.hidden_cell_source)::
 
 so nbgrader's cells, points and checksums work as before, and the test
 kernel binds ``softmax`` to the student's (a proxy) and runs the function.
-``autograder.hidden.<lab>`` is found by the finder below in the lab's folder,
-as ``autograder.references.<lab>`` is; it is imported only where hidden tests
+``autograder.hidden.<lab>`` is found in the lab's folder
+(autograder.labs.find_lab_modules), as ``autograder.references.<lab>`` is; it is imported only where hidden tests
 run (the test kernel, the kit's own tests) and by the release, never in the
 student's kernel, and nothing of it ships with labkit.
 """
@@ -31,11 +31,10 @@ import importlib
 import importlib.abc
 import importlib.util
 import inspect
-import sys
 from dataclasses import dataclass
 from types import FunctionType, ModuleType
 
-from autograder.labs import lab_folder
+from autograder.labs import find_lab_modules, lab_folder
 
 # A package whose modules (one per lab) are found by the finder below.
 __path__ = []
@@ -97,18 +96,4 @@ def call_source(lab_id: str, name: str, function: FunctionType) -> str:
     return f"from {__name__}.{lab_id} import {name}\n{name}({arguments})"
 
 
-class _LabHiddenFinder(importlib.abc.MetaPathFinder):
-    """Finds ``autograder.hidden.<lab>`` in ``solutions/<lab>/hidden.py``."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        package, _, lab_id = fullname.rpartition(".")
-        if package != __name__ or not lab_id:
-            return None
-        folder = lab_folder(lab_id)
-        if folder is None or not (folder / "hidden.py").is_file():
-            return None
-        return importlib.util.spec_from_file_location(fullname, folder / "hidden.py")
-
-
-if not any(isinstance(finder, _LabHiddenFinder) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _LabHiddenFinder())
+find_lab_modules(__name__, "hidden.py")

@@ -438,7 +438,8 @@ def handle(request_path, user_ns):
             patched[name] = user_ns.get(name, _MISSING)
             user_ns[name] = _stand_in(name, blob)
         started = time.perf_counter()
-        undo = _eager_builds()
+        # `grade --plain` asks for Keras's own first build (request "eager" false).
+        undo = _eager_builds() if request.get("eager", True) else None
         try:
             result = _perform(request, arrays_in, user_ns, progress)
         finally:
