@@ -26,9 +26,9 @@ import nbformat
 import pytest
 
 from autograder import labs as labs_module
-from autograder.grader import publish as publish_module
-from autograder.grader.leaks import Scanner
-from autograder.grader.publish import PublishError, publish
+from autograder.publish import repository as publish_module
+from autograder.publish.leaks import Scanner
+from autograder.publish.repository import PublishError, publish
 from autograder.labs import (PLACEHOLDER_REPOSITORY, available_labs, public_repository_problem,
                              public_settings)
 from tests.conftest import run_cli
@@ -423,9 +423,9 @@ def test_what_the_scanner_cannot_read_is_reported_unless_allowed(form, tmp_path,
                                                                  monkeypatch):
     import numpy as np
 
-    from autograder.grader import leaks_decode
+    from autograder.publish import decode
 
-    monkeypatch.setattr(leaks_decode, "MAX_MEMBER_BYTES", 1 << 20)
+    monkeypatch.setattr(decode, "MAX_MEMBER_BYTES", 1 << 20)
     noise = bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype="uint8"))
     name, data, where = {
         "an image it cannot read": ("photo.jpg", b"\xff\xd8\xff\xe0" + noise, ""),

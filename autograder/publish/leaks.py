@@ -24,7 +24,7 @@ repository (`publish`) are all checked with the same scanner, which looks for
   more. Short common code (``return x``, ``np.sum(x, axis=-1)``) never does;
   a one-line answer shorter than that cannot be told from it.
 
-Every file is decoded first (autograder.grader.leaks_decode): any text
+Every file is decoded first (autograder.publish.decode): any text
 encoding, archives, notebooks' cells, outputs and attachments, HTML, ANSI
 colours, base64; code inside a long string literal is read as code too. What
 cannot be decoded is reported as unreadable (``Leak.kind``), which publish
@@ -44,7 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grader.leaks_decode import Piece, Unreadable, decode, decode_text
+from autograder.publish.decode import Piece, Unreadable, decode, decode_text
 from autograder.labs import KIT_ROOT, Lab, available_labs
 
 #: Text that only the instructor's side holds.
@@ -540,8 +540,8 @@ class Scanner:
         return self._decoded_leaks(name, decode_text(text))
 
     def bytes_leaks(self, name: str, data: bytes) -> list[Leak]:
-        """The leaks in the file ``data``, decoded (leaks_decode), and what of it
-        cannot be read (``kind`` "unreadable")."""
+        """The leaks in the file ``data``, decoded (autograder.publish.decode), and
+        what of it cannot be read (``kind`` "unreadable")."""
         return self._decoded_leaks(name, decode(data))
 
     def tree_leaks(self, root: Path, allow: Iterable[str] = ()) -> list[Leak]:
