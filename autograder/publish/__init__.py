@@ -7,6 +7,6 @@
   answers, compared as Python tokens (release and labkit's wheel use it too);
 - decode: every text a file holds (text encodings, archives, notebooks, data
   formats), which the scanner reads;
-- encodings: the encodings found inside a text (base64, hex, base85, rot13,
+- encoded: the encodings found inside a text (base64, hex, base85, rot13,
   reversed text), which decode undoes.
 """

@@ -26,7 +26,8 @@ repository (`publish`) are all checked with the same scanner, which looks for
 
 Every file is decoded first (autograder.publish.decode): any text
 encoding, archives, notebooks' cells, outputs and attachments, HTML, ANSI
-colours, base64; code inside a long string literal is read as code too. What
+colours, base64, hex, base85, rot13 and reversed text; code inside a long
+string literal is read as code too. What
 cannot be decoded is reported as unreadable (``Leak.kind``), which publish
 refuses unless course.toml lists it.
 """
@@ -39,6 +40,7 @@ import io
 import re
 import tokenize
 import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -97,7 +99,9 @@ def _string_token(text: str) -> tuple[str, str]:
         value = text[len(prefix) + len(quote):len(text) - len(quote)] if match else text
     else:
         try:
-            value = ast.literal_eval(text)
+            with warnings.catch_warnings():  # "\Y" in any text read as code: no warning
+                warnings.simplefilter("ignore")
+                value = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             value = text[len(prefix) + len(quote):len(text) - len(quote)]
     kind = "b" if "b" in prefix else "f" if "f" in prefix else "s"
