@@ -48,8 +48,8 @@ _HEX_NOISE = re.compile(r"\\x|0x|\\n|[\s:,]")
 _B85_DIGITS = (string.digits + string.ascii_uppercase + string.ascii_lowercase
                + "!#$%&()*+-;<=>?@^_`{|}~")
 _A85_DIGITS = "".join(chr(code) for code in range(33, 118))
-_B85 = re.compile(r"[0-9A-Za-z!#$%%&()*+\-;<=>?@^_`{|}~]{%d,}(?:\r?\n[0-9A-Za-z!#$%%&()*+\-;<=>?@^_`"
-                  r"{|}~]{4,})*" % MIN_BASE85)
+_B85_DIGIT = "[%s]" % re.escape(_B85_DIGITS)
+_B85 = re.compile(r"%s{%d,}(?:\r?\n%s{4,})*" % (_B85_DIGIT, MIN_BASE85, _B85_DIGIT))
 _A85 = re.compile(r"[!-uz]{%d,}(?:\r?\n[!-uz]{4,})*" % MIN_BASE85)
 _BASE85 = (("base85-decoded", _B85, {char: value for value, char in enumerate(_B85_DIGITS)},
             False),
