@@ -42,7 +42,7 @@ def _release(args) -> int:
 
 
 def _publish(args) -> int:
-    from autograder.grader.publish import publish
+    from autograder.publish.repository import publish
 
     started = time.monotonic()
     done = publish(Path(args.dest), repository=args.repository, ref=args.ref,

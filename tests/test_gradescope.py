@@ -28,7 +28,7 @@ import pytest
 
 from autograder.cli import main
 from autograder.grader import sandbox
-from autograder.grader.leaks import Scanner
+from autograder.publish.leaks import Scanner
 from autograder.labs import KIT_ROOT, get_lab
 from autograder.scaleout import gradescope
 from autograder.scaleout.gradescope import Visibility, build_bundle

@@ -244,10 +244,13 @@ def test_readme_is_short_and_its_links_lead_somewhere(root):
 
 
 #: Which package of the kit may import which (issue 33): the grader grades, the
-#: term makes the rows of record above it, the entry point calls both. A module
+#: term makes the rows of record above it, the entry point calls both; publish
+#: (the student repository) releases the labs with the grader's release. A module
 #: of a lower layer never imports a higher one, not even inside a function.
 LAYERS = {
-    "autograder/grader": ("autograder.term", "autograder.pipeline", "autograder.cli"),
+    "autograder/grader": ("autograder.term", "autograder.pipeline", "autograder.cli",
+                          "autograder.publish"),
+    "autograder/publish": ("autograder.term", "autograder.pipeline", "autograder.cli"),
     "autograder/testkernel": ("autograder.grader", "autograder.term", "autograder.pipeline"),
     "autograder/term": ("autograder.pipeline", "autograder.cli"),
 }

@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 import base64
 import bz2
+import codecs
 import gzip
+import hashlib
 import html
 import io
 import json
@@ -26,9 +28,9 @@ import nbformat
 import pytest
 
 from autograder import labs as labs_module
-from autograder.grader import publish as publish_module
-from autograder.grader.leaks import Scanner
-from autograder.grader.publish import PublishError, publish
+from autograder.publish import repository as publish_module
+from autograder.publish.leaks import Scanner
+from autograder.publish.repository import PublishError, publish
 from autograder.labs import (PLACEHOLDER_REPOSITORY, available_labs, public_repository_problem,
                              public_settings)
 from tests.conftest import run_cli
@@ -268,6 +270,85 @@ def test_a_solution_in_any_text_encoding_is_found(encoding, tmp_path, scanner, l
     assert found_units(scanner.tree_leaks(tmp_path)) == units
 
 
+
+#: A solution written out in an encoding, as a whole file: (the text, where the scanner says
+#: it found it).
+ENCODED = {
+    "hex": (lambda raw: raw.hex(), "hex-decoded"),
+    "hex, bytes apart": (lambda raw: raw.hex(" ", 1), "hex-decoded"),
+    "hex as \\x escapes": (lambda raw: "".join(f"\\x{byte:02x}" for byte in raw), "hex-decoded"),
+    "base85 (b85encode)": (lambda raw: base64.b85encode(raw).decode(), "base85-decoded"),
+    "ascii85 (a85encode)": (lambda raw: base64.a85encode(raw).decode(), "ascii85-decoded"),
+    "ascii85, Adobe's, wrapped": (lambda raw: base64.a85encode(raw, adobe=True, wrapcol=76)
+                                  .decode(), "ascii85-decoded"),
+    "rot13": (lambda raw: codecs.encode(raw.decode(), "rot13"), "rot13-decoded"),
+    "reversed": (lambda raw: raw.decode()[::-1], "reversed"),
+}
+
+
+@pytest.mark.parametrize("form", ENCODED)
+def test_a_solution_written_out_in_an_encoding_is_found(form, tmp_path, scanner, lab1_answers):
+    code, units = lab1_answers
+    encode, where = ENCODED[form]
+    text = encode(restyled(code).encode())
+    assert "query = np" not in text and "def " not in text
+    planted(tmp_path, "student/labkit/notes.txt", text)
+    found = scanner.tree_leaks(tmp_path)
+    assert found_units(found) == units
+    assert {leak.where for leak in found} == {where}
+
+
+#: The same solution in a notebook's cell that decodes and runs it: the encoded
+#: run starts and ends inside other code.
+DECODED_AND_RUN = {
+    "hex": lambda raw: f"exec(bytes.fromhex('{raw.hex()}'))",
+    "base85 (b85encode)": lambda raw: f"exec(base64.b85decode('{base64.b85encode(raw).decode()}'))",
+    "ascii85 (a85encode)": lambda raw: 'exec(base64.a85decode(b"""%s"""))'
+                                       % base64.a85encode(raw).decode(),
+    "rot13": lambda raw: f"exec(codecs.decode({codecs.encode(raw.decode(), 'rot13')!r}, 'rot13'))",
+    "reversed": lambda raw: f"exec({raw.decode()[::-1]!r}[::-1])",
+}
+
+
+@pytest.mark.parametrize("form", DECODED_AND_RUN)
+def test_a_solution_that_a_notebook_decodes_and_runs_is_found(form, tmp_path, scanner,
+                                                              lab1_answers):
+    code, units = lab1_answers
+    source = "import base64, codecs\n" + DECODED_AND_RUN[form](code.encode())
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": source}
+    planted(tmp_path, "labs/lab1/lab1_attention.ipynb", _notebook_with(cell))
+    found = scanner.tree_leaks(tmp_path)
+    assert found_units(found) == units
+    assert {leak.path for leak in found} == {"labs/lab1/lab1_attention.ipynb"}
+    assert all(leak.where.startswith("cell 4 (code) > ") for leak in found), found
+
+
+@pytest.mark.parametrize("lab", available_labs(), ids=lambda lab: lab.id)
+def test_the_labs_notebooks_and_encoded_noise_are_no_leak(lab, scanner):
+    # Hashes, random bytes in every encoding and prose ("file", "fed": "elif"
+    # and "def" reversed) decode to nothing the scanner reports.
+    text = lab.student_path.read_text()
+    assert scanner.text_leaks(lab.student_path.name, text) == []
+    noise = bytes(range(256)) * 4
+    ordinary = "\n".join([
+        "The file is fed to the model; elif and self are words here.",
+        hashlib.sha256(text.encode()).hexdigest(), noise.hex(), noise.hex(" ", 1),
+        base64.b85encode(noise).decode(), base64.a85encode(noise, adobe=True).decode(),
+        base64.b64encode(noise).decode()])
+    assert scanner.text_leaks("notes.md", ordinary) == []
+    cell = {"cell_type": "markdown", "metadata": {}, "source": ordinary}
+    assert scanner.text_leaks(lab.student_path.name, _notebook_with(cell)) == []
+
+
+@pytest.mark.parametrize("form", ENCODED)
+def test_a_student_notebook_in_an_encoding_is_no_leak(form, scanner):
+    # What the labs give students stays public however it is encoded.
+    lab = available_labs()[0]
+    encode, _ = ENCODED[form]
+    assert scanner.text_leaks("notebook.txt", encode(lab.student_path.read_bytes())) == []
+
+
 def _tar_gz(name: str, data: bytes) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
@@ -423,9 +504,9 @@ def test_what_the_scanner_cannot_read_is_reported_unless_allowed(form, tmp_path,
                                                                  monkeypatch):
     import numpy as np
 
-    from autograder.grader import leaks_decode
+    from autograder.publish import decode
 
-    monkeypatch.setattr(leaks_decode, "MAX_MEMBER_BYTES", 1 << 20)
+    monkeypatch.setattr(decode, "MAX_MEMBER_BYTES", 1 << 20)
     noise = bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype="uint8"))
     name, data, where = {
         "an image it cannot read": ("photo.jpg", b"\xff\xd8\xff\xe0" + noise, ""),

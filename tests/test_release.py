@@ -10,14 +10,15 @@ import textwrap
 import nbformat
 import pytest
 
-from autograder.grader import leaks, release, source
+from autograder.grader import release, source
 from autograder.grader.cellnames import global_binds, global_reads
 from autograder.labs import Lab, available_labs
+from autograder.publish import leaks
 from tests.conftest import ROOT
 
 @pytest.fixture(scope="module")
 def scanner():
-    """The leak scanner publish uses (autograder.grader.leaks): markers, solution
+    """The leak scanner publish uses (autograder.publish.leaks): markers, solution
     lines, hidden-test, reference and stand-in lines, for every lab."""
     return leaks.Scanner(available_labs())
 

@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from autograder.grader.leaks import Scanner
+from autograder.publish.leaks import Scanner
 from autograder.labs import available_labs
 from labkit import masking, validation
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grader.publish import publish
+from autograder.publish.repository import publish
 from autograder.labs import available_labs
 from tests.conftest import run_cli
 from tests.samples import _saved_by_colab

@@ -24,9 +24,10 @@ repository (`publish`) are all checked with the same scanner, which looks for
   more. Short common code (``return x``, ``np.sum(x, axis=-1)``) never does;
   a one-line answer shorter than that cannot be told from it.
 
-Every file is decoded first (autograder.grader.leaks_decode): any text
+Every file is decoded first (autograder.publish.decode): any text
 encoding, archives, notebooks' cells, outputs and attachments, HTML, ANSI
-colours, base64; code inside a long string literal is read as code too. What
+colours, base64, hex, base85, rot13 and reversed text; code inside a long
+string literal is read as code too. What
 cannot be decoded is reported as unreadable (``Leak.kind``), which publish
 refuses unless course.toml lists it.
 """
@@ -39,12 +40,13 @@ import io
 import re
 import tokenize
 import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grader.leaks_decode import Piece, Unreadable, decode, decode_text
+from autograder.publish.decode import Piece, Unreadable, decode, decode_text
 from autograder.labs import KIT_ROOT, Lab, available_labs
 
 #: Text that only the instructor's side holds.
@@ -97,7 +99,9 @@ def _string_token(text: str) -> tuple[str, str]:
         value = text[len(prefix) + len(quote):len(text) - len(quote)] if match else text
     else:
         try:
-            value = ast.literal_eval(text)
+            with warnings.catch_warnings():  # "\Y" in any text read as code: no warning
+                warnings.simplefilter("ignore")
+                value = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             value = text[len(prefix) + len(quote):len(text) - len(quote)]
     kind = "b" if "b" in prefix else "f" if "f" in prefix else "s"
@@ -540,8 +544,8 @@ class Scanner:
         return self._decoded_leaks(name, decode_text(text))
 
     def bytes_leaks(self, name: str, data: bytes) -> list[Leak]:
-        """The leaks in the file ``data``, decoded (leaks_decode), and what of it
-        cannot be read (``kind`` "unreadable")."""
+        """The leaks in the file ``data``, decoded (autograder.publish.decode), and
+        what of it cannot be read (``kind`` "unreadable")."""
         return self._decoded_leaks(name, decode(data))
 
     def tree_leaks(self, root: Path, allow: Iterable[str] = ()) -> list[Leak]:

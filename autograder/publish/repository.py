@@ -10,10 +10,11 @@
 
 and nothing else: the labs read no data files (labkit generates lab 5's dates
 and ships its trained model). Every file is then decoded (any text encoding,
-archives, notebooks' cells, outputs and attachments; autograder.grader.
-leaks_decode) and scanned for what only the instructor holds (solutions,
-hidden tests, references, stand-ins, compared as Python tokens: restyling
-hides nothing; autograder.grader.leaks): a leak stops the publication. So
+archives, notebooks' cells, outputs and attachments, text encoded in base64,
+hex, base85, rot13 or reversed; autograder.publish.decode) and scanned for
+what only the instructor holds (solutions, hidden tests, references,
+stand-ins, compared as Python tokens: restyling hides nothing;
+autograder.publish.leaks): a leak stops the publication. So
 does a file the scanner cannot read (a JPEG, an unknown archive, an encrypted
 zip), unless course.toml's ``[public] allow_binary`` lists it: globs relative
 to the student repository, e.g. ``allow_binary = ["student/labkit/data/*.bin"]``
@@ -33,7 +34,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grader.leaks import Leak, Scanner
+from autograder.publish.leaks import Leak, Scanner
 from autograder.grader.release import release, update_readme
 from autograder.labs import (KIT_ROOT, available_labs, colab_url, course_settings,
                              public_repository_problem, public_settings)

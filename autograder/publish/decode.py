@@ -19,8 +19,9 @@ unless course.toml's ``[public] allow_binary`` lists the file:
   (tags stripped, entities unescaped), JSON, images (base64), metadata;
   other JSON: its keys and strings;
 - in any text, HTML markup (tags stripped, entities unescaped: syntax
-  highlighting), IPython's traceback line numbers (``----> 3``), and runs of
-  base64 that decode to text or to an archive;
+  highlighting), IPython's traceback line numbers (``----> 3``), runs of
+  base64, hex and base85 that decode to text or to an archive, and rot13 and
+  reversed text (autograder.publish.encoded);
 - data formats whose content cannot hold code, checked as such: PNG (its
   text chunks are read), HDF5 (Keras weights: numeric datasets; names,
   attributes and string datasets are read; needs h5py), NumPy ``.npy``
@@ -49,6 +50,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from autograder.publish.encoded import binary_runs, rewritten
+
 #: Archives inside archives, base64 inside notebooks, JSON inside strings...
 MAX_DEPTH = 8
 #: The most one decompressed member may hold (more: unreadable, a zip bomb?).
@@ -57,8 +60,6 @@ MAX_MEMBER_BYTES = 64 << 20
 MAX_FILE_BYTES = 256 << 20
 #: The most members one archive may have.
 MAX_MEMBERS = 20_000
-#: The least length of a run of base64 that is decoded (shorter: a hash, a name).
-MIN_BASE64 = 64
 #: The least length of a run of printable bytes read from binary data.
 MIN_PRINTABLE = 16
 
@@ -491,8 +492,6 @@ _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z][a-z0-9]*);", re.I)
 _SCRIPT = re.compile(r"<(style)\b[^<>]*>.*?</\1\s*>", re.I | re.S)
 #: IPython's traceback context: "      1 def f():", "----> 2     return x".
 _TRACEBACK_LINE = re.compile(r"^[ \t]*(?:-*>[ \t]*)?\d+(?: |$)", re.M)
-_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{%d,}={0,2}(?:(?:\\n|\r?\n)[A-Za-z0-9+/_-]{4,}={0,2})*"
-                     % MIN_BASE64)
 
 
 def strip_html(text: str) -> str:
@@ -502,7 +501,13 @@ def strip_html(text: str) -> str:
     return html.unescape(_TAG.sub("", text))
 
 
-def _text(text: str, where: str, depth: int, budget: _Budget) -> Iterator[Piece | Unreadable]:
+#: HTML is shown twice at most (escaped in HTML); base85 and noise look like HTML.
+_TWICE_SHOWN = "HTML as shown twice"
+
+
+def _text(text: str, where: str, depth: int, budget: _Budget,
+          done: str = "") -> Iterator[Piece | Unreadable]:
+    """``done``: how ``text`` was decoded (rot13, reversed, HTML shown), not again."""
     if depth > MAX_DEPTH:
         return
     if "\x1b" in text:
@@ -520,23 +525,30 @@ def _text(text: str, where: str, depth: int, budget: _Budget) -> Iterator[Piece 
                 yield from _text(_json_strings(document), where, depth + 1, budget)
             return
     yield Piece(where, text)
-    if _TAG.search(text) or _ENTITY.search(text):
+    for label, raw in binary_runs(text):
+        yield from _payload(raw, _inside(where, label), depth + 1, budget)
+    for label, other in rewritten(text, done):
+        yield from _text(other, _inside(where, label), depth + 1, budget, done=label)
+    if done != _TWICE_SHOWN and (_TAG.search(text) or _ENTITY.search(text)):
         shown = strip_html(text)
         if shown != text:
-            yield from _text(shown, _inside(where, "HTML as shown"), depth + 1, budget)
+            yield from _text(shown, _inside(where, "HTML as shown"), depth + 1, budget,
+                             done=_TWICE_SHOWN if done == "HTML as shown" else "HTML as shown")
     if len(_TRACEBACK_LINE.findall(text)) >= 2:
         yield Piece(_inside(where, "without line numbers"), _TRACEBACK_LINE.sub("", text))
-    for match in _BASE64.finditer(text):
-        run = re.sub(r"\\n|\s", "", match.group())
-        for altchars in ((b"+/", b"-_") if ("-" in run or "_" in run) else (b"+/",)):
-            try:
-                raw = base64.b64decode(run + "=" * (-len(run) % 4), altchars=altchars,
-                                       validate=True)
-            except (binascii.Error, ValueError):
-                continue
-            yield from _bytes(raw, _inside(where, "base64-decoded"), depth + 1, budget,
-                              strict=False)
-            break
+
+
+def _payload(raw: bytes, where: str, depth: int, budget: _Budget) -> Iterator[Piece | Unreadable]:
+    """The bytes of an encoded run in a text: read as a file is (text, an
+    archive...), else their printable runs (the run began or ended inside other
+    text, whose characters decoded to a few stray bytes around the code);
+    noise (a hash, a name) holds none."""
+    if _kind(raw) is not None or as_text(raw) is not None:
+        yield from _bytes(raw, where, depth, budget, strict=False)
+        return
+    runs = b"\n".join(_PRINTABLE.findall(raw))
+    if runs:
+        yield from _text(runs.decode("ascii"), where, depth, budget)
 
 
 def _join(value) -> str:
