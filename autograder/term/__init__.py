@@ -14,7 +14,7 @@ LMS takes back:
 - overrides.py: an instructor's manual scores and notes per exercise;
 - similarity.py: answer cells compared pairwise (copydetect's winnowing),
   flagged for a person to judge;
-- export.py: grades and feedback in the files Canvas and Moodle import.
+- export/: grades and feedback in the files Canvas and Moodle import.
 
 None of it changes what the hidden tests found: OUT/results/ keeps the
 tests' scores, and every step here is applied again, from the files the

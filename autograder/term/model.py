@@ -1,7 +1,7 @@
 """Plain records of the term layer: who is enrolled, whose a file is, the final rows.
 
 Every step of autograder.term reads and writes these; nothing here knows an
-LMS's file format (roster.py and export.py do).
+LMS's file format (roster.py and export/ do).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class Roster:
             how submissions will be matched).
         assignments: Canvas's assignment columns ("Lab 1 (12345)"), Moodle's
             grade columns (the worksheet's "Grade", the gradebook's "Assignment:
-            Lab 1 (Real)"): where export.py writes grades.
+            Lab 1 (Real)"): where term/export/ writes grades.
         kind: which file: "canvas gradebook", "moodle worksheet", "moodle
             gradebook" or "csv".
         delimiter: the file's separator (export writes the same).

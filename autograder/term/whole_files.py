@@ -84,7 +84,7 @@ class TermWritten:
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
-    """export.py's CSV writer (a thin wrapper: it is that module's own)."""
+    """term/export/'s CSV writer (a thin wrapper: it is that package's own)."""
     return one_lab._write_csv(path, header, rows)
 
 
