@@ -83,7 +83,7 @@ def test_canvas_semicolons_first_last_names_and_formula_names(tmp_path):
     assert roster.delimiter == ";"
     (hans,) = roster.students
     # no SIS id: "<sortable name>_<ID>" as Canvas names downloads, sanitized like
-    # lms.py sanitizes them (Ø has no ASCII decomposition and is dropped)
+    # lms/ids.py sanitizes them (Ø has no ASCII decomposition and is dropped)
     assert (hans.student_id, hans.name) == ("rstedhans_7", "Hans Ørsted")
     text = 'Student,ID,SIS Login ID,Section\n"=""=Eve, Ann""",8,,S\n'
     (eve,) = read_roster(write(tmp_path, text, "f.csv")).students

@@ -12,7 +12,7 @@ LMS takes back:
 - late.py: due dates, extensions and the late policy of course.toml, and
   the submission times an LMS download carries;
 - overrides.py: an instructor's manual scores and notes per exercise;
-- similarity.py: answer cells compared pairwise (copydetect's winnowing),
+- similarity/: answer cells compared pairwise (copydetect's winnowing),
   flagged for a person to judge;
 - export/: grades and feedback in the files Canvas and Moodle import.
 

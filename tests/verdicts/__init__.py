@@ -303,7 +303,7 @@ def mistake_groups(lab_id: str) -> list[tuple[Mistake, ...]]:
     return groups
 
 
-#: The grader cuts a student id at 100 characters (autograder/grader/submissions/lms.py).
+#: The grader cuts a student id at 100 characters (autograder/grader/submissions/lms/ids.py).
 MAX_ID = 100
 
 

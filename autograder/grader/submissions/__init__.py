@@ -10,7 +10,7 @@ Three steps, one module each:
 - archives.py: the folder or zip is listed, bounded (member count, sizes)
   and never extracted; each file is read only when asked, at most
   MAX_FILE_BYTES;
-- lms.py: the LMS naming rules (Canvas, Moodle, Gradescope, a folder per
+- lms/: the LMS naming rules (Canvas, Moodle, Gradescope, a folder per
   student, a file per student) group the files by student and make the ids,
   keep the order of a student's uploads the LMS's names give (Moodle's
   ``(1)``, Canvas's ``-1``), and open a ``.zip`` the student uploaded;
@@ -105,7 +105,7 @@ def collect(path, lab_id: str, notebook_stem: str, roster=None,
             ids_file: Path | None = None) -> Collected:
     """The submissions in ``path``, matched to the ``roster`` when one is given.
 
-    Without a roster, ids come from the download's names (lms.py) and clashes
+    Without a roster, ids come from the download's names (lms/) and clashes
     are settled by ``lms.assign_ids``: a name that is the id exactly first,
     then the id ``ids_file`` (OUT/ids.json) remembers from an earlier run,
     which this run updates. With a roster (autograder.term.roster.Roster),

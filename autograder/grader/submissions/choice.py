@@ -14,7 +14,7 @@ said in ``note`` (remarks for the instructor, in the student's row of
 grades.csv), never in ``problem`` (reasons that stop grading).
 
 "The newest" is what the LMS says, never the zip's times, in a Moodle or
-Canvas download (lms.py, Candidate.lms): Moodle 4.1+ stamps every entry
+Canvas download (lms/, Candidate.lms): Moodle 4.1+ stamps every entry
 with the download's time and Moodle 4.0 with when the bytes reached its
 file pool, so the times would grade one file from one zip and another from
 the other. The LMS's naming says it instead: a later upload of a name the
@@ -54,7 +54,7 @@ class Submission:
     """One student's file, chosen for grading.
 
     Attributes:
-        student_id: sanitized, unique id (see lms.py, rule 7).
+        student_id: sanitized, unique id (see lms/ids.py, rule 7).
         source_name: the file's path relative to the folder or zip given,
             with ``/`` separators, as found there (U+FFFD for bytes of the
             name that are not UTF-8).
