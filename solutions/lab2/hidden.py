@@ -172,6 +172,7 @@ def test_SelfAttention__config(SelfAttention):
     """key_dim stored as self.key_dim and returned by get_config(); from_config() rebuilds the
     layer.
     """
+    from autograder.testkernel.layers import check_config
     from autograder.testkernel.testing import assert_true
 
     layer = SelfAttention(key_dim=8)
@@ -181,13 +182,7 @@ def test_SelfAttention__config(SelfAttention):
         stored = "missing"
     assert_true(stored == 8, f"SelfAttention(key_dim=8).key_dim is {stored!r}; store the "
                              "argument as self.key_dim.")
-    config = layer.get_config()
-    assert_true(isinstance(config, dict) and config.get("key_dim") == 8,
-                "SelfAttention(key_dim=8).get_config() has no key_dim 8; add it in "
-                "get_config (after super().get_config()).")
-    clone = SelfAttention.from_config(config)
-    assert_true(clone.get_config().get("key_dim") == 8,
-                "SelfAttention.from_config(layer.get_config()) does not give back key_dim=8.")
+    check_config(SelfAttention, {"key_dim": 8}, "SelfAttention(key_dim=8)")
 
 
 @graded("SelfAttention", points=0.25)
@@ -428,6 +423,7 @@ def test_MultiHeadAttention__config(MultiHeadAttention):
     """each constructor argument stored under its own name and returned by get_config();
     from_config() rebuilds the layer.
     """
+    from autograder.testkernel.layers import check_config
     from autograder.testkernel.testing import assert_true
     from autograder.references import lab2 as reference
 
@@ -443,17 +439,7 @@ def test_MultiHeadAttention__config(MultiHeadAttention):
             stored = "missing"
         assert_true(stored == expected, f"{what}.{name} is {stored!r}; store each "
                                         "constructor argument under its own name.")
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), "get_config() did not return a dict.")
-    for name, expected in arguments.items():
-        assert_true(config.get(name) == expected,
-                    f"{what}.get_config() has {name}={config.get(name)!r}; add every "
-                    "constructor argument to get_config().")
-    clone = MultiHeadAttention.from_config(config)
-    clone_config = clone.get_config()
-    assert_true(all(clone_config.get(name) == config[name] for name in arguments),
-                "MultiHeadAttention.from_config(layer.get_config()) gives a layer with "
-                "another configuration.")
+    check_config(MultiHeadAttention, arguments, what)
     default = MultiHeadAttention(num_heads=2, key_dim=3).get_config()
     assert_true(default.get("value_dim") in (None, 3),
                 "MultiHeadAttention(num_heads=2, key_dim=3).get_config() has value_dim="

@@ -255,6 +255,7 @@ def test_PositionalEmbedding__mask(PositionalEmbedding):
 @graded("PositionalEmbedding", points=0.5)
 def test_PositionalEmbedding__config(PositionalEmbedding):
     """the arguments, get_config() and from_config()."""
+    from autograder.testkernel.layers import check_config
     from autograder.testkernel.testing import assert_true
 
     # Arguments stored under their own names (defaults included).
@@ -267,18 +268,9 @@ def test_PositionalEmbedding__config(PositionalEmbedding):
                     f"expected {value!r}: store each constructor argument under its own name.")
 
     # get_config() / from_config() round trip.
-    layer = PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, mask_zero=False)
-    config = layer.get_config()
-    expected_config = {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False}
-    stored = {key: config.get(key, "(missing)") for key in expected_config}
-    assert_true(stored == expected_config,
-                f"PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
-                f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
-    clone = PositionalEmbedding.from_config(config)
-    restored = {key: getattr(clone, key, "(missing)") for key in expected_config}
-    assert_true(restored == expected_config,
-                f"PositionalEmbedding.from_config(config) has the arguments {restored}, "
-                f"expected {expected_config}.")
+    check_config(PositionalEmbedding,
+                 {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False},
+                 "PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, mask_zero=False)")
 
 
 @graded("LearnedPositionalEmbedding", points=2.25)
@@ -478,6 +470,7 @@ def test_LearnedPositionalEmbedding__mask(LearnedPositionalEmbedding):
 @graded("LearnedPositionalEmbedding", points=0.25)
 def test_LearnedPositionalEmbedding__config(LearnedPositionalEmbedding):
     """the arguments, get_config() and from_config()."""
+    from autograder.testkernel.layers import check_config
     from autograder.testkernel.testing import assert_true
 
     # Arguments stored under their own names (the default mask_zero included).
@@ -491,16 +484,7 @@ def test_LearnedPositionalEmbedding__config(LearnedPositionalEmbedding):
                     "argument under its own name.")
 
     # get_config() / from_config() round trip.
-    layer = LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40,
-                                       mask_zero=False)
-    config = layer.get_config()
-    expected_config = {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False}
-    stored = {key: config.get(key, "(missing)") for key in expected_config}
-    assert_true(stored == expected_config,
-                f"LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
-                f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
-    clone = LearnedPositionalEmbedding.from_config(config)
-    restored = {key: getattr(clone, key, "(missing)") for key in expected_config}
-    assert_true(restored == expected_config,
-                f"LearnedPositionalEmbedding.from_config(config) has the arguments "
-                f"{restored}, expected {expected_config}.")
+    check_config(LearnedPositionalEmbedding,
+                 {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False},
+                 "LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
+                 "mask_zero=False)")

@@ -437,24 +437,12 @@ def test_FeedForward__training(FeedForward):
 @graded("FeedForward", points=0.25)
 def test_FeedForward__config(FeedForward):
     """get_config() / from_config(), and a ValueError for invalid arguments."""
+    from autograder.testkernel.layers import check_config
     from autograder.testkernel.testing import assert_true
     from autograder.references import lab4 as reference
 
-    layer = FeedForward(d_model=6, dff=12, dropout_rate=0.5)  # a valid layer first
-    what = "FeedForward(d_model=6, dff=12, dropout_rate=0.5)"
-    wanted = {"d_model": 6, "dff": 12, "dropout_rate": 0.5}
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
-    for name, value in wanted.items():
-        assert_true(config.get(name) == value,
-                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
-                    f"{value!r}: get_config returns every constructor argument under its "
-                    "own name.")
-    clone = FeedForward.from_config(config).get_config()
-    for name, value in wanted.items():
-        assert_true(clone.get(name) == value,
-                    f"FeedForward.from_config(layer.get_config()) has {name}="
-                    f"{clone.get(name)!r}, expected {value!r}.")
+    check_config(FeedForward, {"d_model": 6, "dff": 12, "dropout_rate": 0.5},
+                 "FeedForward(d_model=6, dff=12, dropout_rate=0.5)")
 
     # Invalid arguments: a ValueError at once (any message).
     invalid: list[dict[str, Any]] = [dict(d_model=0, dff=8), dict(d_model=4, dff=-2),
@@ -628,24 +616,12 @@ def test_EncoderLayer__training(EncoderLayer, namespace):
 @graded("EncoderLayer", points=0.5)
 def test_EncoderLayer__config(EncoderLayer):
     """get_config() / from_config(), and a ValueError for invalid arguments."""
+    from autograder.testkernel.layers import check_config
     from autograder.testkernel.testing import assert_true
     from autograder.references import lab4 as reference
 
-    layer = EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first
-    what = "EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)"
-    wanted = {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5}
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
-    for name, value in wanted.items():
-        assert_true(config.get(name) == value,
-                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
-                    f"{value!r}: get_config returns every constructor argument under its "
-                    "own name.")
-    clone = EncoderLayer.from_config(config).get_config()
-    for name, value in wanted.items():
-        assert_true(clone.get(name) == value,
-                    f"EncoderLayer.from_config(layer.get_config()) has {name}="
-                    f"{clone.get(name)!r}, expected {value!r}.")
+    check_config(EncoderLayer, {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5},
+                 "EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)")
 
     # Invalid arguments: a ValueError at once (any message).
     invalid: list[dict[str, Any]] = [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
@@ -913,24 +889,12 @@ def test_DecoderLayer__training(DecoderLayer, namespace):
 @graded("DecoderLayer", points=0.5)
 def test_DecoderLayer__config(DecoderLayer):
     """get_config() / from_config(), and a ValueError for invalid arguments."""
+    from autograder.testkernel.layers import check_config
     from autograder.testkernel.testing import assert_true
     from autograder.references import lab4 as reference
 
-    layer = DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first
-    what = "DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)"
-    wanted = {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5}
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
-    for name, value in wanted.items():
-        assert_true(config.get(name) == value,
-                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
-                    f"{value!r}: get_config returns every constructor argument under its "
-                    "own name.")
-    clone = DecoderLayer.from_config(config).get_config()
-    for name, value in wanted.items():
-        assert_true(clone.get(name) == value,
-                    f"DecoderLayer.from_config(layer.get_config()) has {name}="
-                    f"{clone.get(name)!r}, expected {value!r}.")
+    check_config(DecoderLayer, {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5},
+                 "DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)")
 
     # Invalid arguments: a ValueError at once (any message).
     invalid: list[dict[str, Any]] = [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
