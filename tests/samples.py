@@ -4,13 +4,6 @@ Each lab's folder has ``solutions/<lab>/samples.py``: realistic submissions,
 written as a student would fill the answer cells, that `make demo`, the CLI
 tests and tests/test_grading.py grade. It holds data only:
 
-- ``POINTS``: {exercise: points}, in curriculum order: what the lab's source
-  gives each exercise, frozen here so that a change of points is deliberate
-  (tests/test_grading.py checks the source against it);
-- ``PARTS``: {exercise: {tests cell: points}} of the exercises graded in
-  several tests cells (one per property), frozen likewise; ``MAIN_SHARE``:
-  the least share of an exercise's points that its main computation
-  (the cell ``test_<exercise>``) carries;
 - ``CORRECT``: {exercise: answer cell}, right answers written differently from
   the solution;
 - ``VARIANTS``: {name: (exercise, answer cell)}, more right answers, written
@@ -28,9 +21,12 @@ tests and tests/test_grading.py grade. It holds data only:
   of that exercise must contain; ``FEEDBACK_PAGE_WORDS``: [(student, words)]:
   words that student's feedback page must show.
 
-`expectations(lab_id)` says what each sample must score, exercise by exercise,
-from the tests cells of the lab's source (points and all) and the cells each
-mistake fails: nothing is restated by hand. `build(lab_id)` writes
+The points are not restated there: `cell_points(lab_id)` reads each tests
+cell's from the ``@graded`` declarations of the lab's hidden tests
+(solutions/<lab>/hidden.py, from which the release writes the source's tests
+cells), and `points(lab_id)` adds them up by exercise. `expectations(lab_id)`
+says what each sample must score, exercise by exercise, from those points and
+the cells each mistake fails: nothing is restated by hand. `build(lab_id)` writes
 data/sample_submissions/<lab>/; `python data/sample_submissions/build.py`
 rebuilds every lab's.
 """
@@ -44,6 +40,7 @@ from types import ModuleType
 
 import nbformat
 
+from autograder import hidden
 from autograder.labs import KIT_ROOT, LABS
 from tests.verdicts import Mistake, fill
 from tests.verdicts import swap as swap  # the samples' swap is the verdicts'
@@ -60,8 +57,8 @@ def mistake(exercise: str, source: str, fails: tuple[str, ...] = ()) -> Mistake:
 
 
 #: What every solutions/<lab>/samples.py defines (this module's docstring says what each is).
-INTERFACE = ("POINTS", "PARTS", "MAIN_SHARE", "CORRECT", "VARIANTS", "MISTAKES", "SAMPLES",
-             "UNTOUCHED", "COLAB", "CUT_SHORT", "FEEDBACK_WORDS", "FEEDBACK_PAGE_WORDS")
+INTERFACE = ("CORRECT", "VARIANTS", "MISTAKES", "SAMPLES", "UNTOUCHED", "COLAB", "CUT_SHORT",
+             "FEEDBACK_WORDS", "FEEDBACK_PAGE_WORDS")
 
 
 def load(lab_id: str) -> ModuleType:
@@ -82,10 +79,26 @@ def labs_with_samples() -> list[str]:
 
 
 def cell_points(lab_id: str) -> dict[str, dict[str, float]]:
-    """{exercise: {tests cell: points}}, read from the lab's source."""
-    from tests.verdicts import test_cell_points
+    """{exercise: {tests cell: points}}, exercises in curriculum order and cells in
+    the order they are defined, as the lab's hidden tests declare them
+    (``@graded(exercise, points)``); the release writes the source's tests cells
+    from these (tests/test_grading.py checks the source against them)."""
+    module = hidden.load(lab_id)
+    if module is None:
+        raise FileNotFoundError(f"solutions/{lab_id}/hidden.py: {lab_id} has no hidden tests")
+    cells: dict[str, dict[str, float]] = {exercise: {} for exercise in LABS[lab_id].exercises}
+    for name, test in hidden.tests_of(module).items():
+        declared = hidden.declaration(test)
+        if declared.exercise not in cells:
+            raise ValueError(f"solutions/{lab_id}/hidden.py: {name} grades {declared.exercise!r}, "
+                             f"not an exercise of {lab_id} ({', '.join(cells)})")
+        cells[declared.exercise][name] = float(declared.points)
+    return cells
 
-    return test_cell_points(lab_id)
+
+def points(lab_id: str) -> dict[str, float]:
+    """{exercise: points}, in curriculum order: its tests cells' points added up."""
+    return {exercise: sum(cells.values()) for exercise, cells in cell_points(lab_id).items()}
 
 
 def colab_file(lab_id: str) -> str | None:
@@ -141,7 +154,7 @@ def expectations(lab_id: str) -> dict[str, dict[str, float]]:
     expected = {}
     for name, changes in samples.SAMPLES.items():
         failed = _failed_cells(lab_id, set(changes), cells)
-        expected[name] = {exercise: sum(points for cell, points in cells[exercise].items()
+        expected[name] = {exercise: sum(value for cell, value in cells[exercise].items()
                                         if cell not in failed) for exercise in exercises}
     expected[samples.UNTOUCHED] = {exercise: 0.0 for exercise in exercises}
     if samples.CUT_SHORT:
@@ -186,6 +199,6 @@ def build_all(lab_ids: list[str] | None = None) -> None:
     """Build the samples of ``lab_ids`` (default: every lab with a samples.py) and
     print what each sample must score."""
     for lab_id in lab_ids or labs_with_samples():
-        total = sum(load(lab_id).POINTS.values())
+        total = sum(points(lab_id).values())
         for sample, scores in build(lab_id).items():
             print(f"{lab_id}  {sample:<48} {sum(scores.values()):g} / {total:g}")

@@ -147,11 +147,21 @@ def read_weights(layer, paths) -> dict[str, list[np.ndarray]]:
     return {path: [to_numpy(w) for w in value] for path, value in zip(paths, values)}
 
 
+def _config_differences(config: dict, arguments: dict) -> str:
+    """Each argument ``config`` does not hold as passed, with what was expected
+    ("dff=None, expected 12; no dropout_rate, expected 0.5"); "" when none."""
+    return "; ".join(
+        (f"{name}={config[name]!r}, expected {value!r}" if name in config
+         else f"no {name}, expected {value!r}")
+        for name, value in arguments.items() if config.get(name) != value)
+
+
 def check_config(layer_class, arguments: dict, what: str) -> None:
     """``layer_class(**arguments).get_config()`` holds every argument under its
     own name, and ``from_config`` of it builds a layer with the same ones;
-    AssertionError (the student's feedback) otherwise. ``layer_class``: the
-    student's class (a proxy under the grader)."""
+    AssertionError (the student's feedback, naming each argument held wrong and
+    the value expected) otherwise. ``layer_class``: the student's class (a proxy
+    under the grader)."""
     layer = layer_class(**arguments)
     try:
         config = call_method(layer, "get_config")
@@ -163,15 +173,14 @@ def check_config(layer_class, arguments: dict, what: str) -> None:
     if not isinstance(config, dict):
         raise AssertionError(f"{what}: get_config() returned {type(config).__name__}, "
                              "expected a dict.")
-    wrong = {k: config.get(k) for k, v in arguments.items() if config.get(k) != v}
+    wrong = _config_differences(config, arguments)
     if wrong:
         raise AssertionError(
-            f"{what}: get_config() gives {wrong} for these arguments; store each "
-            "constructor argument under its own name and add it to super().get_config().")
+            f"{what}: get_config() gives {wrong}; store each constructor argument under "
+            "its own name and add it to super().get_config().")
     rebuilt = call_method(layer_class, "from_config", config)
     again = call_method(rebuilt, "get_config")
-    again = again if isinstance(again, dict) else {}
-    wrong = {k: again.get(k) for k, v in arguments.items() if again.get(k) != v}
+    wrong = _config_differences(again if isinstance(again, dict) else {}, arguments)
     if wrong:
         raise AssertionError(f"{what}: from_config(get_config()) built a layer whose "
                              f"get_config() gives {wrong}.")

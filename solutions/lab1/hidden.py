@@ -4,16 +4,17 @@ its tests cell, its parameters the student names it calls (autograder.hidden).
 The release writes a call of each into its tests cell of the source notebook.
 """
 
+import numpy as np
+
 from autograder.hidden import graded
+from autograder.references import lab1 as reference
+from autograder.testkernel.testing import (as_array, assert_close, assert_finite, assert_shape,
+                                           assert_true, rng)
 
 
 @graded("dot_scores", points=1)
 def test_dot_scores(dot_scores):
     """the scores of one query and of batches of queries."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close
-    from autograder.references import lab1 as reference
-
     assert_close(dot_scores(np.array([0.7, 0.3], dtype="float32"),
                             np.array([[0.8, 0.2]], dtype="float32")),
                  [0.62], "dot_scores(query (0.7, 0.3), keys [(0.8, 0.2)])")
@@ -31,11 +32,6 @@ def test_dot_scores(dot_scores):
 @graded("softmax", points=1)
 def test_softmax(softmax):
     """the weights along the last axis and along `axis`."""
-    import numpy as np
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
-
     r = rng("softmax")
 
     def check(x, axis, what, call):
@@ -75,11 +71,6 @@ def test_softmax(softmax):
 @graded("softmax", points=0.5)
 def test_softmax__overflow(softmax):
     """no overflow: vectors near 1000, -1000 and 5000, and rows that far apart."""
-    import numpy as np
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                               assert_true)
-    from autograder.references import lab1 as reference
-
     r = rng("softmax/overflow")
     centres = (1000, -1000, 0, 5000)
     vectors = [(c + (10 if c == 0 else 1) * r.normal(size=5)).astype("float32")
@@ -109,10 +100,6 @@ def test_softmax__overflow(softmax):
 @graded("softmax", points=0.5)
 def test_softmax__masks(softmax):
     """a masked entry (-inf) gets weight 0."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
-    from autograder.references import lab1 as reference
-
     r = rng("softmax/masks")
     # -inf entries get weight 0 (each vector keeps at least one finite entry). One
     # vector (1-D) at a time: the axis and keepdims are test_softmax's.
@@ -133,11 +120,6 @@ def test_softmax__masks(softmax):
 @graded("attention_pool", points=2)
 def test_attention_pool(attention_pool):
     """the context and the weights of one query and of batches of queries."""
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
-
     r = rng("attention_pool")
     cases = [((6,), (5, 6), (5, 3)),
              ((4, 6), (4, 5, 6), (4, 5, 3)),
@@ -175,9 +157,6 @@ def test_attention_pool(attention_pool):
 @graded("bilinear_scores", points=1)
 def test_bilinear_scores(bilinear_scores):
     """the scores for rectangular and square `W`, one query and batches of queries."""
-    from autograder.testkernel.testing import rng, assert_close
-    from autograder.references import lab1 as reference
-
     r = rng("bilinear_scores")
     cases = [((4,), (6, 3), (4, 3)),
              ((2, 4), (2, 6, 3), (4, 3)),
@@ -196,10 +175,6 @@ def test_bilinear_scores(bilinear_scores):
 @graded("additive_scores", points=2)
 def test_additive_scores(additive_scores):
     """the scores for `d_q != d_k` and `d_q == d_k`, one query and batches of queries."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
-    from autograder.references import lab1 as reference
-
     r = rng("additive_scores")
     cases = [((3,), (5, 4), 6),
              ((2, 3), (2, 5, 4), 6),
@@ -233,11 +208,6 @@ def test_additive_scores(additive_scores):
 @graded("scaled_dot_product_attention", points=1)
 def test_scaled_dot_product_attention(scaled_dot_product_attention):
     """the output and weights without a mask."""
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
-
     r = rng("scaled_dot_product_attention")
 
     def run(query_shape, key_shape, value_shape, pass_mask):
@@ -284,11 +254,6 @@ def test_scaled_dot_product_attention__masks(scaled_dot_product_attention):
     masked keys get weight 0, and a query's weights and output are those it gets alone
     with only its visible keys.
     """
-    import numpy as np
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab1 as reference
-
     r = rng("scaled_dot_product_attention/masks")
 
     def masked(query_shape, key_shape, value_shape, mask, mask_text):
@@ -358,9 +323,6 @@ def test_scaled_dot_product_attention__masks(scaled_dot_product_attention):
 @graded("scaled_dot_product_attention", points=0.5)
 def test_scaled_dot_product_attention__masked_rows(scaled_dot_product_attention):
     """a query whose keys are all masked gives finite numbers, no NaN."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_shape, assert_true
-
     r = rng("scaled_dot_product_attention/masked_rows")
     # A random mask (T_q, T_k) with one query that sees no key, and a padding mask
     # (B, 1, 1, T_k) that hides every key of the second sentence.

@@ -10,19 +10,6 @@ rebuilds data/sample_submissions/lab1/ after the lab changes.
 
 from tests.samples import mistake
 
-#: The points of each exercise, as the lab's source gives them.
-POINTS = {"dot_scores": 1, "softmax": 2, "attention_pool": 2, "bilinear_scores": 1,
-          "additive_scores": 2, "scaled_dot_product_attention": 2}
-#: The exercises graded in several tests cells, one per property.
-PARTS: dict[str, dict[str, float]] = {
-    "softmax": {"test_softmax": 1, "test_softmax__overflow": 0.5, "test_softmax__masks": 0.5},
-    "scaled_dot_product_attention": {
-        "test_scaled_dot_product_attention": 1,
-        "test_scaled_dot_product_attention__masks": 0.5,
-        "test_scaled_dot_product_attention__masked_rows": 0.5},
-}
-MAIN_SHARE = 0.5
-
 CORRECT = {
     "dot_scores": '''
 def dot_scores(query, keys):

@@ -6,15 +6,19 @@ The release writes a call of each into its tests cell of the source notebook.
 
 from typing import Any
 
+import numpy as np
+
 from autograder.hidden import graded
+from autograder.references import lab2 as reference
+from autograder.testkernel.layers import check_config
+from autograder.testkernel.probe import StudentCodeError
+from autograder.testkernel.testing import (as_array, assert_close, assert_finite, assert_shape,
+                                           assert_true, rng)
 
 
 @graded("mha_weight_shapes", points=1)
 def test_mha_weight_shapes(mha_weight_shapes):
     """the 8 shapes, in the order of Keras's layer, for many sizes, with and without value_dim."""
-    from autograder.testkernel.testing import rng, assert_true
-    from autograder.references import lab2 as reference
-
     names = ["query kernel", "query bias", "key kernel", "key bias", "value kernel",
              "value bias", "output kernel", "output bias"]
     r = rng("mha_weight_shapes")
@@ -47,12 +51,6 @@ def test_mha_weight_shapes(mha_weight_shapes):
 @graded("SelfAttention", points=1.5)
 def test_SelfAttention(SelfAttention):
     """outputs and weights, with and without masks, for random projections."""
-    import numpy as np
-    from autograder.testkernel.probe import StudentCodeError
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                    assert_finite, assert_true)
-    from autograder.references import lab2 as reference
-
     r = rng("SelfAttention")
 
     reference.assert_from_scratch(SelfAttention, "SelfAttention", "Dense layers and keras.ops")
@@ -172,8 +170,6 @@ def test_SelfAttention__config(SelfAttention):
     """key_dim stored as self.key_dim and returned by get_config(); from_config() rebuilds the
     layer.
     """
-    from autograder.testkernel.testing import assert_true
-
     layer = SelfAttention(key_dim=8)
     try:
         stored = layer.key_dim
@@ -181,21 +177,12 @@ def test_SelfAttention__config(SelfAttention):
         stored = "missing"
     assert_true(stored == 8, f"SelfAttention(key_dim=8).key_dim is {stored!r}; store the "
                              "argument as self.key_dim.")
-    config = layer.get_config()
-    assert_true(isinstance(config, dict) and config.get("key_dim") == 8,
-                "SelfAttention(key_dim=8).get_config() has no key_dim 8; add it in "
-                "get_config (after super().get_config()).")
-    clone = SelfAttention.from_config(config)
-    assert_true(clone.get_config().get("key_dim") == 8,
-                "SelfAttention.from_config(layer.get_config()) does not give back key_dim=8.")
+    check_config(SelfAttention, {"key_dim": 8}, "SelfAttention(key_dim=8)")
 
 
 @graded("SelfAttention", points=0.25)
 def test_SelfAttention__validation(SelfAttention):
     """a ValueError in __init__ when key_dim is not a positive integer, any message."""
-    from autograder.testkernel.testing import assert_true
-    from autograder.references import lab2 as reference
-
     SelfAttention(key_dim=4)  # a valid layer first (an unanswered stub stops here)
     for bad in (0, -3):
         what = f"SelfAttention(key_dim={bad})"
@@ -209,10 +196,6 @@ def test_SelfAttention__validation(SelfAttention):
 @graded("split_heads", points=1)
 def test_split_heads(split_heads):
     """(B, T, num_heads * depth) to (B, num_heads, T, depth), NumPy arrays and backend tensors."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape
-    from autograder.references import lab2 as reference
-
     r = rng("split_heads")
     cases = [(2, 5, 3, 4), (2, 3, 3, 2), (1, 4, 1, 8), (3, 4, 4, 4), (2, 6, 2, 3),
              (1, 2, 4, 1)]
@@ -240,10 +223,6 @@ def test_merge_heads(merge_heads):
     """(B, num_heads, T, depth) back to (B, T, num_heads * depth), NumPy arrays and backend
     tensors.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape
-    from autograder.references import lab2 as reference
-
     r = rng("merge_heads")
     cases = [(2, 3, 5, 4), (2, 3, 3, 2), (1, 1, 4, 8), (3, 4, 4, 4), (2, 2, 6, 3),
              (1, 4, 2, 1)]
@@ -269,9 +248,6 @@ def test_MultiHeadAttention(MultiHeadAttention):
     """weights (shapes and order, made in build) and outputs and scores without a mask, against
     Keras's layer with your weights.
     """
-    from autograder.testkernel.testing import rng, assert_close
-    from autograder.references import lab2 as reference
-
     r = rng("MultiHeadAttention")
     reference.assert_from_scratch(MultiHeadAttention)
 
@@ -301,9 +277,6 @@ def test_MultiHeadAttention__masks(MultiHeadAttention):
     hidden keys get weight 0, and each query's output and weights are those the layer gives
     with only the keys it may see.
     """
-    from autograder.testkernel.testing import rng
-    from autograder.references import lab2 as reference
-
     r = rng("MultiHeadAttention/masks")
 
     def case(*arguments, **keywords):
@@ -326,10 +299,6 @@ def test_MultiHeadAttention__dropout(MultiHeadAttention):
     """dropout, nothing at inference, the attention probabilities dropped and rescaled when
     training.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
-    from autograder.references import lab2 as reference
-
     r = rng("MultiHeadAttention/dropout")
     reference.assert_from_scratch(MultiHeadAttention)
 
@@ -428,9 +397,6 @@ def test_MultiHeadAttention__config(MultiHeadAttention):
     """each constructor argument stored under its own name and returned by get_config();
     from_config() rebuilds the layer.
     """
-    from autograder.testkernel.testing import assert_true
-    from autograder.references import lab2 as reference
-
     arguments = dict(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, use_bias=False)
     what = "MultiHeadAttention(num_heads=4, key_dim=3, value_dim=5, dropout=0.25, use_bias=False)"
     layer = MultiHeadAttention(**arguments)
@@ -443,17 +409,7 @@ def test_MultiHeadAttention__config(MultiHeadAttention):
             stored = "missing"
         assert_true(stored == expected, f"{what}.{name} is {stored!r}; store each "
                                         "constructor argument under its own name.")
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), "get_config() did not return a dict.")
-    for name, expected in arguments.items():
-        assert_true(config.get(name) == expected,
-                    f"{what}.get_config() has {name}={config.get(name)!r}; add every "
-                    "constructor argument to get_config().")
-    clone = MultiHeadAttention.from_config(config)
-    clone_config = clone.get_config()
-    assert_true(all(clone_config.get(name) == config[name] for name in arguments),
-                "MultiHeadAttention.from_config(layer.get_config()) gives a layer with "
-                "another configuration.")
+    check_config(MultiHeadAttention, arguments, what)
     default = MultiHeadAttention(num_heads=2, key_dim=3).get_config()
     assert_true(default.get("value_dim") in (None, 3),
                 "MultiHeadAttention(num_heads=2, key_dim=3).get_config() has value_dim="
@@ -463,9 +419,6 @@ def test_MultiHeadAttention__config(MultiHeadAttention):
 @graded("MultiHeadAttention", points=0.25)
 def test_MultiHeadAttention__validation(MultiHeadAttention):
     """invalid arguments raise a ValueError in __init__, any message."""
-    from autograder.testkernel.testing import assert_true
-    from autograder.references import lab2 as reference
-
     layer = MultiHeadAttention(num_heads=2, key_dim=4)  # a valid layer first (an unanswered stub stops here)
     reference.build_quietly(layer, (1, 2, 6))  # so that what it is made of shows
     reference.assert_from_scratch(layer)

@@ -13,20 +13,6 @@ data/sample_submissions/lab2/ after the lab changes.
 
 from tests.samples import mistake, swap
 
-#: The points of each exercise, as the lab's source gives them.
-POINTS = {"mha_weight_shapes": 1, "SelfAttention": 2, "split_heads": 1, "merge_heads": 1,
-          "MultiHeadAttention": 5}
-#: The layers' points, property by property (tests cell -> points).
-PARTS = {
-    "SelfAttention": {"test_SelfAttention": 1.5, "test_SelfAttention__config": 0.25,
-                      "test_SelfAttention__validation": 0.25},
-    "MultiHeadAttention": {"test_MultiHeadAttention": 2.5, "test_MultiHeadAttention__masks": 1.0,
-                           "test_MultiHeadAttention__dropout": 1.0,
-                           "test_MultiHeadAttention__config": 0.25,
-                           "test_MultiHeadAttention__validation": 0.25},
-}
-MAIN_SHARE = 0.5
-
 CORRECT = {
     "mha_weight_shapes": '''
 def mha_weight_shapes(d_model, num_heads, key_dim, value_dim=None):

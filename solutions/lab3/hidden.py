@@ -4,16 +4,20 @@ its tests cell, its parameters the student names it calls (autograder.hidden).
 The release writes a call of each into its tests cell of the source notebook.
 """
 
+import re
+
+import numpy as np
+
 from autograder.hidden import graded
+from autograder.references import lab3 as reference
+from autograder.testkernel.layers import check_config
+from autograder.testkernel.probe import RemoteObject
+from autograder.testkernel.testing import as_array, assert_close, assert_shape, assert_true, rng
 
 
 @graded("positional_encoding", points=2)
 def test_positional_encoding(positional_encoding):
     """the values for even depths."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
-    from autograder.references import lab3 as reference
-
     def check(length, depth, atol=None, keywords=False):
         what = f"positional_encoding({length}, {depth})"
         table = (positional_encoding(length=length, depth=depth) if keywords
@@ -41,12 +45,6 @@ def test_positional_encoding(positional_encoding):
 @graded("positional_encoding", points=0.5)
 def test_positional_encoding__odd_depth(positional_encoding):
     """an odd depth."""
-    import re
-
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
-    from autograder.references import lab3 as reference
-
     def even_depths_right(length, depth):
         """Whether the answer's tables of the even depths beside ``depth`` are right
         (the values' share); when they are not, the mistake is graded there."""
@@ -98,9 +96,6 @@ def test_positional_encoding__odd_depth(positional_encoding):
 @graded("positional_encoding", points=0.5)
 def test_positional_encoding__dtype(positional_encoding):
     """the dtype, float32."""
-    import numpy as np
-    from autograder.testkernel.testing import as_array, assert_true
-
     for length, depth in [(3, 6), (40, 16)]:
         what = f"positional_encoding({length}, {depth})"
         table = as_array(positional_encoding(length, depth), what)
@@ -112,16 +107,10 @@ def test_positional_encoding__dtype(positional_encoding):
 @graded("PositionalEmbedding", points=2.5)
 def test_PositionalEmbedding(PositionalEmbedding):
     """values and weights."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
-    from autograder.references import lab3 as reference
-
     r = rng("PositionalEmbedding")
 
     def class_names(target):
         """Class and base classes of a student object (remote or, outside grading, local)."""
-        from autograder.testkernel.probe import RemoteObject
-
         if isinstance(target, RemoteObject):
             described = target.describe()
             return [described["class"]] + described["bases"]
@@ -195,9 +184,6 @@ def test_PositionalEmbedding(PositionalEmbedding):
 @graded("PositionalEmbedding", points=0.5)
 def test_PositionalEmbedding__weights(PositionalEmbedding):
     """the weights made in build, none before it."""
-    import numpy as np
-    from autograder.testkernel.testing import assert_true
-
     def shapes(weights):
         return [tuple(int(n) for n in np.shape(weight)) for weight in weights]
 
@@ -221,10 +207,6 @@ def test_PositionalEmbedding__weights(PositionalEmbedding):
 @graded("PositionalEmbedding", points=0.5)
 def test_PositionalEmbedding__mask(PositionalEmbedding):
     """compute_mask and mask_zero."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_shape, assert_true
-    from autograder.references import lab3 as reference
-
     r = rng("PositionalEmbedding/mask")
     for vocab_size, d_model, batch, length in [(11, 6, 2, 5), (40, 16, 3, 12)]:
         what = f"PositionalEmbedding(vocab_size={vocab_size}, d_model={d_model})"
@@ -255,8 +237,6 @@ def test_PositionalEmbedding__mask(PositionalEmbedding):
 @graded("PositionalEmbedding", points=0.5)
 def test_PositionalEmbedding__config(PositionalEmbedding):
     """the arguments, get_config() and from_config()."""
-    from autograder.testkernel.testing import assert_true
-
     # Arguments stored under their own names (defaults included).
     layer = PositionalEmbedding(vocab_size=11, d_model=6)
     for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 2048),
@@ -267,33 +247,18 @@ def test_PositionalEmbedding__config(PositionalEmbedding):
                     f"expected {value!r}: store each constructor argument under its own name.")
 
     # get_config() / from_config() round trip.
-    layer = PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, mask_zero=False)
-    config = layer.get_config()
-    expected_config = {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False}
-    stored = {key: config.get(key, "(missing)") for key in expected_config}
-    assert_true(stored == expected_config,
-                f"PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
-                f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
-    clone = PositionalEmbedding.from_config(config)
-    restored = {key: getattr(clone, key, "(missing)") for key in expected_config}
-    assert_true(restored == expected_config,
-                f"PositionalEmbedding.from_config(config) has the arguments {restored}, "
-                f"expected {expected_config}.")
+    check_config(PositionalEmbedding,
+                 {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False},
+                 "PositionalEmbedding(vocab_size=13, d_model=10, max_length=40, mask_zero=False)")
 
 
 @graded("LearnedPositionalEmbedding", points=2.25)
 def test_LearnedPositionalEmbedding(LearnedPositionalEmbedding):
     """values and weights."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape, assert_true
-    from autograder.references import lab3 as reference
-
     r = rng("LearnedPositionalEmbedding")
 
     def class_names(target):
         """Class and base classes of a student object (remote or, outside grading, local)."""
-        from autograder.testkernel.probe import RemoteObject
-
         if isinstance(target, RemoteObject):
             described = target.describe()
             return [described["class"]] + described["bases"]
@@ -367,9 +332,6 @@ def test_LearnedPositionalEmbedding(LearnedPositionalEmbedding):
 @graded("LearnedPositionalEmbedding", points=0.25)
 def test_LearnedPositionalEmbedding__weights(LearnedPositionalEmbedding):
     """the weights made in build, none before it."""
-    import numpy as np
-    from autograder.testkernel.testing import assert_true
-
     def shapes(weights):
         return [tuple(int(n) for n in np.shape(weight)) for weight in weights]
 
@@ -402,10 +364,6 @@ def test_LearnedPositionalEmbedding__weights(LearnedPositionalEmbedding):
 @graded("LearnedPositionalEmbedding", points=0.5)
 def test_LearnedPositionalEmbedding__validation(LearnedPositionalEmbedding):
     """T = max_length works, a longer sequence is a ValueError."""
-    import re
-
-    from autograder.testkernel.testing import rng, assert_true
-
     r = rng("LearnedPositionalEmbedding/validation")
 
     def error_kind(call):
@@ -441,10 +399,6 @@ def test_LearnedPositionalEmbedding__validation(LearnedPositionalEmbedding):
 @graded("LearnedPositionalEmbedding", points=0.25)
 def test_LearnedPositionalEmbedding__mask(LearnedPositionalEmbedding):
     """compute_mask and mask_zero."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_shape, assert_true
-    from autograder.references import lab3 as reference
-
     r = rng("LearnedPositionalEmbedding/mask")
     for vocab_size, d_model, max_length, batch, length in [(11, 6, 8, 2, 5),
                                                           (30, 16, 20, 3, 17)]:
@@ -478,8 +432,6 @@ def test_LearnedPositionalEmbedding__mask(LearnedPositionalEmbedding):
 @graded("LearnedPositionalEmbedding", points=0.25)
 def test_LearnedPositionalEmbedding__config(LearnedPositionalEmbedding):
     """the arguments, get_config() and from_config()."""
-    from autograder.testkernel.testing import assert_true
-
     # Arguments stored under their own names (the default mask_zero included).
     layer = LearnedPositionalEmbedding(vocab_size=11, d_model=6, max_length=8)
     for name, value in [("vocab_size", 11), ("d_model", 6), ("max_length", 8),
@@ -491,16 +443,7 @@ def test_LearnedPositionalEmbedding__config(LearnedPositionalEmbedding):
                     "argument under its own name.")
 
     # get_config() / from_config() round trip.
-    layer = LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40,
-                                       mask_zero=False)
-    config = layer.get_config()
-    expected_config = {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False}
-    stored = {key: config.get(key, "(missing)") for key in expected_config}
-    assert_true(stored == expected_config,
-                f"LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
-                f"mask_zero=False).get_config() holds {stored}, expected {expected_config}.")
-    clone = LearnedPositionalEmbedding.from_config(config)
-    restored = {key: getattr(clone, key, "(missing)") for key in expected_config}
-    assert_true(restored == expected_config,
-                f"LearnedPositionalEmbedding.from_config(config) has the arguments "
-                f"{restored}, expected {expected_config}.")
+    check_config(LearnedPositionalEmbedding,
+                 {"vocab_size": 13, "d_model": 10, "max_length": 40, "mask_zero": False},
+                 "LearnedPositionalEmbedding(vocab_size=13, d_model=10, max_length=40, "
+                 "mask_zero=False)")

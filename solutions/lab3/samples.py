@@ -11,26 +11,6 @@ rebuilds data/sample_submissions/lab3/ after the lab changes.
 
 from tests.samples import mistake, swap
 
-#: The points of each exercise, as the lab's source gives them.
-POINTS = {"positional_encoding": 3, "PositionalEmbedding": 4, "LearnedPositionalEmbedding": 3.5}
-#: The points, property by property (tests cell -> points).
-PARTS = {
-    "positional_encoding": {"test_positional_encoding": 2.0,              # the values, even depths
-                            "test_positional_encoding__odd_depth": 0.5,
-                            "test_positional_encoding__dtype": 0.5},      # float32
-    "PositionalEmbedding": {"test_PositionalEmbedding": 2.5,              # values and weights
-                            "test_PositionalEmbedding__weights": 0.5,     # made in build
-                            "test_PositionalEmbedding__mask": 0.5,
-                            "test_PositionalEmbedding__config": 0.5},
-    "LearnedPositionalEmbedding": {
-        "test_LearnedPositionalEmbedding": 2.25,                          # values and weights
-        "test_LearnedPositionalEmbedding__weights": 0.25,                 # made in build
-        "test_LearnedPositionalEmbedding__validation": 0.5,   # the ValueError past max_length
-        "test_LearnedPositionalEmbedding__mask": 0.25,
-        "test_LearnedPositionalEmbedding__config": 0.25},
-}
-MAIN_SHARE = 0.6
-
 # Correct answers, written differently from the solution.
 CORRECT = {
     "positional_encoding": '''

@@ -6,7 +6,13 @@ The release writes a call of each into its tests cell of the source notebook.
 
 from typing import Any
 
+import numpy as np
+
 from autograder.hidden import graded
+from autograder.references import lab4 as reference
+from autograder.testkernel.layers import check_config
+from autograder.testkernel.testing import (assert_close, assert_finite, assert_shape, assert_true,
+                                           keep, kept, rng)
 
 
 def _padded(real) -> str:
@@ -18,8 +24,6 @@ def _padded(real) -> str:
 
 def _kept_scores(layer, shape):
     """``layer.last_attention_scores`` as NumPy when it has ``shape``, else None."""
-    from autograder.references import lab4 as reference
-
     try:
         scores = reference.to_numpy(layer.last_attention_scores)
     except Exception:  # noqa: BLE001 - not kept: test_DecoderLayer says so
@@ -30,10 +34,6 @@ def _kept_scores(layer, shape):
 @graded("causal_mask", points=1)
 def test_causal_mask(causal_mask):
     """the boolean mask (T, T), True on and below the diagonal, for lengths from 1 to 9."""
-    import numpy as np
-    from autograder.testkernel.testing import assert_shape, assert_true
-    from autograder.references import lab4 as reference
-
     def check(length, expected):
         what = f"causal_mask({length})"
         mask = assert_shape(reference.to_numpy(causal_mask(length)), (length, length), what)
@@ -65,10 +65,6 @@ def test_padding_mask(padding_mask):
     """the boolean mask (B, T) for int32 and int64 ids, arrays or tensors, with pad_id 0 and
     others.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_shape, assert_true
-    from autograder.references import lab4 as reference
-
     def check(result, token_ids, pad_id, what):
         mask = assert_shape(reference.to_numpy(result), np.shape(token_ids), what)
         assert_true(mask.dtype == bool, f"{what}: the dtype is {mask.dtype}, expected bool.")
@@ -108,10 +104,6 @@ def test_padding_mask(padding_mask):
 @graded("combine_masks", points=1.5)
 def test_combine_masks(combine_masks):
     """the values of the combined mask, compared after broadcasting."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_shape, assert_true
-    from autograder.references import lab4 as reference
-
     def check(result, expected, what, exact_shape=True, guesses=()):
         mask = reference.to_numpy(result)
         swapped_shape = (expected.shape[0], expected.shape[2], expected.shape[1])
@@ -204,9 +196,6 @@ def test_combine_masks__broadcast(combine_masks):
     """a missing mask leaves an axis of length 1, so the mask fits any number of queries (or
     keys).
     """
-    from autograder.testkernel.testing import rng, assert_true
-    from autograder.references import lab4 as reference
-
     r = rng("combine_masks/broadcast")
     query, key = r.random(size=(3, 4)) < 0.7, r.random(size=(3, 6)) < 0.7
     for result, expected, what, missing, plural in [
@@ -225,11 +214,6 @@ def test_combine_masks__broadcast(combine_masks):
 @graded("masked_softmax", points=1.5)
 def test_masked_softmax(masked_softmax):
     """the weights of rows with an allowed key, with broadcast masks."""
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape, assert_finite,
-                                    assert_true)
-    from autograder.references import lab4 as reference
-
     def softmax(values, axis=-1):
         exponentials = np.exp(values - values.max(axis=axis, keepdims=True))
         return exponentials / exponentials.sum(axis=axis, keepdims=True)
@@ -320,10 +304,6 @@ def test_masked_softmax(masked_softmax):
 @graded("masked_softmax", points=0.5)
 def test_masked_softmax__masked_rows(masked_softmax):
     """a row whose keys are all masked gives finite numbers, whatever their values."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
-    from autograder.references import lab4 as reference
-
     r = rng("masked_softmax/masked_rows")
     for shape in [(2, 4, 5), (2, 2, 3, 4)]:
         scores = (3 * r.normal(size=shape)).astype("float32")
@@ -344,10 +324,6 @@ def test_masked_softmax__masked_rows(masked_softmax):
 @graded("FeedForward", points=1.5)
 def test_FeedForward(FeedForward):
     """sublayers, weight shapes and outputs at inference."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true
-    from autograder.references import lab4 as reference
-
     r = rng("FeedForward")
     for d_model, dff, rate, shape in [(6, 12, 0.5, (2, 5, 6)), (4, 10, 0.2, (3, 4))]:
         layer = FeedForward(d_model=d_model, dff=dff, dropout_rate=rate)
@@ -390,10 +366,6 @@ def test_FeedForward(FeedForward):
 @graded("FeedForward", points=0.25)
 def test_FeedForward__training(FeedForward):
     """dropout on the output while training, at the rate dropout_rate."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
-    from autograder.references import lab4 as reference
-
     r = rng("FeedForward/training")
     for rate, size in [(0.5, (2, 5, 6)), (0.2, (4, 5, 6))]:
         layer = FeedForward(d_model=6, dff=12, dropout_rate=rate)
@@ -437,24 +409,8 @@ def test_FeedForward__training(FeedForward):
 @graded("FeedForward", points=0.25)
 def test_FeedForward__config(FeedForward):
     """get_config() / from_config(), and a ValueError for invalid arguments."""
-    from autograder.testkernel.testing import assert_true
-    from autograder.references import lab4 as reference
-
-    layer = FeedForward(d_model=6, dff=12, dropout_rate=0.5)  # a valid layer first
-    what = "FeedForward(d_model=6, dff=12, dropout_rate=0.5)"
-    wanted = {"d_model": 6, "dff": 12, "dropout_rate": 0.5}
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
-    for name, value in wanted.items():
-        assert_true(config.get(name) == value,
-                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
-                    f"{value!r}: get_config returns every constructor argument under its "
-                    "own name.")
-    clone = FeedForward.from_config(config).get_config()
-    for name, value in wanted.items():
-        assert_true(clone.get(name) == value,
-                    f"FeedForward.from_config(layer.get_config()) has {name}="
-                    f"{clone.get(name)!r}, expected {value!r}.")
+    check_config(FeedForward, {"d_model": 6, "dff": 12, "dropout_rate": 0.5},
+                 "FeedForward(d_model=6, dff=12, dropout_rate=0.5)")
 
     # Invalid arguments: a ValueError at once (any message).
     invalid: list[dict[str, Any]] = [dict(d_model=0, dff=8), dict(d_model=4, dff=-2),
@@ -470,10 +426,6 @@ def test_FeedForward__config(FeedForward):
 @graded("EncoderLayer", points=2.75)
 def test_EncoderLayer(EncoderLayer, namespace):
     """sublayers and outputs at inference, without padding."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true, keep
-    from autograder.references import lab4 as reference
-
     r = rng("EncoderLayer")
     for d_model, num_heads, dff, batch, length in [(8, 2, 16, 3, 5), (12, 3, 20, 2, 7)]:
         what = f"EncoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
@@ -535,11 +487,6 @@ def test_EncoderLayer__padding(EncoderLayer, namespace):
     """with a padding mask (padding last or first in a sentence), the outputs at the real
     positions are those of the sentence alone, without its padding.
     """
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape, assert_true,
-                                               kept)
-    from autograder.references import lab4 as reference
-
     r = rng("EncoderLayer/padding")
     for d_model, num_heads, dff, batch, length in [(8, 2, 16, 3, 5), (12, 3, 20, 2, 7)]:
         what = f"EncoderLayer(d_model={d_model}, num_heads={num_heads}, dff={dff})"
@@ -584,10 +531,6 @@ def test_EncoderLayer__padding(EncoderLayer, namespace):
 @graded("EncoderLayer", points=0.25)
 def test_EncoderLayer__training(EncoderLayer, namespace):
     """dropout while training, on the attention's output too; nothing dropped at inference."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true, kept
-    from autograder.references import lab4 as reference
-
     r = rng("EncoderLayer/training")
     close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     arguments = dict(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
@@ -628,24 +571,8 @@ def test_EncoderLayer__training(EncoderLayer, namespace):
 @graded("EncoderLayer", points=0.5)
 def test_EncoderLayer__config(EncoderLayer):
     """get_config() / from_config(), and a ValueError for invalid arguments."""
-    from autograder.testkernel.testing import assert_true
-    from autograder.references import lab4 as reference
-
-    layer = EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first
-    what = "EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)"
-    wanted = {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5}
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
-    for name, value in wanted.items():
-        assert_true(config.get(name) == value,
-                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
-                    f"{value!r}: get_config returns every constructor argument under its "
-                    "own name.")
-    clone = EncoderLayer.from_config(config).get_config()
-    for name, value in wanted.items():
-        assert_true(clone.get(name) == value,
-                    f"EncoderLayer.from_config(layer.get_config()) has {name}="
-                    f"{clone.get(name)!r}, expected {value!r}.")
+    check_config(EncoderLayer, {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5},
+                 "EncoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)")
 
     # Invalid arguments: a ValueError at once (any message).
     invalid: list[dict[str, Any]] = [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),
@@ -661,10 +588,6 @@ def test_EncoderLayer__config(EncoderLayer):
 @graded("DecoderLayer", points=2.75)
 def test_DecoderLayer(DecoderLayer, namespace):
     """sublayers, causality, outputs and cross-attention scores at inference, without padding."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true, keep
-    from autograder.references import lab4 as reference
-
     r = rng("DecoderLayer")
     close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     for d_model, num_heads, dff, batch, length, source_length in [(8, 2, 16, 2, 4, 6),
@@ -773,11 +696,6 @@ def test_DecoderLayer__padding(DecoderLayer, namespace):
     weights at the real targets are those of the sentences alone, without their padding,
     and padded source tokens get no weight.
     """
-    import numpy as np
-    from autograder.testkernel.testing import (rng, assert_close, assert_shape, assert_finite,
-                                               assert_true, kept)
-    from autograder.references import lab4 as reference
-
     r = rng("DecoderLayer/padding")
     close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     for d_model, num_heads, dff, batch, length, source_length in [(8, 2, 16, 2, 4, 6),
@@ -861,10 +779,6 @@ def test_DecoderLayer__padding(DecoderLayer, namespace):
 @graded("DecoderLayer", points=0.25)
 def test_DecoderLayer__training(DecoderLayer, namespace):
     """dropout while training, after each attention sublayer; nothing dropped at inference."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true, kept
-    from autograder.references import lab4 as reference
-
     r = rng("DecoderLayer/training")
     close: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
     arguments = dict(d_model=8, num_heads=2, dff=16, dropout_rate=0.5)
@@ -913,24 +827,8 @@ def test_DecoderLayer__training(DecoderLayer, namespace):
 @graded("DecoderLayer", points=0.5)
 def test_DecoderLayer__config(DecoderLayer):
     """get_config() / from_config(), and a ValueError for invalid arguments."""
-    from autograder.testkernel.testing import assert_true
-    from autograder.references import lab4 as reference
-
-    layer = DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)  # valid first
-    what = "DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)"
-    wanted = {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5}
-    config = layer.get_config()
-    assert_true(isinstance(config, dict), f"{what}.get_config() did not return a dict.")
-    for name, value in wanted.items():
-        assert_true(config.get(name) == value,
-                    f"{what}.get_config()[{name!r}] is {config.get(name)!r}, expected "
-                    f"{value!r}: get_config returns every constructor argument under its "
-                    "own name.")
-    clone = DecoderLayer.from_config(config).get_config()
-    for name, value in wanted.items():
-        assert_true(clone.get(name) == value,
-                    f"DecoderLayer.from_config(layer.get_config()) has {name}="
-                    f"{clone.get(name)!r}, expected {value!r}.")
+    check_config(DecoderLayer, {"d_model": 12, "num_heads": 3, "dff": 20, "dropout_rate": 0.5},
+                 "DecoderLayer(d_model=12, num_heads=3, dff=20, dropout_rate=0.5)")
 
     # Invalid arguments: a ValueError at once (any message).
     invalid: list[dict[str, Any]] = [dict(d_model=8, num_heads=3, dff=16), dict(d_model=8, num_heads=0, dff=16),

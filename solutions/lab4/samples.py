@@ -21,22 +21,6 @@ data/sample_submissions/lab4/ after the lab changes.
 
 from tests.samples import mistake, swap
 
-#: The points of each exercise, as the lab's source gives them.
-POINTS = {"causal_mask": 1, "padding_mask": 1, "combine_masks": 2, "masked_softmax": 2,
-          "FeedForward": 2, "EncoderLayer": 4, "DecoderLayer": 4}
-#: The layers' points, property by property (tests cell -> points).
-PARTS = {
-    "combine_masks": {"test_combine_masks": 1.5, "test_combine_masks__broadcast": 0.5},
-    "masked_softmax": {"test_masked_softmax": 1.5, "test_masked_softmax__masked_rows": 0.5},
-    "FeedForward": {"test_FeedForward": 1.5, "test_FeedForward__training": 0.25,
-                    "test_FeedForward__config": 0.25},
-    "EncoderLayer": {"test_EncoderLayer": 2.75, "test_EncoderLayer__padding": 0.5,
-                     "test_EncoderLayer__training": 0.25, "test_EncoderLayer__config": 0.5},
-    "DecoderLayer": {"test_DecoderLayer": 2.75, "test_DecoderLayer__padding": 0.5,
-                     "test_DecoderLayer__training": 0.25, "test_DecoderLayer__config": 0.5},
-}
-MAIN_SHARE = 0.6
-
 # Correct answers, written differently from the solution.
 CORRECT = {
     "causal_mask": '''

@@ -6,17 +6,17 @@ The release writes a call of each into its tests cell of the source notebook.
 
 from typing import Any
 
+import numpy as np
+
 from autograder.hidden import graded
+from autograder.references import lab5 as reference
+from autograder.testkernel.testing import (as_array, assert_close, assert_shape, assert_true, keep,
+                                           kept, rng)
 
 
 @graded("Encoder", points=1.5)
 def test_Encoder(Encoder, namespace):
     """structure, weights and outputs with padding, training=False."""
-    import numpy as np
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                               assert_true, keep)
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     r = rng("Encoder")
     for num_layers, d_model, num_heads, dff, vocab_size in [(2, 16, 4, 24, 13),
@@ -59,10 +59,6 @@ def test_Encoder__training(Encoder, namespace):
     """training mode, dropout after the embedding and inside every layer; none when `training`
     is left out.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true, kept
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     r = rng("Encoder/training")
     arguments = {"num_layers": 2, "d_model": 16, "num_heads": 4, "dff": 24, "vocab_size": 13,
@@ -126,8 +122,6 @@ def test_Encoder__training(Encoder, namespace):
 @graded("Encoder", points=0.5)
 def test_Encoder__config(Encoder):
     """get_config() / from_config()."""
-    from autograder.references import lab5 as reference
-
     arguments = {"num_layers": 3, "d_model": 12, "num_heads": 3, "dff": 20, "vocab_size": 9,
                  "max_length": 50, "dropout_rate": 0.15}
     what = "Encoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
@@ -139,11 +133,6 @@ def test_Decoder(Decoder, namespace):
     """structure, weights, outputs and attention weights with and without the source padding
     mask, the look-ahead, training=False.
     """
-    import numpy as np
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                               assert_true, keep)
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     r = rng("Decoder")
     for num_layers, d_model, num_heads, dff, vocab_size in [(2, 16, 4, 24, 11),
@@ -204,10 +193,6 @@ def test_Decoder__training(Decoder, namespace):
     """training mode, dropout after the embedding and inside every layer; none when `training`
     is left out.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true, kept
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     r = rng("Decoder/training")
     arguments = {"num_layers": 2, "d_model": 16, "num_heads": 4, "dff": 24, "vocab_size": 11,
@@ -273,8 +258,6 @@ def test_Decoder__training(Decoder, namespace):
 @graded("Decoder", points=0.5)
 def test_Decoder__config(Decoder):
     """get_config() / from_config()."""
-    from autograder.references import lab5 as reference
-
     arguments = {"num_layers": 3, "d_model": 12, "num_heads": 2, "dff": 20, "vocab_size": 8,
                  "max_length": 50, "dropout_rate": 0.15}
     what = "Decoder(" + ", ".join(f"{k}={v}" for k, v in arguments.items()) + ")"
@@ -284,11 +267,6 @@ def test_Decoder__config(Decoder):
 @graded("Transformer", points=1.5)
 def test_Transformer(Transformer, namespace):
     """a keras.Model, its weights, logits with a padded context, training=False."""
-    import numpy as np
-    from autograder.testkernel.testing import (rng, as_array, assert_close, assert_shape,
-                                               assert_true, keep)
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     r = rng("Transformer")
     arguments: dict[str, Any] = {"num_layers": 1, "d_model": 16, "num_heads": 2, "dff": 24}
@@ -335,10 +313,6 @@ def test_Transformer__training(Transformer, namespace):
     """training mode, dropout in the encoder and in the decoder; none when `training` is left
     out.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true, kept
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     r = rng("Transformer/training")
     arguments = {"num_layers": 1, "d_model": 16, "num_heads": 2, "dff": 24,
@@ -411,8 +385,6 @@ def test_Transformer__training(Transformer, namespace):
 @graded("Transformer", points=0.5)
 def test_Transformer__config(Transformer):
     """get_config() / from_config()."""
-    from autograder.references import lab5 as reference
-
     arguments = {"num_layers": 2, "d_model": 12, "num_heads": 3, "dff": 20,
                  "input_vocab_size": 10, "target_vocab_size": 7, "max_length": 50,
                  "dropout_rate": 0.15}
@@ -425,10 +397,6 @@ def test_masked_loss(masked_loss):
     """the mean cross-entropy over the targets that are not padding, for batches with padded
     rows.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
-    from autograder.references import lab5 as reference
-
     r = rng("masked_loss")
     for batch, length, vocabulary, lengths in [(4, 9, 7, [9, 5, 1, 7]), (2, 5, 11, [5, 5]),
                                                 (3, 6, 5, [2, 6, 4])]:
@@ -461,10 +429,6 @@ def test_masked_loss(masked_loss):
 @graded("masked_accuracy", points=1)
 def test_masked_accuracy(masked_accuracy):
     """the share of right tokens among the targets that are not padding."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
-    from autograder.references import lab5 as reference
-
     r = rng("masked_accuracy")
     for batch, length, vocabulary, lengths in [(4, 8, 6, [8, 3, 1, 6]), (3, 5, 9, [5, 5, 2])]:
         y_true = r.integers(1, vocabulary, size=(batch, length))
@@ -501,10 +465,6 @@ def test_greedy_decode(greedy_decode, namespace):
     """the tokens of greedy decoding with the grader's hand-made models, rows stopping at
     end_id.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     fixtures = reference.decoding_models()
     r = rng("greedy_decode")
@@ -562,10 +522,6 @@ def test_sample_with_temperature(sample_with_temperature):
     """the argmax as the temperature goes to 0, the softmax of logits / temperature by the
     frequencies of many draws, a seed that repeats them.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_true
-    from autograder.references import lab5 as reference
-
     r = rng("sample_with_temperature")
     logits = (2 * r.normal(size=(40, 6))).astype("float32")
     best = np.argmax(logits, axis=-1)
@@ -613,10 +569,6 @@ def test_beam_search(beam_search, namespace):
     """hand-set models whose best sentence is known (ranking by total log-probability, no
     length normalisation, log_softmax of the logits), other ids, beam_width=1 is greedy.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     fixtures = reference.decoding_models()
     r = rng("beam_search")
@@ -711,10 +663,6 @@ def test_beam_search__finished(beam_search, namespace):
     """finished sentences (in a list of their own, never extended, the beam kept at beam_width
     open beams), when the search stops, and the best sentence at max_length, finished or not.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng
-    from autograder.references import lab5 as reference
-
     construct = reference.constructor(namespace)
     fixtures = reference.decoding_models()
     r = rng("beam_search/finished")

@@ -12,21 +12,6 @@ data/sample_submissions/lab5/ after the lab changes.
 
 from tests.samples import mistake, swap
 
-#: The points of each exercise, as the lab's source gives them.
-POINTS = {"Encoder": 2.5, "Decoder": 2.5, "Transformer": 2.5, "masked_loss": 2,
-          "masked_accuracy": 1, "greedy_decode": 2, "sample_with_temperature": 2,
-          "beam_search": 3.5}
-#: The tests cells of each exercise graded in parts, and their points (the main
-#: computation first).
-PARTS = {
-    "Encoder": {"test_Encoder": 1.5, "test_Encoder__training": 0.5, "test_Encoder__config": 0.5},
-    "Decoder": {"test_Decoder": 1.5, "test_Decoder__training": 0.5, "test_Decoder__config": 0.5},
-    "Transformer": {"test_Transformer": 1.5, "test_Transformer__training": 0.5,
-                    "test_Transformer__config": 0.5},
-    "beam_search": {"test_beam_search": 2.5, "test_beam_search__finished": 1},
-}
-MAIN_SHARE = 0.6
-
 # Correct answers, written differently from the solution. The attribute names
 # stay those of the lab, so the shipped weights load into these models too.
 CORRECT = {

@@ -4,16 +4,17 @@ its tests cell, its parameters the student names it calls (autograder.hidden).
 The release writes a call of each into its tests cell of the source notebook.
 """
 
+import numpy as np
+
 from autograder.hidden import graded
+from autograder.references import lab6 as reference
+from autograder.testkernel.testing import (as_array, assert_close, assert_shape, assert_true,
+                                           hosted, hoster, keep, kept, rng)
 
 
 @graded("RotaryEmbedding", points=1.5)
 def test_RotaryEmbedding(RotaryEmbedding):
     """the rotated values at positions 0 .. T-1, for several shapes and head_dims."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_shape
-    from autograder.references import lab6 as reference
-
     r = rng("RotaryEmbedding")
     for shape, base in [((2, 3, 6, 8), 10_000.0), ((4, 10), 10_000.0), ((1, 2, 7, 6), 50.0)]:
         x = r.normal(size=shape).astype("float32")
@@ -35,10 +36,6 @@ def test_RotaryEmbedding__start(RotaryEmbedding):
     """the positions counted from `start`, up to 2047: row t turned as row start + t of a
     longer input.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close
-    from autograder.references import lab6 as reference
-
     r = rng("RotaryEmbedding/start")
     # A start far along too, up to the last position the text allows (2047): float32
     # angles there are rounded by ~2e-4, which the tolerance allows for.
@@ -66,8 +63,6 @@ def test_RotaryEmbedding__start(RotaryEmbedding):
 @graded("RotaryEmbedding", points=0.5)
 def test_RotaryEmbedding__config(RotaryEmbedding):
     """get_config() / from_config()."""
-    from autograder.references import lab6 as reference
-
     reference.check_config(RotaryEmbedding, {"head_dim": 12, "base": 1234.0},
                            "RotaryEmbedding(head_dim=12, base=1234.0)")
 
@@ -75,9 +70,6 @@ def test_RotaryEmbedding__config(RotaryEmbedding):
 @graded("DecoderOnlyBlock", points=1.5)
 def test_DecoderOnlyBlock(DecoderOnlyBlock, namespace):
     """outputs without a cache, with the grader's weights."""
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, keep
-    from autograder.references import lab6 as reference
-
     construct = reference.constructor(namespace)
     r = rng("DecoderOnlyBlock")
     for d_model, num_heads, dff, batch, length in [(16, 2, 24, 2, 7), (12, 3, 20, 3, 5)]:
@@ -97,9 +89,6 @@ def test_DecoderOnlyBlock(DecoderOnlyBlock, namespace):
 @graded("DecoderOnlyBlock", points=0.5)
 def test_DecoderOnlyBlock__causal(DecoderOnlyBlock, namespace):
     """causal, a change at position t changes no output before t."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_true, kept
-
     r = rng("DecoderOnlyBlock/causal")
     arguments = dict(d_model=16, num_heads=2, dff=24)
     what = "DecoderOnlyBlock(d_model=16, num_heads=2, dff=24)"
@@ -124,10 +113,6 @@ def test_DecoderOnlyBlock__cache(DecoderOnlyBlock, namespace):
     """the cache, outputs after a cache equal the full computation's, and the keys and values
     of every position are returned.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true, kept
-    from autograder.references import lab6 as reference
-
     construct = reference.constructor(namespace)
     r = rng("DecoderOnlyBlock/cache")
     d_model, num_heads, dff = 16, 2, 24
@@ -195,8 +180,6 @@ def test_DecoderOnlyBlock__cache(DecoderOnlyBlock, namespace):
 @graded("DecoderOnlyBlock", points=0.5)
 def test_DecoderOnlyBlock__config(DecoderOnlyBlock):
     """get_config() / from_config()."""
-    from autograder.references import lab6 as reference
-
     reference.check_config(DecoderOnlyBlock, {"d_model": 20, "num_heads": 5, "dff": 12},
                            "DecoderOnlyBlock(d_model=20, num_heads=5, dff=12)")
 
@@ -204,9 +187,6 @@ def test_DecoderOnlyBlock__config(DecoderOnlyBlock):
 @graded("MiniGPT", points=1.5)
 def test_MiniGPT(MiniGPT, namespace):
     """the logits with the grader's weights, and the number of weights."""
-    from autograder.testkernel.testing import rng, assert_close, assert_shape, assert_true, keep
-    from autograder.references import lab6 as reference
-
     construct = reference.constructor(namespace)
     r = rng("MiniGPT")
     for vocab_size, num_layers, d_model, num_heads, dff in [(13, 2, 16, 2, 24),
@@ -235,10 +215,6 @@ def test_MiniGPT__cache(MiniGPT, namespace):
     """the cache, one (keys, values) per block in the stated shapes, and logits computed from
     the caches given equal to the full computation's.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true, kept
-    from autograder.references import lab6 as reference
-
     construct = reference.constructor(namespace)
     r = rng("MiniGPT/cache")
     arguments = dict(vocab_size=13, num_layers=2, d_model=16, num_heads=2, dff=24)
@@ -309,8 +285,6 @@ def test_MiniGPT__cache(MiniGPT, namespace):
 @graded("MiniGPT", points=0.5)
 def test_MiniGPT__config(MiniGPT):
     """get_config() / from_config()."""
-    from autograder.references import lab6 as reference
-
     arguments = {"vocab_size": 17, "num_layers": 3, "d_model": 24, "num_heads": 6, "dff": 8}
     reference.check_config(MiniGPT, arguments,
                            "MiniGPT(" + ", ".join(f"{k}={v}" for k, v in arguments.items())
@@ -320,10 +294,6 @@ def test_MiniGPT__config(MiniGPT):
 @graded("next_token_loss", points=1.5)
 def test_next_token_loss(next_token_loss):
     """the loss on padded batches, with other pad_ids."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
-    from autograder.references import lab6 as reference
-
     r = rng("next_token_loss")
     for batch, length, vocab, lengths, pad_id in [(4, 9, 7, [9, 5, 2, 7], 0),
                                                    (3, 6, 11, [6, 3, 4], 4),
@@ -352,10 +322,6 @@ def test_next_token_loss(next_token_loss):
 @graded("next_token_loss", points=0.5)
 def test_next_token_loss__differentiable(next_token_loss, namespace):
     """differentiable, its gradient with respect to the logits taken as model.fit takes it."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_true
-    from autograder.references import lab6 as reference
-
     # The gradient is taken in the student's kernel, by a grader's fixture that calls
     # next_token_loss on backend tensors as model.fit does, and comes back as an array.
     # It must be the derivative of what the loss itself computes (its own values, right
@@ -398,9 +364,6 @@ def test_next_token_loss__differentiable(next_token_loss, namespace):
 @graded("perplexity", points=1.5)
 def test_perplexity(perplexity, namespace):
     """hand-made models on padded corpora, several batch sizes and pad_ids."""
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true, hoster
-    from autograder.references import lab6 as reference
-
     host = hoster(namespace)  # the models stay in the grader's kernel; perplexity calls them
     here = reference.language_models()
     r = rng("perplexity")
@@ -422,10 +385,6 @@ def test_perplexity(perplexity, namespace):
 @graded("top_k_filter", points=1.5)
 def test_top_k_filter(top_k_filter):
     """the distributions softmax(filtered) on batches with ties, k from 1 to V."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
-    from autograder.references import lab6 as reference
-
     r = rng("top_k_filter")
     logits = np.round(2 * r.normal(size=(6, 9)), 1).astype("float32")
     logits[1, [2, 5, 7]] = logits[1].max()  # a three-way tie at the top
@@ -451,10 +410,6 @@ def test_top_p_filter(top_p_filter):
     """the distributions on batches, p from small to 1, the crossing token kept, equal
     probabilities the lower id first.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, as_array, assert_close, assert_true
-    from autograder.references import lab6 as reference
-
     r = rng("top_p_filter")
     logits = (1.5 * r.normal(size=(8, 10))).astype("float32")
     for p in (0.05, 0.3, 0.55, 0.8, 0.95, 1.0):
@@ -503,10 +458,6 @@ def test_top_p_filter(top_p_filter):
 @graded("generate", points=1.5)
 def test_generate(generate, namespace):
     """greedy generation gives the tokens of full recomputation, rows stopping at end_id."""
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true, hoster
-    from autograder.references import lab6 as reference
-
     host = hoster(namespace)  # the models stay in the grader's kernel; generate calls them
     here = reference.language_models()
     r = rng("generate")
@@ -544,10 +495,6 @@ def test_generate__cache(generate, namespace):
     """the cache is used, one call with the prompt then one call per new token with that token
     alone.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, hoster, hosted
-    from autograder.references import lab6 as reference
-
     host = hoster(namespace)  # the models stay in the grader's kernel; generate calls them
     here = reference.language_models()
     r = rng("generate/cache")
@@ -583,10 +530,6 @@ def test_generate__sampling(generate, namespace):
     """sampling, temperature then top-k then top-p, by the frequencies of thousands of draws;
     one generator per call, a new draw at each step; a seed repeats them.
     """
-    import numpy as np
-    from autograder.testkernel.testing import rng, assert_true, hoster
-    from autograder.references import lab6 as reference
-
     host = hoster(namespace)  # the models stay in the grader's kernel; generate calls them
     here = reference.language_models()
     r = rng("generate/sampling")

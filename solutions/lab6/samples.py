@@ -21,26 +21,6 @@ lab6` rebuilds data/sample_submissions/lab6/ after the lab changes.
 
 from tests.samples import mistake, swap
 
-#: The points of each exercise, as the lab's source gives them.
-POINTS = {"RotaryEmbedding": 2.5, "DecoderOnlyBlock": 3.5, "MiniGPT": 2.5,
-          "next_token_loss": 2, "perplexity": 1.5, "top_k_filter": 1.5, "top_p_filter": 1.5,
-          "generate": 3.5}
-#: The tests cells of each exercise graded in parts, and their points (the main
-#: computation first).
-PARTS = {
-    "RotaryEmbedding": {"test_RotaryEmbedding": 1.5, "test_RotaryEmbedding__start": 0.5,
-                        "test_RotaryEmbedding__config": 0.5},
-    "DecoderOnlyBlock": {"test_DecoderOnlyBlock": 1.5, "test_DecoderOnlyBlock__causal": 0.5,
-                         "test_DecoderOnlyBlock__cache": 1,
-                         "test_DecoderOnlyBlock__config": 0.5},
-    "MiniGPT": {"test_MiniGPT": 1.5, "test_MiniGPT__cache": 0.5, "test_MiniGPT__config": 0.5},
-    "next_token_loss": {"test_next_token_loss": 1.5,
-                        "test_next_token_loss__differentiable": 0.5},
-    "generate": {"test_generate": 1.5, "test_generate__cache": 1,
-                 "test_generate__sampling": 1},
-}
-MAIN_SHARE = 0.4
-
 # Correct answers, written differently from the solution. The attribute names
 # stay those of the lab, so the shipped weights load into these models too.
 CORRECT = {
