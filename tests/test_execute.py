@@ -14,7 +14,7 @@ def test_the_test_kernel_startup_code_is_valid_python():
     ast.parse(TESTS_KERNEL_STARTUP)
     ast.parse(TESTS_SESSION_END)
     tree = ast.parse(TESTS_SESSION_START % ("/x/kernel.json", "/x/exchange", None, "lab1", (1, 2),
-                                                (123, None, "")))
+                                                (123, None, ""), False))
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert "construct_in_student_kernel" in defined
 
