@@ -188,6 +188,7 @@ def _stderr_of(code: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.notebooks   # two TensorFlow start-ups (40 s): with the warnings suite
 def test_start_keras_keeps_tensorflows_startup_notices_out_of_stderr():
     """Where a plain import prints the notice, the setup cell's start_keras() does not;
     a line of the program's own on stderr still gets through."""
