@@ -12,7 +12,7 @@ from pathlib import Path
 import warnings
 
 from autograder.grader.options import GradingOptions, add_arguments, from_arguments
-from autograder.scaleout.slurm import TERM_OPTIONS
+from autograder.grader.options import TERM_FLAGS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # nbgrader 0.9 trips SQLAlchemy's autoflush warnings on every autograde; they
@@ -281,7 +281,7 @@ def _gradescope_run(args) -> int:
 def _slurm(args) -> int:
     from autograder.scaleout import slurm
 
-    term = {name: getattr(args, name) for name in slurm.TERM_OPTIONS}
+    term = {name: getattr(args, name) for name in TERM_FLAGS}
     run = slurm.prepare(args.lab, Path(args.submissions), Path(args.out), args.shards,
                         seed=args.seed, partition=args.partition, account=args.account,
                         time=args.time, mem=args.mem, cpus_per_task=args.cpus_per_task,
@@ -308,7 +308,7 @@ def _slurm(args) -> int:
 def _kubernetes(args) -> int:
     from autograder.scaleout import kubernetes
 
-    term = {name: getattr(args, name) for name in kubernetes.TERM_OPTIONS}
+    term = {name: getattr(args, name) for name in TERM_FLAGS}
     made = kubernetes.write(args.lab, Path(args.out), args.shards, args.image, args.submissions,
                             pvc=args.pvc, seed_secret=args.seed_secret,
                             namespace=args.namespace, cpu=args.cpu, memory=args.memory,
@@ -484,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="CPUs of each task, the submissions it grades at once (default 2)")
     slurm.add_argument("--sbatch-arg", action="append", metavar="ARG",
                        help="any other sbatch option, e.g. --sbatch-arg=--qos=short (repeat)")
-    for name in TERM_OPTIONS:
+    for name in TERM_FLAGS:
         slurm.add_argument(f"--{name}", type=Path, help=f"as grade's --{name}")
     slurm.add_argument("--dry-run", action="store_true",
                        help="write and print the scripts and sbatch commands; submit nothing")
@@ -512,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "user, which Pod Security baseline forbids (default: root with 7 "
                           "capabilities under RuntimeDefault, a user of its own for each "
                           "student kernel: passes baseline)")
-    for name in TERM_OPTIONS:
+    for name in TERM_FLAGS:
         k8s.add_argument(f"--{name}", metavar="PATH",
                          help=f"as grade's --{name}: a path in the volume, under /data")
     k8s.set_defaults(func=_kubernetes)

@@ -71,7 +71,7 @@ from pathlib import Path
 
 import yaml
 
-from autograder.scaleout.slurm import TERM_OPTIONS
+from autograder.grader.options import TERM_FLAGS
 
 #: Where the PersistentVolumeClaim and the seed Secret are mounted in the pods.
 DATA = "/data"
@@ -228,7 +228,7 @@ def manifests(lab_id: str, shards: int, image: str, submissions: str, *, pvc: st
 
     ``bubblewrap``: the pods run bubblewrap (seccomp Unconfined, non-root);
     without it, root with CAPABILITIES under RuntimeDefault (Pod Security
-    "baseline"). ``term``: grade's term files by option name (TERM_OPTIONS),
+    "baseline"). ``term``: grade's term files by option name (TERM_FLAGS),
     each a path in the volume, passed to every shard and the final grade.
 
     Raises:
@@ -246,8 +246,8 @@ def manifests(lab_id: str, shards: int, image: str, submissions: str, *, pvc: st
         _checked_name(namespace, "--namespace", _LABEL)
     term_args = []
     for option, path in (term or {}).items():
-        if option not in TERM_OPTIONS:
-            raise ValueError(f"{option} is not one of grade's term options ({TERM_OPTIONS})")
+        if option not in TERM_FLAGS:
+            raise ValueError(f"{option} is not one of grade's term options ({TERM_FLAGS})")
         if path:
             term_args += [f"--{option}",
                           _in_volume(path, f"--{option}", f"{DATA}/{lab_id}/{option}.csv")]

@@ -38,11 +38,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# The term's files of `grade` a Slurm run passes on, by flag name (TERM_FLAGS,
+# declared once with the options: autograder.grader.options).
 from autograder.grader.options import TERM_FLAGS
-
-#: The term's options of `grade` a Slurm run passes on, by flag name (declared
-#: once, with the options: autograder.grader.options).
-TERM_OPTIONS = TERM_FLAGS
 
 
 @dataclass
@@ -85,8 +83,8 @@ def prepare(lab_id: str, submissions: Path, out: Path, shards: int, *,
         raise ValueError(f"--cpus-per-task {cpus_per_task!r}: give 1 or more.")
     term = {name: Path(path).resolve() for name, path in (term or {}).items() if path}
     for name, path in term.items():
-        if name not in TERM_OPTIONS:
-            raise ValueError(f"{name} is not one of grade's term options ({TERM_OPTIONS})")
+        if name not in TERM_FLAGS:
+            raise ValueError(f"{name} is not one of grade's term options ({TERM_FLAGS})")
         if not path.exists():
             raise ValueError(f"--{name} {path} does not exist; give the file the shards "
                              f"and the merge should read (on shared storage).")
