@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.term import export as one_lab
+from autograder.term.export.common import _list, _who
 from autograder.term.whole import (ABSENT, EXCUSED, NO_ROW, NO_SUBMISSION, Cell, Gradebook,
                                    TermRow)
 from autograder.text import clean_text, csv_text, format_score, late_by
@@ -281,14 +282,6 @@ def _term_csv(book: Gradebook, dest: Path, written: TermWritten) -> None:
     written.files["term.csv"] = _write_csv(dest / "term.csv", header, table)
 
 
-def _who(row: TermRow) -> str:
-    name = clean_text(row.student.name, keep_lines=False).strip()
-    return f"{row.student.student_id} ({name})" if name else row.student.student_id
-
-
-def _list(rows: list[TermRow], most: int = 10) -> str:
-    shown = ", ".join(_who(r) for r in rows[:most])
-    return shown + (f" and {len(rows) - most} more" if len(rows) > most else "")
 
 
 def rule_text(book: Gradebook) -> str:

@@ -90,12 +90,8 @@ def test_Encoder__training(Encoder, namespace):
     right = given and calm.shape == inference.shape and bool(
         np.allclose(calm, inference, rtol=1e-4, atol=1e-5))
     if not right:
-        reference.assert_dropout_acts(construct, encoder, [ids], calm, [
-            (None, "training=True changed nothing: dropout must act when training", True),
-            ("own", "no dropout after the embedding: apply self.dropout(x, "
-                    "training=training) to the embedded ids", True),
-            ("inner", "the layers did not train: call each one with training=training (or "
-                      "let Keras pass it down), never training=False", True)], what)
+        reference.assert_dropout_acts(construct, encoder, [ids], calm,
+                                      reference.STACK_DROPOUT_SITES, what)
         return
     # Every keras.layers.Dropout drops a fixed pattern here instead of a random one.
     trained = as_array(construct(reference.TRAINING_SOURCE, "call_in_training_mode", encoder,
@@ -225,12 +221,8 @@ def test_Decoder__training(Decoder, namespace):
     right = given and calm.shape == inference.shape and bool(
         np.allclose(calm, inference, rtol=1e-4, atol=1e-5))
     if not right:
-        reference.assert_dropout_acts(construct, decoder, [ids, context], calm, [
-            (None, "training=True changed nothing: dropout must act when training", True),
-            ("own", "no dropout after the embedding: apply self.dropout(x, "
-                    "training=training) to the embedded ids", True),
-            ("inner", "the layers did not train: call each one with training=training (or "
-                      "let Keras pass it down), never training=False", True)], what)
+        reference.assert_dropout_acts(construct, decoder, [ids, context], calm,
+                                      reference.STACK_DROPOUT_SITES, what)
         return
     # Every keras.layers.Dropout drops a fixed pattern here instead of a random one.
     trained = as_array(construct(reference.TRAINING_SOURCE, "call_in_training_mode", decoder,

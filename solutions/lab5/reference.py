@@ -114,6 +114,7 @@ __all__ = [
     "SET_WEIGHTS_SOURCE",
     "TRAINING_SOURCE",
     "assert_dropout_acts",
+    "STACK_DROPOUT_SITES",
 ]
 
 
@@ -329,6 +330,16 @@ def _training_namespace() -> dict:
     scope: dict = {}
     exec(compile(TRAINING_SOURCE, "<training fixture>", "exec"), scope)
     return scope
+
+
+#: Where an Encoder's or Decoder's dropout acts (assert_dropout_acts's sites):
+#: somewhere, after the embedding, inside the layers.
+STACK_DROPOUT_SITES = [
+    (None, "training=True changed nothing: dropout must act when training", True),
+    ("own", "no dropout after the embedding: apply self.dropout(x, training=training) to "
+            "the embedded ids", True),
+    ("inner", "the layers did not train: call each one with training=training (or let Keras "
+              "pass it down), never training=False", True)]
 
 
 def assert_dropout_acts(construct, layer, args, calm, sites, what: str) -> None:

@@ -16,9 +16,10 @@ import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, Sequence
 
 from autograder.text import clean_text, format_score
-from autograder.term.model import ClassRow
+from autograder.term.model import ClassRow, Student
 
 
 #: What ``export`` writes (``--to``).
@@ -143,12 +144,21 @@ def _late_hours(row: ClassRow) -> str:
     return f"{row.late_seconds / 3600:.2f}" if row.late_seconds and row.late_seconds > 0 else ""
 
 
-def _who(row: ClassRow) -> str:
+class _OfStudent(Protocol):
+    """A row of one student: a lab's (ClassRow) or the whole term's (TermRow)."""
+
+    @property
+    def student(self) -> Student: ...
+
+
+def _who(row: _OfStudent) -> str:
+    """A student in a message: "id (name)"."""
     name = clean_text(row.student.name, keep_lines=False).strip()
     return f"{row.student.student_id} ({name})" if name else row.student.student_id
 
 
-def _list(rows: list[ClassRow], most: int = 10) -> str:
+def _list(rows: Sequence[_OfStudent], most: int = 10) -> str:
+    """The first ``most`` students of ``rows`` in a message, and how many more."""
     shown = ", ".join(_who(r) for r in rows[:most])
     return shown + (f" and {len(rows) - most} more" if len(rows) > most else "")
 
