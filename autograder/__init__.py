@@ -10,7 +10,7 @@
   tests and reaches the student's kernel only through ``probe``.
 - ``autograder.studentkernel``: ``glue.py``, read as text and sent to the
   sandboxed student kernel; it answers the probe's requests there.
-- ``autograder.forkserver``: the sandboxed fork server that starts student
+- ``autograder.kernels.forkserver``: the sandboxed fork server that starts student
   kernels with the libraries already imported.
 - ``autograder.references``: the hidden tests' references, one per lab, kept
   in the lab's own folder (``solutions/<lab>/``).

@@ -11,8 +11,8 @@ Limits kept where they are, by reference:
 - ``autograder.grader.submissions.archives.MAX_FILE_BYTES``, ``MAX_ARCHIVE_BYTES``,
   ``MAX_ARCHIVE_MEMBERS``: the bounds on a submitted file and on a zip
   from the LMS (checked while the submissions are listed);
-- ``autograder.forkserver.server.SANDBOX_WAIT_S`` and the fork server's
-  start-up wait (``autograder.forkserver.client.READY_WAIT_S``): that module runs as a script, by its path, in the
+- ``autograder.kernels.forkserver.server.SANDBOX_WAIT_S`` and the fork server's
+  start-up wait (``autograder.kernels.forkserver.client.READY_WAIT_S``): that module runs as a script, by its path, in the
   kernels' minimal environment, and imports nothing of the kit (a forked
   kernel must carry no module a fresh kernel lacks);
 - ``autograder.studentkernel.glue``: sent as text into the student's
@@ -121,7 +121,7 @@ MAX_ANSWER_JSON_BYTES = 8 * 2**20
 MAX_MESSAGE_CHARS = 300
 
 #: A student kernel's memory (address space on a CPU machine, data segment
-#: where it sees a GPU: autograder.grader.sandbox.rlimits): the labs' models
+#: where it sees a GPU: autograder.kernels.sandbox.rlimits): the labs' models
 #: are small and every lab's solution runs under it with TensorFlow
 #: imported, while a memory bomb stops at 6 GiB instead of starving the
 #: grader and the kernels graded beside it.
@@ -196,7 +196,7 @@ MAX_REPLY_MESSAGE_BYTES = 64 * 2**20
 #: short enough to read in a table cell.
 MAX_STATUS_CHARS = 300
 
-# -- CPU and processes of a kernel (cgroups: autograder.grader.cgroups) -------------
+# -- CPU and processes of a kernel (cgroups: autograder.kernels.cgroups) -------------
 
 #: Tasks (processes and threads: pids.max counts both) a student kernel's
 #: cgroup may hold, where the machine has cgroups. Measured on 2 cores, an
@@ -212,7 +212,7 @@ KERNEL_TASKS = 512
 
 #: The least CPU a kernel's cgroup may use (cpu.max / cpu.cfs_quota_us),
 #: in cores: a kernel's share is the cores over the kernels run at once
-#: (autograder.grader.cgroups.kernel_cpu_cores), and TensorFlow's start
+#: (autograder.kernels.cgroups.kernel_cpu_cores), and TensorFlow's start
 #: and a lab's cells are timed for one core at least.
 KERNEL_MIN_CPU_CORES = 1.0
 

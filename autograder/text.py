@@ -74,7 +74,7 @@ def cut_words(text: str, limit: int, mark: str = CUT_MARK) -> str:
 
 # -- the messages a student reads ----------------------------------------------
 # A student's exception, as the test kernel writes it into a hidden test's
-# message (autograder.testkernel.probe): "`label` raised Type: its first line
+# message (autograder.kernels.probe): "`label` raised Type: its first line
 # (where in the student's code)", DETAILS_START, what else the framework
 # said, ERROR_END (the message starts as it always did: hidden tests read
 # the type with re.match(r"`[^`]*` raised (\w+)")). The hidden test puts its

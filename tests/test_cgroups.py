@@ -1,4 +1,4 @@
-"""autograder.grader.cgroups: a cgroup for each student kernel, on this
+"""autograder.kernels.cgroups: a cgroup for each student kernel, on this
 machine's real cgroups (skipped, with the reason, where none is writable),
 and the file formats of cgroup v2 on a fake tree."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader import cgroups
+from autograder.kernels import cgroups
 from autograder.limits import KERNEL_TASKS
 
 BOUND = cgroups.detect()

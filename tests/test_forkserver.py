@@ -1,4 +1,4 @@
-"""Student kernels forked into their sandbox (autograder/forkserver/server.py).
+"""Student kernels forked into their sandbox (autograder/kernels/forkserver/server.py).
 
 A forked kernel must be indistinguishable, from inside, from a fresh one:
 the same files, environment, user, limits, writable file systems and their
@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from autograder.grader import sandbox
-from autograder.forkserver import client as forkserver
-from autograder.grader.sandbox import SandboxKernelManager
+from autograder.kernels import sandbox
+from autograder.kernels.forkserver import client as forkserver
+from autograder.kernels.jupyter import SandboxKernelManager
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(not sandbox.bubblewrap_works(),

@@ -1,4 +1,4 @@
-"""What the fork server imports before it forks (autograder.forkserver.client):
+"""What the fork server imports before it forks (autograder.kernels.forkserver.client):
 everything a kernel imports as it starts, so that no forked kernel imports it
 again (no bubblewrap needed: this is ipykernel's start, in a plain process)."""
 
@@ -8,8 +8,8 @@ import json
 import subprocess
 import sys
 
-from autograder.forkserver import client as forkserver
-from autograder.forkserver import server
+from autograder.kernels.forkserver import client as forkserver
+from autograder.kernels.forkserver import server
 
 #: Imports the fork server's preload (the backend-free part), starts an
 #: ipykernel as a forked kernel does (its initialize; start only serves), and

@@ -27,7 +27,7 @@ import jsonschema
 import pytest
 
 from autograder.cli import main
-from autograder.grader import sandbox
+from autograder.kernels import sandbox
 from autograder.publish.leaks import Scanner
 from autograder.labs import KIT_ROOT, get_lab
 from autograder.scaleout import gradescope
@@ -218,7 +218,7 @@ def _run(root: Path) -> tuple[dict, str]:
     return results, done.stdout
 
 
-from autograder.grader.sandbox import LAYERS  # noqa: E402 - the layers a run may report
+from autograder.kernels.sandbox import LAYERS  # noqa: E402 - the layers a run may report
 
 
 def _says_its_isolation(results: dict, stdout: str) -> None:

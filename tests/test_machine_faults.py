@@ -23,7 +23,7 @@ import time
 import nbformat
 import pytest
 
-from autograder.grader.sandbox import KERNEL_UIDS, bubblewrap_works
+from autograder.kernels.sandbox import KERNEL_UIDS, bubblewrap_works
 from tests.conftest import ROOT, run_cli
 
 pytestmark = [

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from jupyter_client import BlockingKernelClient, KernelManager
 
-from autograder.testkernel import probe
-from autograder.testkernel.probe import StudentCodeError, StudentKernel, Tensor, redact, ship_code
+from autograder.kernels import probe
+from autograder.kernels.probe import StudentCodeError, StudentKernel, Tensor, redact, ship_code
 
 STUDENT_CODE = textwrap.dedent('''
     import time

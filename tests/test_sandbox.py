@@ -1,4 +1,4 @@
-"""The student kernel's resource limits and environment (autograder/grader/sandbox.py).
+"""The student kernel's resource limits and environment (autograder/kernels/sandbox.py).
 
 The memory cap must stop a notebook that allocates without end on a CPU
 machine (address space) and on a GPU machine (data segment, since CUDA
@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from autograder.grader import sandbox, worker
+from autograder.grader import worker
+from autograder.kernels import jupyter, sandbox
 
 BOMB = "b = bytearray(400 * 1024 * 1024); print('allocated', len(b))"
 SMALL = "b = bytearray(20 * 1024 * 1024); print('allocated', len(b))"
@@ -148,7 +149,7 @@ def test_a_sandboxed_process_has_no_capabilities_and_cannot_make_python_writable
             os.remove(planted)
 
 
-class _ScriptedKernel(sandbox.ReadyKernelClient):
+class _ScriptedKernel(jupyter.ReadyKernelClient):
     """A ReadyKernelClient whose kernel is a script: it answers every
     kernel_info request on shell, and on IOPub only once its subscription is
     in place (from request number ``iopub_from``)."""
@@ -223,13 +224,13 @@ def test_a_kernel_is_ready_once_iopub_has_answered_and_not_before():
 def test_the_sandboxed_kernel_is_waited_for_by_the_prompt_client(tmp_path):
     import zmq
 
-    km = sandbox.SandboxKernelManager(scratch=str(tmp_path / "s"), ipc_dir=str(tmp_path / "i"))
+    km = jupyter.SandboxKernelManager(scratch=str(tmp_path / "s"), ipc_dir=str(tmp_path / "i"))
     client = km.client()
-    assert isinstance(client, sandbox.ReadyKernelClient)
+    assert isinstance(client, jupyter.ReadyKernelClient)
     # Its sockets retry a connection to a kernel not yet bound every 10 ms.
     socket = client.context.socket(zmq.DEALER)
     try:
-        assert socket.getsockopt(zmq.RECONNECT_IVL) == sandbox.RECONNECT_MS < 100
+        assert socket.getsockopt(zmq.RECONNECT_IVL) == jupyter.RECONNECT_MS < 100
     finally:
         socket.close(0)
         client.context.term()
@@ -237,7 +238,7 @@ def test_the_sandboxed_kernel_is_waited_for_by_the_prompt_client(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the grader is an ordinary user: its kernels are it")
 def test_each_grading_process_of_a_root_grader_has_a_kernel_user_of_its_own():
-    code = ("from autograder.grader import sandbox; import sys\n"
+    code = ("from autograder.kernels import sandbox; import sys\n"
             "print(sandbox.kernel_user().uid, flush=True); sys.stdin.read()")
     own = sandbox.kernel_user().uid
     holders = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,

@@ -15,7 +15,7 @@ import pytest
 
 from autograder.labs import LABS
 from autograder.testkernel import standins
-from autograder.testkernel.probe import StudentKernel, ship_code
+from autograder.kernels.probe import StudentKernel, ship_code
 
 STAND_INS = [(lab.id, name) for lab in LABS.values()
              for name in standins.sources(lab.folder)]

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grader import acl, sandbox, userlayer
+from autograder.kernels import acl, sandbox, userlayer
 from tests import isolation
 from tests.conftest import ROOT, run_cli
 

@@ -305,7 +305,7 @@ class Grader:
         """Choose the student kernels' isolation (it refuses to grade without
         any unless options.unsandboxed) and say it on the terminal. A run
         with nothing to grade keeps what the last run into OUT said."""
-        from autograder.grader import sandbox
+        from autograder.kernels import sandbox
 
         if not submissions and not self.options.regrade:
             try:

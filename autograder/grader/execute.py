@@ -4,10 +4,10 @@
 
 * every cell the student can change or see run (solution, provided and
   visible-check cells) runs in the student's kernel, started inside the
-  sandbox (autograder.grader.sandbox);
+  sandbox (autograder.kernels.sandbox);
 * every graded test cell runs in a separate *test kernel*: a clean Python
   process that never runs student code, where each exercise name is a proxy
-  into the student's kernel (autograder.testkernel.probe). Its outputs are replaced by
+  into the student's kernel (autograder.kernels.probe). Its outputs are replaced by
   the grader's own record: an error when the test failed, nothing when it
   passed. Log lines on stderr, display hooks or printed numbers cannot
   change a score.
@@ -29,7 +29,6 @@ import os
 import shutil
 import subprocess
 import time
-from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
 from queue import Empty
@@ -37,14 +36,11 @@ from queue import Empty
 import zmq
 import zmq.asyncio
 from jupyter_client import KernelManager
-from jupyter_client.channels import AsyncZMQSocketChannel
-from jupyter_client.session import DELIM
 from jupyter_core.utils import ensure_async, run_sync
 from nbclient.client import timestamp
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
-from traitlets import Bool, Integer, List, Type, Unicode
-from zmq.utils.monitor import parse_monitor_message
+from traitlets import Bool, Integer, List, Unicode
 
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
@@ -53,8 +49,9 @@ from autograder import cputime, limits
 from autograder.grader import tempdirs
 from autograder.grader.cellnames import cells_needed
 from autograder.labs import checked_exercise
-from autograder.testkernel.probe import hide_data
-from autograder.grader.sandbox import ReadyKernelClient, SandboxKernelManager
+from autograder.kernels.probe import hide_data
+from autograder.kernels.jupyter import (BoundedKernelClient, SandboxKernelManager,
+                                       StudentOutputChannel, in_mb)
 # The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
 # why 3 GiB: autograder.limits.
 from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
@@ -76,7 +73,7 @@ del _hard, _cap
 warnings.filterwarnings("ignore")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy
-import autograder.testkernel.probe, autograder.testkernel.testing
+import autograder.kernels.probe, autograder.testkernel.testing
 """
 
 #: Run in the test kernel before each submission's tests: a clean namespace
@@ -97,7 +94,7 @@ del __autograder_gc
 import numpy as __autograder_numpy
 __autograder_numpy.seterr(all="warn", under="ignore")
 del __autograder_numpy
-from autograder.testkernel.probe import StudentKernel as __AutograderStudentKernel
+from autograder.kernels.probe import StudentKernel as __AutograderStudentKernel
 __autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r, exchange_identity=%r,
                                                   clock=%r, plain=%r)
 del __AutograderStudentKernel
@@ -161,7 +158,7 @@ class TestsKernel:
     """The grader's test kernel, kept from one submission to the next.
 
     It never runs student code: it runs the hidden tests, which reach the
-    student's kernel only through autograder.testkernel.probe and read back only JSON
+    student's kernel only through autograder.kernels.probe and read back only JSON
     and NumPy arrays (allow_pickle=False). So one submission cannot change
     it for the next, and starting it once per grading process instead of
     once per submission saves a Python start and its imports (about 0.6 s a
@@ -263,254 +260,6 @@ def names_used(source: str) -> set[str]:
     except SyntaxError:
         return set()
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
-#: Messages that steer nbclient rather than carry output: kept when small
-#: (limits.MAX_STATUS_MESSAGE_BYTES), outside the output caps.
-CONTROL_MESSAGES = frozenset({"status", "execute_input", "clear_output"})
-
-#: Kept messages the grader reads ahead of nbclient, at most (see
-#: limits.OUTPUT_MESSAGES_QUEUED); past them, ZeroMQ's queue holds the rest.
-READ_AHEAD = 1000
-
-#: How long a client waits for its output connection to be back (after a
-#: reset) before a cell's request goes out.
-RECONNECT_WAIT_S = 1.0
-
-
-def _mb(size: int) -> str:
-    return f"{size / 2**20:.1f} MB"
-
-
-def output_socket(context):
-    """A socket for a student kernel's IOPub, not yet connected: what
-    jupyter_client's connect_iopub makes (the context's defaults, a linger
-    of 1 s; the kit's kernels use no CURVE keys), with the caps that bound
-    what ZeroMQ holds (limits.MAX_OUTPUT_MESSAGE_BYTES, OUTPUT_MESSAGES_QUEUED)."""
-    socket = context.socket(zmq.SUB)
-    socket.linger = 1000
-    socket.setsockopt(zmq.MAXMSGSIZE, limits.MAX_OUTPUT_MESSAGE_BYTES)
-    socket.setsockopt(zmq.RCVHWM, limits.OUTPUT_MESSAGES_QUEUED)
-    return socket
-
-
-class StudentOutputChannel(AsyncZMQSocketChannel):
-    """The grader's IOPub channel from the student's kernel, with a bound.
-
-    nbclient reads every message the kernel publishes and appends the
-    outputs to the notebook, whatever their size. Here each message is
-    weighed before it is decoded (its parts' sizes on the wire) and only
-    the headers of a dropped one are read:
-
-    * outputs of the cell running (``start_cell``) are kept up to
-      limits.MAX_CELL_OUTPUT_BYTES a cell and MAX_NOTEBOOK_OUTPUT_BYTES a
-      notebook; the rest is counted and dropped (``end_cell`` says how much);
-    * outputs of anything else (a thread still printing after its cell, or
-      during the hidden tests) are dropped: nbclient would ignore them;
-    * status and the like pass when small, as nbclient needs them.
-
-    ZeroMQ itself holds at most limits.OUTPUT_MESSAGES_QUEUED messages of
-    parts up to limits.MAX_OUTPUT_MESSAGE_BYTES (output_socket; past them it
-    stops reading, and the kernel's side queues, then drops). A larger part
-    resets the connection unread, and ZeroMQ does not connect again: this
-    channel watches for it (a monitor socket) and replaces the socket (a
-    disconnect and connect of the same socket made libzmq abort, `!_more` in
-    fq.cpp, when a message was half read), and the cell's note says a
-    message was too large. What is read is read ahead of nbclient (up to
-    READ_AHEAD kept messages), so that ZeroMQ's queue stays short.
-
-    Not bounded here: the number of parts of one message (ZeroMQ assembles
-    a message whole, each part under the cap: print and display send 7 or
-    so, but a notebook could send thousands of buffers through its kernel's
-    session), and the kernel's own memory, where ipykernel builds each
-    message whole (its cap: limits.KERNEL_MEMORY_BYTES).
-    """
-
-    def __init__(self, socket, session, loop=None):
-        super().__init__(socket, session, loop)
-        self.cell: str | None = None
-        self.kept = 0                      # output bytes kept for the notebook
-        self.cell_kept = 0
-        self.cell_dropped = 0
-        self.cell_resets = 0
-        self.cell_full = ""                # the cap that stopped it: "cell" or "notebook"
-        self._ready: deque = deque()
-        self._endpoint = socket.getsockopt(zmq.LAST_ENDPOINT).decode()
-        self._monitor = None
-        self._use(socket)
-        self._connected = True
-
-    def _use(self, socket) -> None:
-        """Read ``socket`` from now on, watched (before it connects, if it
-        is new: its handshake is awaited in ``prepare``)."""
-        self.socket = socket
-        self._plain: zmq.Socket = zmq.Socket.shadow(socket.underlying)  # non-blocking reads
-        self._monitor = socket.get_monitor_socket(
-            zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
-        self._monitor_plain: zmq.Socket = zmq.Socket.shadow(self._monitor.underlying)
-
-    def _unwatch(self) -> None:
-        if self._monitor is not None:
-            try:
-                self.socket.disable_monitor()
-            except zmq.ZMQError:
-                pass
-            self._monitor.close(linger=0)
-            self._monitor = None
-
-    # -- cells ------------------------------------------------------------------
-    def prepare(self) -> None:
-        """Before a cell's request: the connection back if it was reset, and
-        nothing of before kept."""
-        self._ready.clear()
-        self._watch()
-        deadline = time.monotonic() + RECONNECT_WAIT_S
-        while not self._connected and time.monotonic() < deadline:
-            if self._monitor_plain.poll(int(RECONNECT_WAIT_S * 1000)):
-                self._watch()
-
-    def start_cell(self, msg_id: str) -> None:
-        self.cell = msg_id
-        self.cell_kept = self.cell_dropped = self.cell_resets = 0
-        self.cell_full = ""
-
-    def end_cell(self) -> tuple[int, int]:
-        """(bytes dropped, connection resets) of the cell that ran."""
-        self.cell = None
-        self._ready.clear()
-        return self.cell_dropped, self.cell_resets
-
-    # -- reading ------------------------------------------------------------------
-    # The ignore: jupyter_client declares get_msg synchronous on the blocking
-    # channel this one replaces; nbclient awaits the async client's, as here.
-    async def get_msg(self, timeout: float | None = None) -> dict:  # type: ignore[override]
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self._ready:
-                return self._ready.popleft()
-            self._watch()
-            self._read_ahead()
-            if self._ready:
-                return self._ready.popleft()
-            poller = zmq.asyncio.Poller()       # (the socket may be a new one)
-            poller.register(self.socket, zmq.POLLIN)
-            poller.register(self._monitor, zmq.POLLIN)
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not await poller.poll(None if wait is None else int(wait * 1000)) \
-                    and wait is not None:
-                raise Empty
-
-    def drop_pending(self) -> None:
-        """Drop whatever has come (nobody reads it: the hidden tests run),
-        without decoding it."""
-        self._ready.clear()
-        self._watch()
-        while True:
-            try:
-                self._plain.recv(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
-
-    def _read_ahead(self) -> None:
-        while len(self._ready) < READ_AHEAD:
-            try:
-                frames = self._plain.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
-            message = self._admit(frames)
-            if message is not None:
-                self._ready.append(message)
-
-    def _admit(self, frames) -> dict | None:
-        """The message, decoded, if it is to be kept; else None (counted
-        against the cell when it is the cell's output)."""
-        size = sum(len(frame) for frame in frames)
-        start = next((i + 1 for i, frame in enumerate(frames)
-                      if len(frame) == len(DELIM) and frame.bytes == DELIM), None)
-        parts = frames[start:] if start is not None else []
-        if len(parts) < 5 or len(parts[1]) > limits.MAX_STATUS_MESSAGE_BYTES \
-                or len(parts[2]) > limits.MAX_STATUS_MESSAGE_BYTES:
-            return None                    # not a kernel's message
-        try:
-            msg_type = self.session.unpack(parts[1].bytes).get("msg_type")
-            parent = self.session.unpack(parts[2].bytes).get("msg_id")
-        except (ValueError, TypeError, AttributeError):
-            return None
-        if msg_type in CONTROL_MESSAGES:
-            if size > limits.MAX_STATUS_MESSAGE_BYTES:
-                return None
-        elif self.cell is None or parent != self.cell:
-            return None                    # nobody shows it
-        elif (self.cell_kept + size > limits.MAX_CELL_OUTPUT_BYTES
-              or self.kept + size > limits.MAX_NOTEBOOK_OUTPUT_BYTES):
-            self.cell_full = self.cell_full or (
-                "notebook" if self.kept + size > limits.MAX_NOTEBOOK_OUTPUT_BYTES else "cell")
-            self.cell_dropped += size
-            return None
-        else:
-            self.cell_kept += size
-            self.kept += size
-        try:
-            return self.session.deserialize(parts, copy=False)
-        except (ValueError, TypeError, KeyError):   # a forged or broken message
-            return None
-
-    def _watch(self) -> None:
-        """Connect again after ZeroMQ reset the connection (a part over
-        limits.MAX_OUTPUT_MESSAGE_BYTES): it does not on its own. (Or the
-        kernel ended: the new socket waits for it, harmlessly.)"""
-        reset = False
-        while True:
-            try:
-                event = parse_monitor_message(self._monitor_plain.recv_multipart(zmq.NOBLOCK))
-            except zmq.Again:
-                break
-            if event["event"] == zmq.EVENT_DISCONNECTED:
-                reset, self._connected = True, False
-            elif event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                self._connected = True
-        if not reset:
-            return
-        if self.cell is not None:
-            self.cell_resets += 1
-        old = self.socket
-        self._unwatch()
-        socket = output_socket(old.context)
-        old.close(linger=0)
-        self._use(socket)
-        socket.connect(self._endpoint)
-        socket.setsockopt(zmq.SUBSCRIBE, b"")
-
-    def close(self) -> None:
-        if self.socket is not None:
-            self._unwatch()
-        super().close()
-
-
-class BoundedKernelClient(ReadyKernelClient):
-    """The grader's client of the student's kernel: every message part it
-    reads is capped (its IOPub, tighter: StudentOutputChannel)."""
-
-    # The ignore: a traitlets Type, which jupyter_client annotates as the class itself.
-    iopub_channel_class = Type(StudentOutputChannel)  # type: ignore[assignment]
-
-    def _context_default(self):
-        context = super()._context_default()
-        context.setsockopt(zmq.MAXMSGSIZE, limits.MAX_REPLY_MESSAGE_BYTES)
-        return context
-
-    def connect_iopub(self, identity=None):
-        # jupyter_client's, with the caps set before the socket connects.
-        socket = output_socket(self.context)
-        socket.connect(self._make_url("iopub"))
-        socket.setsockopt(zmq.SUBSCRIBE, b"")
-        return socket
-
-    def execute(self, *args, **kwargs) -> str:
-        self.iopub_channel.prepare()
-        msg_id = super().execute(*args, **kwargs)
-        self.iopub_channel.start_cell(msg_id)
-        return msg_id
 
 
 class IsolatedExecute(Execute):
@@ -854,13 +603,13 @@ class IsolatedExecute(Execute):
             return dropped, reset
         said = []
         if dropped:
-            said.append(f"{_mb(dropped)} more dropped")
+            said.append(f"{in_mb(dropped)} more dropped")
         if reset:
             said.append(f"{'a message' if reset == 1 else f'{reset} messages'} over "
-                        f"{_mb(limits.MAX_OUTPUT_MESSAGE_BYTES)} dropped")
-        cap = (f"{_mb(limits.MAX_NOTEBOOK_OUTPUT_BYTES)} a notebook"
+                        f"{in_mb(limits.MAX_OUTPUT_MESSAGE_BYTES)} dropped")
+        cap = (f"{in_mb(limits.MAX_NOTEBOOK_OUTPUT_BYTES)} a notebook"
                if channel.cell_full == "notebook"
-               else f"{_mb(limits.MAX_CELL_OUTPUT_BYTES)} a cell")
+               else f"{in_mb(limits.MAX_CELL_OUTPUT_BYTES)} a cell")
         cell.outputs.append(NotebookNode(
             output_type="stream", name="stderr",
             text=f"[output truncated by the grader (it keeps {cap}): "

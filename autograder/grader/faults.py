@@ -7,7 +7,7 @@ each case:
 
 - no process of the run is left: every worker process dies with the command
   (`die_with_parent`, set as each starts: PR_SET_PDEATHSIG), each worker's
-  fork server with its worker (the same, autograder.forkserver.client), the
+  fork server with its worker (the same, autograder.kernels.forkserver.client), the
   test kernel with its worker (ipykernel polls its parent: JPY_PARENT_PID),
   each student kernel with its sandbox (bubblewrap's --die-with-parent), and
   multiprocessing's resource tracker once the last of them has closed its

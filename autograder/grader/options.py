@@ -25,14 +25,14 @@ from pathlib import Path
 from autograder.limits import CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_S, WALL_BACKSTOP_FACTOR
 
 #: How student kernels start: forked from a fork server with the libraries
-#: imported (autograder.forkserver.server), or a fresh Python each.
+#: imported (autograder.kernels.forkserver.server), or a fresh Python each.
 KERNELS = ("fork", "fresh")
 
 #: The speed-ups `--plain` turns off, each with its plain twin (docs/instructors.md).
 PLAIN = {
-    "forked kernels (autograder.forkserver)": "a fresh Python for each student kernel",
+    "forked kernels (autograder.kernels.forkserver)": "a fresh Python for each student kernel",
     "visible checks skipped (they grade nothing)": "the visible checks run",
-    "the hidden tests' calls on a pipe (autograder.testkernel.probe)":
+    "the hidden tests' calls on a pipe (autograder.kernels.probe)":
         "each call an execute request, as Jupyter runs a cell",
     "a layer's first build by its eager call (autograder.studentkernel.glue)":
         "Keras's own build, by a symbolic trace",
@@ -109,7 +109,7 @@ class GradingOptions:
             rarity-weighted shared code, autograder.term.similarity) from which a
             pair is listed (None: its default, 0.25).
         unsandboxed: grade even where no isolation layer works (the
-            instructor's explicit word: autograder.grader.sandbox.choose_isolation).
+            instructor's explicit word: autograder.kernels.sandbox.choose_isolation).
     """
 
     jobs: int | None = option(

@@ -89,7 +89,7 @@ def merge_shards(lab_id: str, shard_dirs: list[Path], out_dir: Path,
 def merged_isolation(runs: list[dict]) -> dict | None:
     """The class's isolation: the shards' own when they agree; else the
     weakest layer, its summary saying that the shards differed."""
-    from autograder.grader.sandbox import LAYERS
+    from autograder.kernels.sandbox import LAYERS
 
     found = [isolation for run in runs if isinstance(isolation := run.get("isolation"), dict)]
     if not found:

@@ -59,7 +59,7 @@ class WorkerSetup:
         workers_dir: where each worker makes its private course folder.
         jobs: how many workers run at once (they share the cores).
         isolation: the student kernels' isolation layer the run chose
-            (autograder.grader.sandbox.choose_isolation; "" to choose here).
+            (autograder.kernels.sandbox.choose_isolation; "" to choose here).
         protected: what the user layer keeps from the kernels (the run's).
     """
 
@@ -264,7 +264,7 @@ class Worker:
         config.SandboxKernelManager.fork_kernels = options.kernels == "fork"
         config.IsolatedExecute.plain = options.plain
         # Each kernel's cgroup gets the machine's cores over the run's jobs.
-        from autograder.grader.cgroups import kernel_cpu_cores
+        from autograder.kernels.cgroups import kernel_cpu_cores
         config.SandboxKernelManager.cpu_cores = kernel_cpu_cores(self.setup.jobs)
         config.SandboxKernelManager.isolation = self.setup.isolation
         config.SandboxKernelManager.scratch = str(work / "scratch")
@@ -418,7 +418,7 @@ def share_cores(jobs: int) -> None:
     """
     if jobs <= 1:
         return
-    from autograder.grader.sandbox import THREAD_ENV
+    from autograder.kernels.sandbox import THREAD_ENV
 
     threads = str(max(1, (os.cpu_count() or 1) // jobs))
     for name in THREAD_ENV:
@@ -440,7 +440,7 @@ def start_worker(setup: WorkerSetup) -> None:
     global _WORKER
     import warnings
 
-    from autograder.grader import sandbox
+    from autograder.kernels import sandbox
 
     warnings.filterwarnings("ignore", message=".*not in session.*")
     share_cores(setup.jobs)

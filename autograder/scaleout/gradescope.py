@@ -391,7 +391,7 @@ def run(root: Path = DEFAULT_ROOT) -> dict:
     grader itself is written as a result that says so (Gradescope would
     otherwise show the student only "the autograder failed").
     """
-    from autograder.grader.sandbox import SandboxUnavailable
+    from autograder.kernels.sandbox import SandboxUnavailable
 
     root = Path(root)
     started = time.monotonic()

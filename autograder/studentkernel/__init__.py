@@ -1,7 +1,7 @@
 """The student kernel's end of the probe protocol (``glue.py``), and the protocol itself.
 
 Nothing here is imported by the grader: ``glue.py`` is read as text by the
-test kernel (autograder.testkernel.probe) and executed inside the sandboxed
+test kernel (autograder.kernels.probe) and executed inside the sandboxed
 student kernel, which cannot import the kit (its checkout is hidden there).
 This docstring is the one specification of what the two ends exchange;
 ``probe.StudentKernel.request`` and ``glue.handle`` implement it.

@@ -3,7 +3,7 @@
 This file is read as text and executed inside the student's kernel, in a
 namespace of its own, the first time the test kernel sends a request; its
 `handle` is then kept in the kernel's builtins for the requests that follow
-(autograder.testkernel.probe.GLUE_CALL). It imports nothing from the kit. It reads a request (JSON and
+(autograder.kernels.probe.GLUE_CALL). It imports nothing from the kit. It reads a request (JSON and
 an .npz of arrays, allow_pickle=False) from the exchange folder, runs the
 call on the student's object, and writes the answer the same way. The
 grader's stand-ins and fixtures arrive as compiled code objects (marshal,
@@ -247,7 +247,7 @@ _STAND_INS: dict = {}   # {(name, blob): the stand-in}
 
 
 def _code(blob):
-    """A code object compiled by the test kernel (autograder.testkernel.probe.ship_code):
+    """A code object compiled by the test kernel (autograder.kernels.probe.ship_code):
     the grader's stand-ins and fixtures never come here as source."""
     return marshal.loads(base64.b64decode(blob))
 

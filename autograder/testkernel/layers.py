@@ -1,6 +1,6 @@
 """Helpers for hidden tests of Keras layers, under the grader and in place.
 
-Under the grader, a student's layer is a proxy (autograder.testkernel.probe.
+Under the grader, a student's layer is a proxy (autograder.kernels.probe.
 RemoteObject) that walks attribute paths and calls methods in the student's
 kernel, several in one round trip, and brings back NumPy. When the source
 notebook runs top to bottom, the same hidden tests get the solution's own
@@ -41,7 +41,7 @@ def describe(target, sublayers: bool = True) -> dict:
     ``sublayers=False`` leaves a local object's sublayers out (the list is
     empty) where only its class and bases are read; a proxy always lists them.
     """
-    from autograder.testkernel.probe import RemoteObject
+    from autograder.kernels.probe import RemoteObject
 
     if isinstance(target, RemoteObject):
         return target.describe()
@@ -92,7 +92,7 @@ def explain(message: str, shapes_hint: str = "") -> str:
 
 def _is_remote(layer) -> bool:
     """Whether ``layer`` is the grader's proxy of a student's layer
-    (autograder.testkernel.probe.RemoteObject), which walks a path in one request."""
+    (autograder.kernels.probe.RemoteObject), which walks a path in one request."""
     return callable(getattr(type(layer), "call_method", None))
 
 
@@ -123,7 +123,7 @@ def sublayers(layer, paths) -> list:
 
 def call_method(target, name: str, *args, **kwargs):
     """``target.name(*args, **kwargs)`` in one round trip for a proxy."""
-    from autograder.testkernel.probe import RemoteObject
+    from autograder.kernels.probe import RemoteObject
 
     if isinstance(target, RemoteObject):
         return target.call_method(name, *args, **kwargs)

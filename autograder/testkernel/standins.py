@@ -2,7 +2,7 @@
 
 While the grader tests one exercise, every other exercise its solution may
 call is replaced in the student's kernel by a stand-in, so that a mistake
-costs points in one exercise only (autograder.testkernel.probe binds them;
+costs points in one exercise only (autograder.kernels.probe binds them;
 see ``RemoteObject`` and ``ship_code``). A lab declares them in its folder:
 
 - ``solutions/<lab>/standins.toml``: for each exercise, the OTHER exercises

@@ -73,7 +73,7 @@ def not_numeric(dtype, what: str) -> str:
     Only bool, int and float arrays are compared: converted to float64, text
     such as "nan" becomes NaN, and NaN fails no tolerance test (NaN > allowed
     is False), so a text answer would pass wherever it is not refused first.
-    autograder.testkernel.probe refuses such arrays as they come back from the
+    autograder.kernels.probe refuses such arrays as they come back from the
     student's kernel; this covers the tests run in place.
     """
     dtype = np.dtype(dtype)
@@ -204,7 +204,7 @@ def to_numpy(value):
 def tensor(array, like):
     """``array`` to be passed as a backend tensor to ``like`` (a student name or
     an object it returned)."""
-    from autograder.testkernel.probe import RemoteObject, Tensor
+    from autograder.kernels.probe import RemoteObject, Tensor
 
     if isinstance(like, RemoteObject):
         return Tensor(array)
@@ -217,7 +217,7 @@ def raised(make) -> tuple[str | None, str]:
     """Run ``make()``; return (the name of the exception it raised or None, message)."""
     import re
 
-    from autograder.testkernel.probe import StudentCodeError
+    from autograder.kernels.probe import StudentCodeError
 
     try:
         make()
@@ -252,12 +252,12 @@ def hoster(namespace: dict):
 
     A hidden test hands a grader's model to a student function as
     ``host(model)``: under the grader the model stays in the test kernel and
-    the student's code only calls it (autograder.testkernel.probe.HostedObject),
+    the student's code only calls it (autograder.kernels.probe.HostedObject),
     so what the test reads of it afterwards (its call log) is the grader's own.
     """
     kernel = namespace.get("__autograder_kernel__")
     if kernel is not None:
-        from autograder.testkernel.probe import Tensor
+        from autograder.kernels.probe import Tensor
 
         def host_remotely(obj, label: str = "the grader's model"):
             # A model with an ``as_tensor`` (lab 6's hand-made language models)

@@ -337,7 +337,7 @@ def student_cells(target) -> list[str]:
     import os
     from pathlib import Path
 
-    from autograder.testkernel.probe import RemoteObject
+    from autograder.kernels.probe import RemoteObject
 
     if isinstance(target, RemoteObject) or os.environ.get("AUTOGRADER_STUDENT_CELLS"):
         path = os.environ.get("AUTOGRADER_STUDENT_CELLS", "")

@@ -11,7 +11,7 @@ import numpy as np
 from autograder.hidden import graded
 from autograder.references import lab3 as reference
 from autograder.testkernel.layers import check_config
-from autograder.testkernel.probe import RemoteObject
+from autograder.kernels.probe import RemoteObject
 from autograder.testkernel.testing import as_array, assert_close, assert_shape, assert_true, rng
 
 

@@ -5,13 +5,13 @@ user namespaces it needs, and a masked /proc defeats its ``--proc``:
 opencontainers/runc#1658; Gradescope's and Kubernetes' containers are such
 places) and the grader is root, each student kernel still runs
 
-- as a dedicated unprivileged user (autograder.grader.sandbox.kernel_user:
+- as a dedicated unprivileged user (autograder.kernels.sandbox.kernel_user:
   uid and gid of its own, no supplementary groups, no capabilities,
   ``no_new_privs``), which owns no file of the machine;
 - with the course out of its reach: the course folder, OUT, the
   submissions, the seed and term files and the kit's own sources (hidden
   tests, references, stand-ins) get an access control list entry that
-  denies that user everything (autograder.grader.acl), while the folders on
+  denies that user everything (autograder.kernels.acl), while the folders on
   the way to Python, the virtual environment and labkit get one that lets
   it pass through, not list. Nobody else's access changes, and the entries
   are removed when the grading process ends;
@@ -28,13 +28,13 @@ places) and the grader is root, each student kernel still runs
   run: `shared_folders`; /tmp, /var/tmp, /dev/shm, /run/lock...) are
   removed, and so are its System V shared memory segments, semaphores and
   message queues. It cannot make POSIX message queues (RLIMIT_MSGQUEUE 0:
-  autograder.grader.sandbox.rlimits).
+  autograder.kernels.sandbox.rlimits).
 
 `prepare` sets the entries up for one user and proves them: a probe runs
 as that user, through the very wrapper a kernel starts with, and must fail
 to read, list or write every protected path, reach the grader's processes,
 and (where promised) the network; it must start Python and import labkit.
-Only a layer whose probe passed is used (autograder.grader.sandbox.choose_isolation).
+Only a layer whose probe passed is used (autograder.kernels.sandbox.choose_isolation).
 
 What this layer does not give, and bubblewrap does: the kernel sees the
 machine's other files that any user may read (the system, /proc's list of
@@ -60,7 +60,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grader import acl
+from autograder.kernels import acl
 
 #: Shared folders a kernel may write into wherever they exist; its files there
 #: are removed after it (with every other folder any user may write:

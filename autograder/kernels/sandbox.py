@@ -20,7 +20,7 @@ ordinary user, the kernel is that user.
 
 Where bubblewrap is missing or cannot run (a container's default seccomp
 profile) and the grader is root, each kernel runs as its own user with the
-course denied to it by ACL entries instead (autograder.grader.userlayer),
+course denied to it by ACL entries instead (autograder.kernels.userlayer),
 proved by a probe first; with neither, grading refuses to start unless the
 instructor passes --unsandboxed. The layer is chosen once
 (choose_isolation), printed, and kept in run.json, class.json, report.html
@@ -29,7 +29,6 @@ and every row's notes that is not bubblewrap's.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import functools
 import inspect
@@ -40,25 +39,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from queue import Empty
 
 import psutil
-import zmq
-import zmq.asyncio
-from jupyter_client.asynchronous import AsyncKernelClient
-from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Dict, Float, List, Type, Unicode
 
-from autograder import cputime
-from autograder.forkserver import client as forkserver_client
-from autograder.forkserver import server as forkserver
-from autograder.grader import cgroups, userlayer
-from autograder.limits import (BUBBLEWRAP_CHECK_TIMEOUT_S, KERNEL_FALLBACK_NICE,
-                               KERNEL_FILE_SIZE_BYTES, KERNEL_TASKS,
-                               KERNEL_MEMORY_BYTES, KERNEL_OPEN_FILES, KERNEL_PROCESSES,
+from autograder.kernels.forkserver import client as forkserver_client
+from autograder.kernels.forkserver import server as forkserver
+from autograder.kernels import cgroups, userlayer
+from autograder.limits import (BUBBLEWRAP_CHECK_TIMEOUT_S, KERNEL_FILE_SIZE_BYTES, KERNEL_MEMORY_BYTES, KERNEL_OPEN_FILES, KERNEL_PROCESSES,
                                SANDBOX_SCRATCH_BYTES, SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES)
 
 #: System folders the kernel may read.
@@ -91,7 +80,7 @@ KERNEL_UIDS = range(2_000_000_000, 2_000_001_000)
 BECOME_CAPS = ("CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
 #: The wrapper (``python -I -S -c BECOME OPTIONS COMMAND...``, OPTIONS a JSON
 #: object of uid, gid, home, net and umask): a network namespace of its own
-#: where asked (the user layer: autograder.grader.userlayer; bubblewrap makes
+#: where asked (the user layer: autograder.kernels.userlayer; bubblewrap makes
 #: its own), the umask, the same drop_privileges as a forked kernel's, then
 #: the kernel.
 BECOME = (inspect.getsource(forkserver.drop_privileges)
@@ -259,7 +248,7 @@ def choose_isolation(protected=(), allow_unsandboxed: bool = False) -> Isolation
     """The strongest isolation that works here, chosen once at start-up.
 
     bubblewrap where it starts; else, where the grader is root, a user of
-    its own per kernel (autograder.grader.userlayer), set up for
+    its own per kernel (autograder.kernels.userlayer), set up for
     ``protected`` (the course, OUT, submissions, the kit's sources, the
     instructor's files) and proved by a probe run as that user; else none,
     but only with the instructor's explicit ``allow_unsandboxed``.
@@ -648,345 +637,3 @@ def prestart_fork_server(layer: str) -> None:
     preload = forkserver_client.preload_for(env.get("KERAS_BACKEND"))
     if preload is not None:
         forkserver_client.ForkServer.prestart(env, preload)
-
-
-#: How often a kernel client retries to connect to a kernel's socket that is
-#: not bound yet (ZeroMQ's default: 100 ms), and how long it waits for IOPub
-#: to answer before it asks the kernel again.
-RECONNECT_MS = 10
-IOPUB_WAIT_S = 0.05
-#: How often the grader looks whether a stopping kernel has ended.
-STOP_POLL_S = 0.005
-
-
-class ReadyKernelClient(AsyncKernelClient):
-    """jupyter_client's client, with a wait for the kernel that ends when the
-    kernel is ready rather than 0.2 s later.
-
-    jupyter_client's wait_for_ready, after the kernel_info reply, reads IOPub
-    until nothing has come for 0.2 s: every kernel start paid those 0.2 s
-    (about 7% of a lab5 submission's time in its worker). This one reads
-    IOPub until the kernel's "idle" status for the answered request, which
-    also proves that IOPub is connected. As there, a kernel that sends nothing
-    on IOPub after its reply is asked again (a subscription not yet in place
-    loses messages), here after 0.05 s; and the client's sockets retry a
-    connection every 10 ms instead of ZeroMQ's 100 ms.
-    """
-
-    def _context_default(self):
-        # ZeroMQ retries a connection to a socket not yet bound every 100 ms
-        # by default; the kernel binds its sockets a moment after the client
-        # connects, so waiting 100 ms costs up to 100 ms a kernel start.
-        self._created_context = True
-        context = zmq.asyncio.Context()
-        context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
-        return context
-
-    async def wait_for_ready(self, timeout: float | None = None) -> None:
-        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-        while True:
-            self.kernel_info()
-            try:
-                reply = await self.shell_channel.get_msg(timeout=1)
-            except Empty:
-                reply = None
-            if reply is not None and reply["msg_type"] == "kernel_info_reply":
-                if await self._iopub_answers(reply["parent_header"].get("msg_id")):
-                    self._handle_kernel_info_reply(reply)
-                    return
-            if not await self._async_is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
-
-    async def _iopub_answers(self, msg_id: str | None) -> bool:
-        """Read IOPub up to the idle status of request ``msg_id``; whether
-        anything came at all."""
-        heard = False
-        while True:
-            try:
-                message = await self.iopub_channel.get_msg(timeout=IOPUB_WAIT_S)
-            except Empty:
-                return heard
-            heard = True
-            if (message["msg_type"] == "status"
-                    and message["content"].get("execution_state") == "idle"
-                    and message["parent_header"].get("msg_id") == msg_id):
-                return True
-
-
-class SandboxKernelManager(AsyncKernelManager):
-    """A kernel manager that starts the kernel inside the sandbox.
-
-    Configured with the folders of one submission; uses the ipc transport
-    so that the kernel needs no network.
-    """
-
-    scratch = Unicode("", help="Writable working folder of the kernel.").tag(config=True)
-    ipc_dir = Unicode("", help="Folder for the kernel's sockets.").tag(config=True)
-    hidden = List(Unicode(), help="Folders hidden from the kernel.").tag(config=True)
-    readable = List(Unicode(), help="Extra folders the kernel may read.").tag(config=True)
-    limits = Dict(help="Overrides of sandbox.Limits fields.").tag(config=True)
-    isolation = Unicode("", help="The isolation layer of the kernels (sandbox.LAYERS), as the "
-                        "run chose it (choose_isolation); empty: the strongest here "
-                        "(detected_isolation).").tag(config=True)
-    cpu_cores = Float(0.0, help="The CPU a kernel may use at most, in cores, where it gets a "
-                      "cgroup of its own (cgroups.kernel_cpu_cores: the cores over the "
-                      "run's jobs); 0: no quota, equal shares only.").tag(config=True)
-    fork_kernels = Bool(True, help="Fork the kernel, its libraries already imported, from the "
-                        "grading process's fork server into the sandbox (autograder.forkserver.server) "
-                        "instead of starting a fresh Python.").tag(config=True)
-
-    client_factory = Type(klass=ReadyKernelClient, config=True)
-
-    #: Whether the running kernel was forked (else it was started fresh).
-    forked = False
-    #: The running kernel's cgroup (None: none here; cpu_bound says why).
-    cgroup: "cgroups.KernelGroup | None" = None
-    #: Where its cgroup counts the CPU its processes used ("" without one).
-    cpu_usage_file = ""
-    #: How often the kernel's processes hit the cgroup's task limit (read
-    #: as the kernel is cleaned up).
-    pids_limit_hits = 0
-    #: What bounded the kernel's CPU and processes, in words.
-    cpu_bound_words = ""
-
-    def _spec(self) -> SandboxSpec:
-        return SandboxSpec(
-            scratch=Path(self.scratch), ipc_dir=Path(self.ipc_dir),
-            hidden=[Path(p) for p in self.hidden],
-            readable=[Path(p) for p in self.readable],
-            limits=Limits(**self.limits),
-        )
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        spec = self._spec()
-        if not self.scratch or not self.ipc_dir:
-            raise ValueError("SandboxKernelManager needs `scratch` and `ipc_dir`.")
-        spec.scratch.mkdir(parents=True, exist_ok=True)
-        spec.ipc_dir.mkdir(parents=True, exist_ok=True)
-        self._fork_argv = None
-        self._fresh_command = None
-        self.transport = "ipc"
-        self.ip = str(spec.ipc_dir / "kernel")
-        self.connection_file = str(spec.ipc_dir / "kernel.json")
-
-    def format_kernel_cmd(self, extra_arguments=None):
-        command = super().format_kernel_cmd(extra_arguments)
-        spec = self._spec()
-        self._fork_argv = None
-        user = kernel_user()
-        # One scan of /proc (the task count in RLIMIT_NPROC) serves both the
-        # prlimit prefix and the forked kernel's own limits.
-        values = rlimits(spec.limits, uid=None if user is None else user.uid)
-        limited = self._cpu_prefix() + prlimit_arguments(values)
-        layer = self.layer()
-        if layer == "none":
-            # Only with the instructor's --unsandboxed (choose_isolation).
-            return limited + command
-        if layer == "user":
-            if user_layer_error():
-                raise RuntimeError(f"the user layer could not be set up in this grading "
-                                   f"process: {user_layer_error()}")
-            # The run's preparation (its protected paths cover this kernel's
-            # hidden ones); set up here only for a kernel started outside a run.
-            preparation = _prepared or prepare_user_layer(self.hidden)
-            return limited + become_prefix(user, spec.scratch, net=preparation.network_isolated,
-                                           umask=0o077) + command
-        become = become_prefix(user, spec.scratch)
-        keep = BECOME_CAPS if user is not None else ()
-        self._fresh_command = (limited + bwrap_prefix(spec, keep) + become + command
-                               + SANDBOXED_KERNEL_ARGS)
-        if not self._can_fork(command):
-            return self._fresh_command
-        # bubblewrap sets the sandbox up around a placeholder; the kernel is
-        # forked into it afterwards (_async_launch_kernel), with the same
-        # limits. The placeholder is the PID namespace's init (--as-pid-1),
-        # which no process inside can kill: a notebook that kills every
-        # process it sees would otherwise end its own sandbox.
-        self._fork_argv = command[3:] + SANDBOXED_KERNEL_ARGS
-        self._fork_limits = values
-        self._fork_user = None if user is None else [user.uid, user.gid]
-        sandboxed = bwrap_prefix(spec)
-        assert sandboxed[-1] == "--"
-        return (limited + sandboxed[:-1] + ["--as-pid-1", "--"]
-                + forkserver.PLACEHOLDER + [str(self._lifeline())])
-
-    def layer(self) -> str:
-        """The isolation layer of this manager's kernels."""
-        return self.isolation or detected_isolation()
-
-    def _cpu_prefix(self) -> list[str]:
-        """The kernel's cgroup, made now (the previous kernel's removed), and
-        the command prefix that starts the kernel in it; where there is none,
-        a lower priority instead (nice), so that the grader itself stays
-        responsive beside a notebook's runaway processes."""
-        self._remove_cgroup()
-        group, why = _new_kernel_group(self.cpu_cores)
-        self.cgroup, self._fork_cgroup, self._fork_nice = group, None, None
-        if group is not None:
-            try:
-                self.cpu_usage_file = str(group.usage_file())
-            except FileNotFoundError:
-                self.cpu_usage_file = ""     # the clock sums the process tree instead
-            self._fork_cgroup = group.procs_paths()
-            cores = f"{self.cpu_cores:g} cores" if self.cpu_cores else "equal shares"
-            self.cpu_bound_words = (f"cgroup {group.kind}: {cores}, "
-                                    f"{KERNEL_TASKS} tasks at most")
-            return group.join_command_prefix()
-        self.cpu_usage_file = ""
-        self._fork_nice = KERNEL_FALLBACK_NICE
-        self.cpu_bound_words = f"no cgroup ({why}): nice {KERNEL_FALLBACK_NICE}"
-        nice = shutil.which("nice")
-        return [nice, "-n", str(KERNEL_FALLBACK_NICE)] if nice else []
-
-    def _remove_cgroup(self) -> None:
-        """Read the kernel's cgroup's task-limit hits, then remove it (every
-        process left in it killed first: a daemon the notebook started)."""
-        if self.cgroup is not None:
-            try:
-                self.pids_limit_hits = self.cgroup.pids_limit_hits()
-            except (OSError, ValueError):
-                pass
-            self.cgroup.remove()
-            self.cgroup = None
-
-    def cpu_clock(self) -> cputime.Clock | None:
-        """The CPU seconds the running kernel's processes have used (all of
-        them: its cgroup's count where it has one, else its process tree and,
-        in the user layer, every process of its user); None before it starts."""
-        pid = getattr(self.provisioner, "pid", None)
-        if pid is None:
-            return None
-        user = kernel_user() if self.layer() == "user" else None
-        return cputime.Clock(pid, None if user is None else user.uid,
-                             getattr(self, "cpu_usage_file", ""))
-
-    def exit_words(self) -> str:
-        """How the kernel's process ended ("killed by signal 9 (SIGKILL...)",
-        "exited with status 1"), as its starter read it; "" while it runs or
-        when not known. A forked kernel's status is its sandbox's: the
-        placeholder passes it on (forkserver.server.PLACEHOLDER_SOURCE)."""
-        process = getattr(self.provisioner, "process", None)
-        returncode = process.poll() if process is not None else None
-        status = cputime.status_from_returncode(returncode)
-        return "" if status is None else cputime.describe_status(status)
-
-    def _lifeline(self) -> Path:
-        return Path(self.ipc_dir) / "lifeline"
-
-    def _can_fork(self, command: list[str]) -> bool:
-        """A kernel of this very Python, launched the usual way, and a backend
-        the fork server knows."""
-        return (self.fork_kernels and len(command) > 3
-                and command[1:3] == ["-m", "ipykernel_launcher"]
-                and os.path.realpath(command[0]) == os.path.realpath(sys.executable)
-                and forkserver_client.preload_for(os.environ.get("KERAS_BACKEND")) is not None)
-
-    def _hand_over(self) -> None:
-        """Make what the kernel must write its user's: the ipc folder (its
-        sockets), the exchange folder (the tests' answers) and the
-        connection file (which jupyter_client wrote, readable by its owner
-        only). The scratch folder is handed over inside the sandbox."""
-        ipc = Path(self.ipc_dir)
-        (ipc / "exchange").mkdir(exist_ok=True)
-        # What the test kernel checks before it uses the folder: the one made
-        # here, before any student code ran (autograder.testkernel.probe.StudentKernel).
-        made = os.stat(ipc / "exchange", follow_symlinks=False)
-        self.exchange_identity = (made.st_dev, made.st_ino)
-        user = kernel_user()
-        if user is None:
-            return
-        for path in (ipc, ipc / "exchange", Path(self.connection_file)):
-            os.chown(path, user.uid, user.gid)
-        # Others may pass through (not list): the placeholder of a forked
-        # kernel, root without capabilities, opens the lifeline in it.
-        ipc.chmod(0o711)
-        (ipc / "exchange").chmod(0o700)
-
-    def _reap_user(self) -> None:
-        """In the user layer: end every process of the kernel's user and remove
-        its files in the folders any user may write and its System V IPC (a
-        daemon, a planted file or segment of one submission never meets the
-        next: userlayer.clean_user)."""
-        user = kernel_user()
-        if self.layer() == "user" and user is not None:
-            userlayer.clean_user(user.uid)
-
-    async def _async_launch_kernel(self, kernel_cmd, **kw):
-        self.forked = False
-        self._reap_user()
-        self._hand_over()
-        if self._fork_argv is None:
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
-        lifeline = self._lifeline()
-        lifeline.unlink(missing_ok=True)
-        os.mkfifo(lifeline, 0o600)
-        await super()._async_launch_kernel(kernel_cmd, **kw)
-        env = kw.get("env") or {}
-        preload = forkserver_client.preload_for(env.get("KERAS_BACKEND"))
-        server = forkserver_client.ForkServer.get(env, preload)
-        try:
-            if server is None:
-                raise forkserver.ForkError("the fork server could not be started")
-            import ipykernel_launcher
-
-            server.spawn({
-                "bwrap_pid": self.provisioner.pid, "lifeline": str(lifeline),
-                "scratch": str(self.scratch), "env": env, "argv": self._fork_argv,
-                "launcher": ipykernel_launcher.__file__,
-                "limits": self._fork_limits, "user": self._fork_user,
-                "cgroup": self._fork_cgroup, "nice": self._fork_nice,
-            })
-            self.forked = True
-        except forkserver.ForkError as error:
-            # A fresh kernel instead, in a new sandbox: grading goes on.
-            self.log.warning("Starting a fresh kernel: the forked one failed (%s).", error)
-            if server is not None:
-                forkserver_client.ForkServer.failed()
-            await self.provisioner.kill()
-            await self.provisioner.wait()
-            lifeline.unlink(missing_ok=True)
-            await super()._async_launch_kernel(self._fresh_command, **kw)
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
-        self._remove_cgroup()
-        self._reap_user()
-
-    async def _async_wait(self, pollinterval: float = 0.1) -> None:
-        # jupyter_client polls a stopping kernel every 0.1 s; a sandbox is
-        # gone within milliseconds of its kill, so those 0.1 s were waiting
-        # for nothing at the end of every submission.
-        while await self._async_is_alive():
-            await asyncio.sleep(min(pollinterval, STOP_POLL_S))
-
-    async def interrupt_kernel(self):
-        """Interrupt by message, not by signal.
-
-        A SIGINT to the kernel's process group would also reach bubblewrap,
-        which exits on it and takes the kernel with it (--die-with-parent).
-        An interrupt_request on the control channel reaches the kernel only.
-        """
-        message = self.session.msg("interrupt_request", content={})
-        self._connect_control_socket()
-        self.session.send(self._control_socket, message)
-
-    async def start_kernel(self, **kw):
-        # AsyncKernelManager.start_kernel is the base class's function object,
-        # so the override must be of start_kernel itself.
-        spec = self._spec()
-        kw["env"] = kernel_environment(spec)
-        if self.layer() == "user":
-            # The machine's /tmp is shared there: temporary files go to the
-            # kernel's own folder.
-            kw["env"]["TMPDIR"] = str(spec.scratch)
-        kw["cwd"] = str(spec.scratch)
-        # The kernel's own file descriptors 1 and 2 would be the grader's
-        # terminal: TensorFlow's C++ start-up logs, or a notebook's
-        # os.write(2, ...), would reach the instructor. What the notebook
-        # prints through Python reaches the grader as iopub messages anyway.
-        kw["stdout"] = subprocess.DEVNULL
-        kw["stderr"] = subprocess.DEVNULL
-        return await self._async_start_kernel(**kw)

@@ -3,11 +3,11 @@
 A fresh student kernel spends about 3 s of CPU importing TensorFlow, Keras,
 NumPy, Matplotlib, IPython and ipykernel before it runs a line of the
 notebook: on two cores that is most of what a small lab costs to grade. The
-*fork server* of a grading process (run as ``python -m autograder.forkserver.server``)
+*fork server* of a grading process (run as ``python -m autograder.kernels.forkserver.server``)
 imports them once. For each submission:
 
 1. the grader starts the submission's bubblewrap sandbox exactly as for a
-   fresh kernel (autograder.grader.sandbox.bwrap_prefix), with a placeholder command
+   fresh kernel (autograder.kernels.sandbox.bwrap_prefix), with a placeholder command
    as the PID namespace's init (which no process inside can kill) that holds
    the read end of a FIFO, the *lifeline*, in the sandbox's ipc folder;
 2. the fork server forks a child, which waits until the placeholder has
@@ -17,7 +17,7 @@ imports them once. For each submission:
    the child itself stays outside it, as the kernel's *watcher*;
 3. that process drops every capability, sets no_new_privs and the resource
    limits of a fresh kernel, becomes the kernel's user where the grader is
-   root (autograder.grader.sandbox.kernel_user), takes the kernel's environment, working folder
+   root (autograder.kernels.sandbox.kernel_user), takes the kernel's environment, working folder
    and fresh random seeds, closes every inherited file descriptor, and
    becomes the ipykernel of the submission.
 
@@ -38,7 +38,7 @@ starts a fresh kernel instead, as before.
 This module is the fork server's process (and the code its children run to
 become a kernel: `drop_privileges` is also the user layer's); it imports
 nothing but the standard library. The grading process's end, which starts it
-and asks it for kernels, is autograder.forkserver.client.
+and asks it for kernels, is autograder.kernels.forkserver.client.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def drop_privileges(user: list | None = None) -> None:
     groups, and ``home`` (the scratch folder) its own.
 
     Self-contained (its imports and constants inside): a fresh kernel runs
-    its source before the kernel starts (autograder.grader.sandbox.BECOME), inside
+    its source before the kernel starts (autograder.kernels.sandbox.BECOME), inside
     the sandbox, where this module cannot be imported.
     """
     import ctypes
@@ -264,7 +264,7 @@ def _close_inherited(keep: set[int]) -> None:
 
 
 #: What ipykernel imports as each kernel starts, imported once by the fork
-#: server instead (autograder.forkserver.client.preload_for; ipykernel 7,
+#: server instead (autograder.kernels.forkserver.client.preload_for; ipykernel 7,
 #: IPython 9: 138 modules, debugpy's ~110 of them; the kernel imports them
 #: before any cell runs, so it starts the same). A forked kernel's start
 #: took 0.16 s of CPU with them left to it, 0.09 s without. A module this
@@ -312,7 +312,7 @@ def _fresh_process_state(env: dict) -> None:
 
 def _join_cgroup(procs) -> None:
     """Move this process into each group whose cgroup.procs file is named
-    (autograder.grader.cgroups.join_paths, copied: this module imports
+    (autograder.kernels.cgroups.join_paths, copied: this module imports
     nothing of the kit)."""
     for path in procs:
         fd = os.open(path, os.O_WRONLY)
@@ -354,7 +354,7 @@ def _become_kernel(request: dict, report: int) -> None:
     try:
         # The kernel's cgroup first (its files are out of sight once in the
         # sandbox): the kernel and all it starts are counted and bounded there
-        # (autograder.grader.cgroups); so is this process, its watcher.
+        # (autograder.kernels.cgroups); so is this process, its watcher.
         _join_cgroup(request.get("cgroup") or ())
         lifeline = _open_lifeline(request["lifeline"], request["bwrap_pid"])
         _join_sandbox(sandboxed_process(request["bwrap_pid"]), request["scratch"])

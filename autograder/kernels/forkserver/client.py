@@ -1,9 +1,9 @@
-"""The grading process's end of the fork server (autograder.forkserver.server).
+"""The grading process's end of the fork server (autograder.kernels.forkserver.server).
 
 `ForkServer` starts the fork server of this grading process (one per worker)
 as a script, by the server module's path, with the kernels' environment and
 the modules to import (`preload_for`): as the worker starts
-(`ForkServer.prestart`, autograder.grader.sandbox.prestart_fork_server),
+(`ForkServer.prestart`, autograder.kernels.sandbox.prestart_fork_server),
 so that its imports overlap the worker's own set-up, or else on first use.
 It keeps it while the settings stay the same, and asks it for one kernel per
 submission, forked into that
@@ -22,8 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.forkserver import server
-from autograder.forkserver.server import (KERNEL_START_PRELOAD, PER_SANDBOX, SANDBOX_WAIT_S,
+from autograder.kernels.forkserver import server
+from autograder.kernels.forkserver.server import (KERNEL_START_PRELOAD, PER_SANDBOX, SANDBOX_WAIT_S,
                                          ForkError)
 
 #: Environment variables that jupyter_client's launcher adds to each

@@ -1,0 +1,12 @@
+"""The kernel machinery: what starts, isolates, feeds and reads the kernels.
+
+* `jupyter`: every override of jupyter_client's and ZeroMQ's internals (the
+  kernel manager that starts a student's kernel, the bounded clients).
+* `sandbox`, `userlayer`, `acl`, `cgroups`: the isolation layers and the
+  CPU and process bounds of a student's kernel.
+* `probe`: the tests kernel's side of a call into the student's kernel.
+* `forkserver`: the process that forks student kernels with their
+  libraries already imported.
+
+autograder.grader uses this package; nothing here knows about nbgrader.
+"""
