@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from jupyter_client import BlockingKernelClient, KernelManager
 
-from autograder.kernels import probe
-from autograder.kernels.probe import StudentCodeError, StudentKernel, Tensor, redact, ship_code
+from autograder.kernels.probe import (StudentCodeError, StudentKernel, Tensor, messages,
+                                      read_arrays, redact, ship_code, wire)
+from autograder.kernels.probe.transports import ExecuteTransport, PipeTransport
 
 STUDENT_CODE = textwrap.dedent('''
     import time
@@ -339,7 +340,7 @@ def test_a_students_message_keeps_its_words_but_not_the_inputs(kernel):
     assert "`leaks` raised ValueError: inputs were array(" in message
     quoted = message.split("array(")[1].split(" (your code")[0]
     assert "." not in quoted                              # not one decimal of the inputs
-    assert len(message) < 4 * probe.MAX_MESSAGE_CHARS
+    assert len(message) < 4 * messages.MAX_MESSAGE_CHARS
 
 
 def test_redact_hides_data_keeps_shapes_and_cuts():
@@ -354,7 +355,7 @@ def test_redact_hides_data_keeps_shapes_and_cuts():
     # cut after a whole word, never inside one
     cut = redact("word " * 100 + "x_padding_mask=None", limit=497)
     assert cut.endswith("word… (cut)") and "x_paddin" not in cut
-    assert len(redact("word " * 200)) < probe.MAX_MESSAGE_CHARS + 10
+    assert len(redact("word " * 200)) < messages.MAX_MESSAGE_CHARS + 10
 
 
 def test_stand_ins_travel_compiled_without_source_or_docstrings(kernel):
@@ -381,17 +382,18 @@ def test_a_message_holding_the_shipped_code_is_redacted():
 
 
 def test_compressed_answers_are_refused_by_their_headers(tmp_path, monkeypatch):
-    monkeypatch.setattr(probe, "MAX_ANSWER_BYTES", 2**20)
+    # Read in wire at each use, where it is defined (not on the package).
+    monkeypatch.setattr(wire, "MAX_ANSWER_BYTES", 2**20)
     path = tmp_path / "answer.npz"
     np.savez_compressed(path, a0=np.broadcast_to(np.float64(0.0), (1024, 256)))  # 2 MiB
     assert path.stat().st_size < 2**16
     with pytest.raises(StudentCodeError, match="at least 2 MiB once unpacked"):
-        probe.read_arrays(path, "dot_scores")
+        read_arrays(path, "dot_scores")
     np.savez_compressed(path, a0=np.zeros(4), a1=np.full(3, "nan"))
     with pytest.raises(StudentCodeError, match="array of text"):
-        probe.read_arrays(path, "dot_scores")
+        read_arrays(path, "dot_scores")
     np.savez_compressed(path, a0=np.arange(4.0))
-    np.testing.assert_array_equal(probe.read_arrays(path, "x")["a0"], np.arange(4.0))
+    np.testing.assert_array_equal(read_arrays(path, "x")["a0"], np.arange(4.0))
 
 
 def test_the_test_kernels_client_does_not_subscribe_to_output(kernel):
@@ -400,7 +402,7 @@ def test_the_test_kernels_client_does_not_subscribe_to_output(kernel):
 
 
 def test_code_compiled_by_another_python_is_refused_clearly(kernel, monkeypatch):
-    monkeypatch.setattr(probe, "MAGIC", "00000000")
+    monkeypatch.setattr(wire, "MAGIC", "00000000")   # read by the client at each request
     namespace: dict = {}
     kernel.bind(namespace, ["pair"])
     with pytest.raises(StudentCodeError, match="GraderError: .*different Python versions"):
@@ -498,7 +500,7 @@ def test_a_forged_callback_file_gets_an_error_reply_and_nothing_runs(kernel, tmp
     assert model.calls == []
 
 
-def _fresh(kernel, tmp_path, name: str) -> StudentKernel:
+def _fresh(kernel, tmp_path, name: str, plain: bool = False) -> StudentKernel:
     """Another test kernel's client of the same student kernel (a submission's
     tests start with one: serving not yet tried). The module's own client
     ends its serving first, as a tests cell's end does: the student's kernel
@@ -506,7 +508,7 @@ def _fresh(kernel, tmp_path, name: str) -> StudentKernel:
     while it serves the old one's pipe."""
     kernel.end_cell()
     folder = kernel.exchange.parent / f"exchange-{name}"
-    return StudentKernel(kernel.connection_file, str(folder), timeout=5)
+    return StudentKernel(kernel.connection_file, str(folder), timeout=5, plain=plain)
 
 
 def _runs_a_cell(client) -> bool:
@@ -553,5 +555,24 @@ def test_a_notebook_that_closes_the_pipes_is_still_tested(kernel, tmp_path):
     for _ in range(3):
         assert namespace["pair"](np.ones(1))[0][0] == 2.0
     student.end_cell()
+    assert _runs_a_cell(student.client)
+    student.close()
+
+
+def test_plain_calls_are_execute_requests_chosen_once(kernel, tmp_path):
+    """`grade --plain`: the transport is chosen when the client starts, an
+    execute request a call, and no pipe is ever made."""
+    assert isinstance(kernel.transport, PipeTransport)
+    student = _fresh(kernel, tmp_path, "plain", plain=True)
+    assert type(student.transport) is ExecuteTransport
+    namespace: dict = {}
+    student.bind(namespace, ["pair", "broken"])
+    for _ in range(3):
+        assert namespace["pair"](np.ones(1))[0][0] == 2.0
+    with pytest.raises(StudentCodeError, match="`broken` raised ValueError"):
+        namespace["broken"](np.zeros(1))
+    assert not [path for path in student.exchange.iterdir() if path.is_fifo()]
+    profile = json.loads(student.end_cell())
+    assert profile["requests"] == 4 and profile["piped"] == 0, profile
     assert _runs_a_cell(student.client)
     student.close()

@@ -4,7 +4,9 @@
   kernel manager that starts a student's kernel, the bounded clients).
 * `sandbox`, `userlayer`, `acl`, `cgroups`: the isolation layers and the
   CPU and process bounds of a student's kernel.
-* `probe`: the tests kernel's side of a call into the student's kernel.
+* `probe`: the tests kernel's side of a call into the student's kernel
+  (`client`: StudentKernel; `transports`: execute requests or a pipe;
+  `wire`: the values' encoding; `messages`: the student's redacted errors).
 * `forkserver`: the process that forks student kernels with their
   libraries already imported.
 

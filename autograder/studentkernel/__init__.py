@@ -79,7 +79,7 @@ Callbacks: the grader's objects that stay in the test kernel
     only the test kernel can resolve) or ``{"ok": false, "type":
     "ValueError" | "TypeError" | "RuntimeError", "message": ...}``, raised in
     the student's code. The test kernel calls nothing but hosted objects, with
-    nothing but data it has checked (probe.MAX_HOSTED_CALL_BYTES), so the
+    nothing but data it has checked (probe.wire.MAX_HOSTED_CALL_BYTES), so the
     object, its state and its log are the grader's own.
 
 Keras layers built while a request runs
@@ -95,10 +95,11 @@ Keras layers built while a request runs
     own cells get Keras as it is.
 
 What the test kernel trusts of an answer
-    Nothing but data: the JSON is capped (probe.MAX_ANSWER_JSON_BYTES), the
-    arrays are checked by their .npy headers before they are read (numbers
-    only, probe.MAX_ANSWER_BYTES in all, ``allow_pickle=False``), messages
-    are redacted before a feedback page shows them (probe.redact), and a
-    request that does not return within the call timeout interrupts the
-    student kernel by a control message.
+    Nothing but data: the JSON is capped (probe.wire.MAX_ANSWER_JSON_BYTES),
+    the arrays are checked by their .npy headers before they are read
+    (numbers only, probe.wire.MAX_ANSWER_BYTES in all,
+    ``allow_pickle=False``), messages are redacted before a feedback page
+    shows them (probe.messages.redact), and a request that does not return
+    within the call timeout interrupts the student kernel by a control
+    message.
 """
