@@ -20,8 +20,8 @@ import sys
 
 # jsonschema (imported by nbformat in every grading process) imports
 # rfc3987_syntax when it is installed (jupyter-events asks for it), and that
-# module builds a Lark grammar as it is imported: 0.9 s in each process, for
-# the "iri" format check that nothing in the kit uses (nbformat validates a
+# module builds a Lark grammar as it is imported, in each process (the cost:
+# docs/performance.md, "Why the code is shaped this way"), for the "iri" format check that nothing in the kit uses (nbformat validates a
 # notebook's structure, never IRI strings). Marked absent here, jsonschema
 # skips that one check (its import is in a `suppress(ImportError)`).
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]

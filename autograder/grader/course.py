@@ -33,7 +33,8 @@ def alembic_head() -> str:
     """The schema revision nbgrader stamps on a new gradebook.
 
     nbgrader finds it by running `alembic heads` in a subprocess each time it
-    creates a gradebook (2.6 s, paid by every grading process); this reads the
+    creates a gradebook (seconds, paid by every grading process: docs/performance.md,
+    "Why the code is shaped this way"); this reads the
     same revision from nbgrader's own migration scripts in-process, once.
     """
     import nbgrader
@@ -69,7 +70,8 @@ class SchemaCheckedOnce:
 
     nbgrader checks every graded cell's metadata with ``jsonschema.validate``,
     which first checks the schema itself (nbgrader's own file, the same every
-    time): twice a submission, about 0.1 s of a worker's time. Here the
+    time): twice a submission, a share of a worker's time worth saving
+    (docs/performance.md, "Why the code is shaped this way"). Here the
     validation and the error raised are jsonschema's own (``validate``: the
     best match of the errors); only the schema's check is done once for each
     schema.

@@ -279,9 +279,9 @@ def _eager_builds():
     call for the answer is the one that builds, on the very inputs of the
     call, eagerly, and the default build() follows it. The weights made,
     their order and names, the locked state and what the call returns are
-    the same; a small Transformer's first call takes about 0.05 s instead
-    of 1 to 2 s (the trace of every nested layer), which was most of a
-    hidden test's time, and call() runs once instead of twice. A call()
+    the same; a small Transformer's first call is many times faster than
+    the trace of every nested layer, which was most of a hidden test's
+    time (docs/performance.md, "Why the code is shaped this way"), and call() runs once instead of twice. A call()
     that raises on the concrete inputs gets Keras's own trace next, so a
     student sees Keras's own error where it has one.
 
@@ -374,8 +374,8 @@ def _unscoped_variables():
     TensorFlow names a variable's handle after the scope it is made in
     (``multi_head_attention_7/query/kernel``), a name no other variable has,
     and an eager operation with a new name misses TensorFlow's cache of
-    kernels: about 0.5 ms for each of the few hundred variables a hidden
-    test makes. Outside the scope the handle is ``kernel``, and the cache
+    kernels, for each of the few hundred variables a hidden test makes
+    (the cost: docs/performance.md, "Why the code is shaped this way"). Outside the scope the handle is ``kernel``, and the cache
     answers. Only the TensorFlow variable's own name changes; Keras's name
     and path (``multi_head_attention_7/query/kernel``, what Keras saves and
     loads weights by), the values and the order are the same.

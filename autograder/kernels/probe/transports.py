@@ -38,8 +38,8 @@ from autograder.kernels.probe.exchange import ExchangeFolder
 GLUE_SOURCE = (Path(__file__).parent.parent.parent / "studentkernel" / "glue.py").read_text(
     encoding="utf-8")
 #: Where the student's kernel keeps the compiled glue between requests (in
-#: its builtins). Compiling it for every request cost about 5 ms a call, most
-#: of a call's overhead; keeping it there trusts nothing new, since the glue
+#: its builtins). Compiling it for every request was most of a call's
+#: overhead (docs/performance.md, "Why the code is shaped this way"); keeping it there trusts nothing new, since the glue
 #: runs in the student's process anyway and only ever returns data.
 GLUE_KEY = "__autograder_glue_%s__" % hashlib.sha256(GLUE_SOURCE.encode()).hexdigest()[:12]
 #: The user expression of one request: the kept glue's handle(), or the glue
@@ -59,7 +59,7 @@ GLUE_CALL = (
 #: The user expression that starts serving (glue.serve): the requests of a
 #: tests cell are then named, one a line, on a pipe the student's kernel
 #: reads, and their answers announced on another, instead of one execute
-#: request each (ipykernel's round trip alone took 2.9 ms of a call's 3.7).
+#: request each (ipykernel's round trip was most of a call: docs/performance.md).
 GLUE_SERVE = (
     "(lambda b, k, src, pipes: " + _GLUE_HANDLE + ".serve(*pipes, globals()))"
     "(__import__('builtins'), %r, %r, %r)"

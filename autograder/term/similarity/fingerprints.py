@@ -82,7 +82,7 @@ def _fingerprints(filtered: str, k: int, window: int) -> tuple[list[int], list[i
         return [], []
     hashes = np.array([_hash(filtered[i:i + k]) for i in range(len(filtered) - k + 1)],
                       dtype=np.int64)
-    # Imported here: copydetect's package imports matplotlib.pyplot (0.3 s), which
+    # Imported here: copydetect's package imports matplotlib.pyplot (docs/performance.md), which
     # a run without --similarity never needs.
     from copydetect.utils import winnow
 

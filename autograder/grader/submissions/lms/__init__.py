@@ -121,7 +121,8 @@ __all__ = [
 _METADATA_NAME = "submission_metadata.yml"
 #: Gradescope's metadata larger than this is not parsed (its ids fall back to
 #: the submission folders, with a note). An export of 3,000 students with
-#: autograder output is about 7 MB, parsed in about 1 s by libyaml.
+#: autograder output is a few MB, parsed in a second or so by libyaml
+#: (docs/performance.md, "Why the code is shaped this way").
 MAX_METADATA_BYTES = 20 * 1024 * 1024
 
 _CANVAS = re.compile(
