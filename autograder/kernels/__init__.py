@@ -5,6 +5,9 @@
 * `sandbox`, `userlayer`, `acl`, `cgroups`: the isolation layers and the
   CPU and process bounds of a student's kernel.
 * `probe`: the tests kernel's side of a call into the student's kernel.
+* `testskernel`: the test kernel itself, kept from one submission to the
+  next, and a submission's session in it (what autograder.grader.execute
+  asks of it).
 * `forkserver`: the process that forks student kernels with their
   libraries already imported.
 
