@@ -217,7 +217,6 @@ class TestsKernel:
 atexit.register(TestsKernel.discard)
 
 
-
 class TestsSession:
     """One submission's turn in the test kernel (TestsKernel): made by
     `start`, ended by `end`.
