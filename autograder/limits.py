@@ -156,7 +156,7 @@ SANDBOX_SHM_BYTES = 64 * 1024**2
 #: kernel publishes: printed text, images, errors; counted as they arrive,
 #: in bytes on the wire), and of the whole notebook's: past either, the
 #: rest is dropped unread and the cell ends with a line that says how much
-#: (autograder.grader.execute.StudentOutputChannel). Output nobody keeps
+#: (autograder.kernels.jupyter.StudentOutputChannel). Output nobody keeps
 #: (a thread that prints after its cell, or while the hidden tests run) is
 #: dropped whatever its size. A lab's notebook prints a few KB a cell and
 #: shows plots of about 100 KB; nbgrader's LimitOutput keeps 1000 lines of a

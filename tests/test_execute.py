@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from autograder.grader.execute import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_STARTUP,
-                                 TESTS_SESSION_END, TESTS_SESSION_START, TestsKernel,
-                                 names_used, followed_by_tests)
+from autograder.grader.execute import names_used, followed_by_tests
+from autograder.kernels.testskernel import (TESTS_KERNEL_MEMORY_BYTES, TESTS_KERNEL_STARTUP,
+                                            TESTS_SESSION_END, TESTS_SESSION_START, TestsKernel)
 
 
 def test_the_test_kernel_startup_code_is_valid_python():

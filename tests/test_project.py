@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -258,8 +259,6 @@ LAYERS = {
 
 @pytest.mark.parametrize("folder", sorted(LAYERS))
 def test_no_package_imports_back_into_the_one_that_calls_it(root, folder):
-    import ast
-
     found = []
     for path in sorted((root / folder).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -282,3 +281,397 @@ def test_the_kits_packages_pass_mypy(root):
     result = subprocess.run([sys.executable, "-m", "mypy"], cwd=root, capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- who may touch which library's insides (issue 49) ---------------------------
+#
+# Each library whose internals the kit overrides or patches is touched by one
+# module only: on an upgrade of that library, that module is the one to read
+# against the new release. The rules read the source (ast): an attribute named
+# in code, not a word in a comment.
+
+def _kit_sources(root: Path) -> list[tuple[str, ast.Module]]:
+    """The kit's Python the rules read, parsed, by path: the grader and its
+    kernels, the students' labkit, and each lab's hidden tests and references
+    (they run in the test kernel)."""
+    paths = [*sorted((root / "autograder").rglob("*.py")),
+             *sorted((root / "student" / "labkit").rglob("*.py")),
+             *sorted((root / "solutions").glob("*/hidden.py")),
+             *sorted((root / "solutions").glob("*/reference.py"))]
+    return [(str(path.relative_to(root)), ast.parse(path.read_text(encoding="utf-8")))
+            for path in paths]
+
+
+def _in(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == package or name.startswith(package + ".") for package in packages)
+
+
+def _root_name(expr: ast.expr) -> str | None:
+    """The name an attribute chain starts from: ``a`` of ``a.b.c`` and of
+    ``getattr(a.b, "c")``; None for anything else (a call's result)."""
+    while True:
+        if isinstance(expr, ast.Attribute):
+            expr = expr.value
+        elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)
+              and expr.func.id == "getattr" and expr.args):
+            expr = expr.args[0]
+        else:
+            return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _imports_module(expr: ast.expr, packages: tuple[str, ...]) -> bool:
+    """``importlib.import_module("pkg.mod")`` or ``__import__("pkg")``."""
+    return (isinstance(expr, ast.Call) and bool(expr.args)
+            and (isinstance(expr.func, ast.Name) and expr.func.id in ("__import__", "import_module")
+                 or isinstance(expr.func, ast.Attribute) and expr.func.attr == "import_module")
+            and isinstance(expr.args[0], ast.Constant) and isinstance(expr.args[0].value, str)
+            and _in(expr.args[0].value, packages))
+
+
+def _bound_to(tree: ast.Module, packages: tuple[str, ...]) -> set[str]:
+    """The names ``tree`` binds to a module or object of ``packages``: by an
+    import (``import pkg.mod``, ``from pkg.mod import X as Y``), or by an
+    assignment from such a name (``x = pkg.mod.Class``, ``x = getattr(Y, "n")``,
+    ``x = importlib.import_module("pkg.mod")``). Not a call's result: an
+    object the kit made with a library (``layer = keras.layers.Dense(2)``)
+    is the kit's to set."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update(alias.asname or alias.name.split(".")[0] for alias in node.names
+                         if _in(alias.name, packages))
+        elif isinstance(node, ast.ImportFrom) and not node.level and _in(node.module or "",
+                                                                          packages):
+            bound.update(alias.asname or alias.name for alias in node.names)
+    assignments = [(node.targets if isinstance(node, ast.Assign) else [node.target], node.value)
+                   for node in ast.walk(tree)
+                   if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+                   and node.value is not None]
+    while True:
+        before = len(bound)
+        for targets, value in assignments:
+            if _root_name(value) in bound or _imports_module(value, packages):
+                bound.update(target.id for target in targets if isinstance(target, ast.Name))
+        if len(bound) == before:
+            return bound
+
+
+def _patches(tree: ast.Module, packages: tuple[str, ...],
+             settings: dict[str, str] | None = None) -> list[tuple[int, str]]:
+    """Where ``tree`` sets or deletes an attribute of a module or object of
+    ``packages`` (_bound_to): ``X.attr = ...`` (or ``+=``, ``del``),
+    ``setattr(X, ...)``, ``monkeypatch.setattr(X, ...)``,
+    ``mock.patch.object(X, ...)``, and their string forms
+    (``monkeypatch.setattr("pkg.mod.attr", ...)``, ``mock.patch("pkg...")``).
+    ``settings``: targets (as written) that are a library's documented
+    settings, not patches."""
+    bound = _bound_to(tree, packages)
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = (
+            node.targets if isinstance(node, (ast.Assign, ast.Delete))
+            else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        while any(isinstance(target, (ast.Tuple, ast.List)) for target in targets):
+            targets = [element for target in targets for element in (
+                target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])]
+        for target in targets:
+            if (isinstance(target, ast.Attribute) and _root_name(target.value) in bound
+                    and ast.unparse(target) not in (settings or {})):
+                found.append((node.lineno, f"sets {ast.unparse(target)}"))
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func, first = node.func, node.args[0]
+        name = func.id if isinstance(func, ast.Name) else \
+            func.attr if isinstance(func, ast.Attribute) else ""
+        patch_object = (name == "object" and isinstance(func, ast.Attribute)
+                        and _root_name(func.value) is not None
+                        and ast.unparse(func.value).split(".")[-1] == "patch")
+        if (name in ("setattr", "delattr") or patch_object) and _root_name(first) in bound:
+            found.append((node.lineno, f"{name}({ast.unparse(first)}, ...)"))
+        elif (name in ("setattr", "delattr", "patch") and isinstance(first, ast.Constant)
+              and isinstance(first.value, str) and _in(first.value, packages)):
+            found.append((node.lineno, f"{name}({first.value!r}, ...)"))
+    return found
+
+
+def _subclasses(sources, packages: tuple[str, ...]) -> set[str]:
+    """The names of the kit's classes that derive from a class of
+    ``packages``, directly or through another of the kit's classes."""
+    derived: set[str] = set()
+    while True:
+        before = len(derived)
+        for _, tree in sources:
+            bound = _bound_to(tree, packages)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and any(
+                        _root_name(base) in bound
+                        or isinstance(base, ast.Name) and base.id in derived
+                        for base in node.bases):
+                    derived.add(node.name)
+        if len(derived) == before:
+            return derived
+
+
+def _imported_bases(sources, packages: tuple[str, ...]) -> list[type]:
+    """The classes of ``packages`` that the kit's classes name as a base
+    (imported, then found: ``from pkg.mod import C`` or ``pkg.mod.C``)."""
+    import importlib
+
+    found = []
+    for _, tree in sources:
+        paths = {}     # the names the module's imports bind -> what they are
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                paths.update({alias.asname or alias.name.split(".")[0]:
+                              alias.name if alias.asname else alias.name.split(".")[0]
+                              for alias in node.names if _in(alias.name, packages)})
+            elif isinstance(node, ast.ImportFrom) and not node.level and _in(node.module or "",
+                                                                              packages):
+                paths.update({alias.asname or alias.name: f"{node.module}.{alias.name}"
+                              for alias in node.names})
+        for node in ast.walk(tree):
+            for base in node.bases if isinstance(node, ast.ClassDef) else []:
+                first, *rest = ast.unparse(base).split(".")
+                if first not in paths:
+                    continue
+                parts = [*paths[first].split("."), *rest]
+                for cut in range(len(parts), 0, -1):
+                    try:
+                        value = importlib.import_module(".".join(parts[:cut]))
+                    except ImportError:
+                        continue
+                    for name in parts[cut:]:
+                        value = getattr(value, name)
+                    if isinstance(value, type):
+                        found.append(value)
+                    break
+    return found
+
+
+def _overrides(tree: ast.Module, subclasses: set[str], names: set[str]) -> list[tuple[int, str]]:
+    """The methods named in ``names`` that a class of ``subclasses`` defines."""
+    return [(item.lineno, f"overrides {node.name}.{item.name}")
+            for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            and node.name in subclasses
+            for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and item.name in names]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _machinery() -> set[str]:
+    """Private names every class of a kind gets from its metaclass, whatever
+    its library: traitlets' (``_traits``, ``_descriptors``, ...) and abc's
+    (``_abc_impl``). They are no library's internals to override."""
+    import abc
+
+    from traitlets import HasTraits, Unicode
+
+    traits = type("Probe", (HasTraits,), {"name": Unicode()})
+    checked = abc.ABCMeta("Probe", (abc.ABC,), {})
+    return {name for cls in (traits, checked) for name in vars(cls) if _private(name)}
+
+
+def _private_names(classes, package: str) -> set[str]:
+    """The private (``_x``, not dunder) names that the classes of ``package``
+    in the MROs of ``classes`` define: their class attributes and methods,
+    and the attributes their methods set on ``self``."""
+    import inspect
+    import textwrap
+
+    names: set[str] = set()
+    for cls in {cls for start in classes for cls in start.__mro__
+                if cls.__module__.split(".")[0] == package}:
+        names.update(name for name in vars(cls) if _private(name))
+        try:
+            source = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        names.update(node.attr for node in ast.walk(source) if isinstance(node, ast.Attribute)
+                     and isinstance(node.value, ast.Name) and node.value.id == "self"
+                     and _private(node.attr))
+    return names - _machinery()
+
+
+#: Names of jupyter_client's internals that the rule leaves alone, each with
+#: why: none so far (no attribute of the kit's own outside kernels/jupyter.py
+#: has one of their names). A name too generic to mean jupyter_client's, that
+#: the kit uses for its own attribute, goes here.
+JUPYTER_CLIENT_NAMES_NOT_CHECKED: dict[str, str] = {}
+
+
+def _jupyter_client_private_names(bases=()) -> set[str]:
+    """The private names of the jupyter_client classes the kit uses (and of
+    ``bases``: those its classes derive from)."""
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.blocking import BlockingKernelClient
+    from jupyter_client.channels import AsyncZMQSocketChannel, ZMQSocketChannel
+    from jupyter_client.client import KernelClient
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
+    from jupyter_client.provisioning import LocalProvisioner
+    from jupyter_client.session import Session
+
+    classes = (AsyncKernelManager, KernelManager, AsyncKernelClient, BlockingKernelClient,
+               KernelClient, AsyncZMQSocketChannel, ZMQSocketChannel, Session,
+               LocalProvisioner, *bases)
+    return _private_names(classes, "jupyter_client") - set(JUPYTER_CLIENT_NAMES_NOT_CHECKED)
+
+
+def _private_uses(tree: ast.Module, names: set[str], subclasses: set[str]) -> list[tuple[int, str]]:
+    """Where ``tree`` names one of ``names``: as an attribute (``km._x``), in
+    getattr/setattr/hasattr/delattr (``getattr(kc, "_x")``), or as a method
+    of a class of ``subclasses`` (an override)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            found.append((node.lineno, f"names {ast.unparse(node)}"))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+              and node.args[1].value in names):
+            found.append((node.lineno, ast.unparse(node)))
+    return found + _overrides(tree, subclasses, names)
+
+
+def _outside(sources, allowed: str, check) -> list[str]:
+    return [f"{path}:{line}: {what}" for path, tree in sources if path != allowed
+            for line, what in check(tree)]
+
+
+def test_only_kernels_jupyter_names_jupyter_clients_internals(root):
+    sources = _kit_sources(root)
+    names = _jupyter_client_private_names(_imported_bases(sources, ("jupyter_client",)))
+    subclasses = _subclasses(sources, ("jupyter_client",))
+    found = _outside(sources, "autograder/kernels/jupyter.py",
+                     lambda tree: _private_uses(tree, names, subclasses))
+    assert not found, (
+        "jupyter_client's private attributes are named outside autograder/kernels/jupyter.py "
+        "(the one module the jupyter-client pin protects):\n" + "\n".join(found)
+        + "\nMove the code that touches them into a function or method of "
+          "autograder/kernels/jupyter.py, and call that.")
+    # Not vacuous: the module that may is where they are found.
+    assert _private_uses(dict(sources)["autograder/kernels/jupyter.py"], names, subclasses)
+
+
+def test_only_grader_course_patches_nbgrader(root):
+    sources = _kit_sources(root)
+    subclasses = _subclasses(sources, ("nbgrader",))
+    # The private methods of the nbgrader classes the kit subclasses (nbgrader's
+    # Execute: IsolatedExecute); nbclient's hooks that IsolatedExecute overrides
+    # (_async_poll_for_reply) are nbclient's, not nbgrader's.
+    bases = _imported_bases(sources, ("nbgrader",))
+    names = _private_names(bases, "nbgrader")
+    found = _outside(sources, "autograder/grader/course.py",
+                     lambda tree: _patches(tree, ("nbgrader",))
+                     + _overrides(tree, subclasses, names))
+    assert not found, (
+        "nbgrader is patched outside autograder/grader/course.py:\n" + "\n".join(found)
+        + "\nMove the patch into a function of autograder/grader/course.py (make_api applies "
+          "the kit's patches) and call that; an override of nbgrader's private method "
+          "goes the same way, as a patch there.")
+    assert _patches(dict(sources)["autograder/grader/course.py"], ("nbgrader",))
+
+
+#: Keras and its backends: what autograder/studentkernel/glue.py alone patches.
+KERAS_PACKAGES = ("keras", "tensorflow", "torch", "jax")
+
+#: Attributes of those packages that are their documented settings, set as
+#: their documentation says (an assignment is how one sets them), not patches:
+#: what may be set outside autograder/studentkernel/glue.py, with why.
+KERAS_SETTINGS = {
+    "torch.backends.cuda.matmul.allow_tf32":
+        "PyTorch's switch for TF32 in matrix products (its CUDA semantics page): "
+        "labkit.precision turns TF32 off in the students' notebooks, where the kit's "
+        "grader is not (glue.py runs only in the grader's student kernel)",
+    "torch.backends.cudnn.allow_tf32": "the same for cuDNN's convolutions",
+}
+
+
+def test_only_studentkernel_glue_patches_keras(root):
+    sources = _kit_sources(root)
+    found = _outside(sources, "autograder/studentkernel/glue.py",
+                     lambda tree: _patches(tree, KERAS_PACKAGES, KERAS_SETTINGS))
+    assert not found, (
+        "Keras (or its backends) is patched outside autograder/studentkernel/glue.py:\n"
+        + "\n".join(found)
+        + "\nMove the patch into autograder/studentkernel/glue.py (where the student's "
+          "kernel applies it around the grader's requests, with its undo), and call that.")
+    assert _patches(dict(sources)["autograder/studentkernel/glue.py"], KERAS_PACKAGES)
+
+
+# The rules' checks on sources made to break them: a rule that finds nothing
+# where something is would pass whatever the kit does.
+
+def test_the_jupyter_client_rule_finds_each_way_of_naming_its_internals():
+    names = _jupyter_client_private_names()
+    source = ast.parse(
+        "from jupyter_client.manager import AsyncKernelManager as Manager\n"
+        "import jupyter_client\n"
+        "def start(km, kc):\n"
+        "    km._async_launch_kernel(['python'])\n"                  # 4
+        "    return getattr(kc, '_iopub_channel', None)\n"           # 5
+        "class Mine(Manager):\n"
+        "    async def _async_wait(self, pollinterval=0.1):\n"       # 7
+        "        pass\n"
+        "class Theirs(jupyter_client.KernelClient):\n"
+        "    def _context_default(self):\n"                          # 10
+        "        return None\n"
+        "class Below(Mine):\n"
+        "    def _async_wait(self):\n"                               # 13
+        "        pass\n"
+        "class Own:\n"
+        "    def _async_wait(self):\n"                               # 16: not theirs
+        "        pass\n")
+    subclasses = _subclasses([("x.py", source)], ("jupyter_client",))
+    assert subclasses == {"Mine", "Theirs", "Below"}
+    assert sorted(line for line, _ in _private_uses(source, names, subclasses)) == [
+        4, 5, 7, 10, 13]
+    message = _outside([("autograder/grader/x.py", source)], "autograder/kernels/jupyter.py",
+                       lambda tree: _private_uses(tree, names, subclasses))
+    assert "autograder/grader/x.py:4: names km._async_launch_kernel" in message
+
+
+def test_the_nbgrader_rule_finds_each_way_of_patching_it():
+    source = ast.parse(
+        "import nbgrader.api\n"
+        "from nbgrader.nbgraderformat import common as fmt\n"
+        "from nbgrader.preprocessors import Execute\n"
+        "def patch(monkeypatch, mock):\n"
+        "    nbgrader.api.get_alembic_version = str\n"              # 5
+        "    setattr(fmt, 'jsonschema', None)\n"                      # 6
+        "    monkeypatch.setattr('nbgrader.api.Gradebook', None)\n"   # 7
+        "    mock.patch.object(Execute, 'preprocess')\n"             # 8
+        "    validator = getattr(fmt, 'jsonschema')\n"
+        "    validator.validate = None\n"                             # 10
+        "    del fmt.jsonschema\n"                                    # 11
+        "    config = {}\n"
+        "    config.x = 1\n"                                          # not nbgrader's
+        "class Step(Execute):\n"
+        "    def _private_of_theirs(self):\n"                         # 15
+        "        self.ours = 1\n")
+    assert sorted(line for line, _ in _patches(source, ("nbgrader",))) == [5, 6, 7, 8, 10, 11]
+    subclasses = _subclasses([("x.py", source)], ("nbgrader",))
+    assert _overrides(source, subclasses, {"_private_of_theirs"}) == [
+        (15, "overrides Step._private_of_theirs")]
+
+
+def test_the_keras_rule_finds_its_patches_not_the_settings_of_its_objects():
+    source = ast.parse(
+        "import importlib\n"
+        "import keras\n"
+        "from keras.src.layers import layer as layer_module\n"
+        "layer_class = getattr(layer_module, 'Layer', None)\n"
+        "layer_class._maybe_build = None\n"                           # 5
+        "keras.layers.Dense.call = None\n"                            # 6
+        "torch = importlib.import_module('torch')\n"
+        "torch.backends.cudnn.allow_tf32 = False\n"                   # 8: a setting
+        "torch.compile = None\n"                                      # 9
+        "dense = keras.layers.Dense(2)\n"
+        "dense.trainable = False\n"                                   # the kit's object
+        "import tensorflow as tf\n"
+        "tf.random.uniform = None\n")                                 # 13
+    assert sorted(line for line, _ in _patches(source, KERAS_PACKAGES, KERAS_SETTINGS)) == [
+        5, 6, 9, 13]
+    assert 8 in [line for line, _ in _patches(source, KERAS_PACKAGES)]

@@ -5,10 +5,11 @@
 * every cell the student can change or see run (solution, provided and
   visible-check cells) runs in the student's kernel, started inside the
   sandbox (autograder.kernels.sandbox);
-* every graded test cell runs in a separate *test kernel*: a clean Python
-  process that never runs student code, where each exercise name is a proxy
-  into the student's kernel (autograder.kernels.probe). Its outputs are replaced by
-  the grader's own record: an error when the test failed, nothing when it
+* every graded test cell runs in a separate *test kernel*
+  (autograder.kernels.testskernel): a clean Python process that never runs
+  student code, where each exercise name is a proxy into the student's
+  kernel (autograder.kernels.probe). Its outputs are replaced by the
+  grader's own record: an error when the test failed, nothing when it
   passed. Log lines on stderr, display hooks or printed numbers cannot
   change a score.
 
@@ -22,20 +23,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import atexit
 import builtins
 import json
-import os
-import shutil
-import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from queue import Empty
 
-import zmq
-import zmq.asyncio
-from jupyter_client import KernelManager
 from jupyter_core.utils import ensure_async, run_sync
 from nbclient.client import timestamp
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -46,189 +40,12 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
 from autograder import cputime, limits
-from autograder.grader import tempdirs
 from autograder.grader.cellnames import cells_needed
 from autograder.labs import checked_exercise
 from autograder.kernels.probe import hide_data
 from autograder.kernels.jupyter import (BoundedKernelClient, SandboxKernelManager,
-                                       StudentOutputChannel, in_mb)
-# The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
-# why 3 GiB: autograder.limits.
-from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
-
-#: Run once in a new test kernel. A failed hidden test's traceback is kept in
-#: the autograded notebook for the instructor (the student reads only its
-#: message): as Python prints it (IPython's "Plain" mode), not with IPython's
-#: default context, whose source highlighting took 25 to 100 ms a failed
-#: tests cell (lab 5's sample class: about 0.24 s a submission in the test
-#: kernel).
-TESTS_KERNEL_STARTUP = f"""
-get_ipython().InteractiveTB.set_mode(mode="Plain")
-import os, resource, sys, warnings
-_, _hard = resource.getrlimit(resource.RLIMIT_DATA)
-_cap = {TESTS_KERNEL_MEMORY_BYTES}
-_cap = _cap if _hard == resource.RLIM_INFINITY else min(_cap, _hard)
-resource.setrlimit(resource.RLIMIT_DATA, (_cap, _cap))
-del _hard, _cap
-warnings.filterwarnings("ignore")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import numpy
-import autograder.kernels.probe, autograder.testkernel.testing
-"""
-
-#: Run in the test kernel before each submission's tests: a clean namespace
-#: (nothing of the previous submission's tests is left), NumPy's error
-#: settings reset, and a client of this submission's student kernel. What
-#: outlives the reset (the modules imported, the references computed once)
-#: is frozen out of the garbage collector: IPython's reset runs a full
-#: collection, which with TensorFlow imported by a reference (labs 2, 4-6)
-#: walked some 400,000 objects again for every submission. That collection
-#: runs before the reset empties the namespace, so the previous
-#: submission's cycles are collected here first (nothing of it is frozen).
-TESTS_SESSION_START = """
-get_ipython().reset(new_session=False)
-import gc as __autograder_gc
-__autograder_gc.collect()
-__autograder_gc.freeze()
-del __autograder_gc
-import numpy as __autograder_numpy
-__autograder_numpy.seterr(all="warn", under="ignore")
-del __autograder_numpy
-from autograder.kernels.probe import StudentKernel as __AutograderStudentKernel
-__autograder_kernel__ = __AutograderStudentKernel(%r, %r, %r, %r, exchange_identity=%r,
-                                                  clock=%r, plain=%r)
-del __AutograderStudentKernel
-
-
-def construct_in_student_kernel(source, name, *args, **kwargs):
-    # Build a grader-written object (e.g. a tiny model) in the student's kernel.
-    return __autograder_kernel__.construct(source, name, *args, **kwargs)
-"""
-
-#: Run after TESTS_SESSION_START: this submission's seed of the hidden tests'
-#: inputs (autograder.testkernel.testing.rng reads it), drawn from the run's
-#: seed and the submission (autograder.grader.worker.submission_seed), so
-#: that what one notebook recorded of its inputs answers no other's. The
-#: kernel, and what its references keep that the inputs do not change, stay.
-TESTS_SESSION_SEED = """
-__import__("os").environ["AUTOGRADER_SEED"] = %r
-"""
-
-#: Evaluated in the test kernel after each tests cell (a user expression of
-#: the cell, or of an empty request after a cell that failed): the student's
-#: kernel stops serving the cell's requests, and what they cost
-#: (StudentKernel.end_cell) is kept with the cell's seconds for `make bench`.
-TESTS_CELL_END = "__autograder_kernel__.end_cell()"
-#: The same after a tests cell that passed and whose next cell to run is
-#: another tests cell (an exercise's properties, one cell each): the
-#: student's kernel goes on serving, since none of its cells runs in between
-#: (a stop and a start cost two round trips to it, 10 to 30 ms a cell).
-TESTS_CELL_NEXT = "__autograder_kernel__.profile()"
-
-
-def _read_profile(expressions) -> dict:
-    """The profile TESTS_CELL_END returned; {} when none."""
-    try:
-        found = json.loads(ast.literal_eval(
-            expressions["profile"]["data"]["text/plain"]))
-    except (KeyError, TypeError, ValueError, SyntaxError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-#: While a test runs, how often the grader drops what the student's kernel
-#: printed meanwhile (IsolatedExecute._drop_student_output).
-STUDENT_OUTPUT_DROP_S = 0.05
-
-#: Run after them: this submission's student kernel is done with (the next
-#: TESTS_SESSION_START empties the namespace).
-TESTS_SESSION_END = "__autograder_kernel__.close()"
-
-#: In the test kernel's folder (its path in the test kernel's environment,
-#: AUTOGRADER_STUDENT_CELLS): the sources of the submission's cells that run
-#: in the student's kernel (every code cell but the graded tests), as a JSON
-#: list, rewritten before each submission's tests. Hidden tests read what an
-#: answer is made of from the submitted text, which the grader holds, rather
-#: than from what the student's kernel says about its objects. The sandboxed
-#: student kernel has a private /tmp and cannot reach this folder.
-STUDENT_CELLS_FILE = "student_cells.json"
-
-
-class TestsKernel:
-    """The grader's test kernel, kept from one submission to the next.
-
-    It never runs student code: it runs the hidden tests, which reach the
-    student's kernel only through autograder.kernels.probe and read back only JSON
-    and NumPy arrays (allow_pickle=False). So one submission cannot change
-    it for the next, and starting it once per grading process instead of
-    once per submission saves a Python start and its imports (about 0.6 s a
-    submission). Its namespace is reset between submissions; a kernel that
-    timed out or died is replaced.
-    """
-
-    __test__ = False    # a kernel, not a pytest test class
-
-    _kept: "TestsKernel | None" = None
-
-    def __init__(self, settings: tuple):
-        self.settings = settings
-        lab_id, seed = settings
-        self.folder = tempdirs.make_folder("labkit-tests-")
-        env = {key: value for key, value in os.environ.items()
-               if not key.startswith("AUTOGRADER_")}
-        env.update(
-            AUTOGRADER_LAB=lab_id,
-            AUTOGRADER_SEED=seed,
-            AUTOGRADER_STUDENT_CELLS=str(Path(self.folder) / STUDENT_CELLS_FILE),
-            TF_CPP_MIN_LOG_LEVEL="3",
-            PYTHONWARNINGS="ignore",
-            MPLBACKEND="Agg",
-        )
-        self.km = KernelManager(kernel_name="python3", transport="ipc",
-                                ip=str(Path(self.folder) / "tests"),
-                                connection_file=str(Path(self.folder) / "tests.json"))
-        # Like the student kernel's, its fd 1 and 2 are not the instructor's
-        # terminal (TensorFlow's C++ logs when the references import Keras).
-        self.km.start_kernel(env=env, cwd=self.folder,
-                             extra_arguments=["--HistoryManager.hist_file=:memory:"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=limits.TESTS_KERNEL_START_TIMEOUT_S)
-
-    @classmethod
-    def get(cls, settings: tuple) -> tuple["TestsKernel", bool]:
-        """The kept kernel for ``settings`` (lab, seed), or a new one; and
-        whether it is new."""
-        kept = cls._kept
-        if kept is not None and kept.settings == settings and kept.alive():
-            return kept, False
-        cls.discard()
-        cls._kept = cls(settings)
-        return cls._kept, True
-
-    @classmethod
-    def discard(cls) -> None:
-        kept, cls._kept = cls._kept, None
-        if kept is not None:
-            kept.shutdown()
-
-    def alive(self) -> bool:
-        try:
-            return bool(self.km.is_alive())
-        except Exception:  # noqa: BLE001
-            return False
-
-    def shutdown(self) -> None:
-        try:
-            self.kc.stop_channels()
-            self.km.shutdown_kernel(now=True)
-        except Exception:  # noqa: BLE001
-            pass
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-atexit.register(TestsKernel.discard)
+                                       drop_pending_output, in_mb, student_output_channel)
+from autograder.kernels.testskernel import TestsSession
 
 
 def _error_output(ename: str, evalue: str, traceback: list[str] | None = None) -> NotebookNode:
@@ -283,12 +100,13 @@ class IsolatedExecute(Execute):
     plain = Bool(False, help="The hidden tests' calls as execute requests, and Keras's own "
                  "first build (`grade --plain`).").tag(config=True)
 
+    #: This submission's turn in the test kernel, from its first tests cell on.
+    _tests: TestsSession | None = None
+
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxKernelManager
         super().__init__(*args, **kwargs)
-        self._tests_km = None
-        self._tests_kc = None
-        self._tests_dirty = False
+        self._tests = None
         self._record = {}
         self._deadline = None
         self._stopped = ""
@@ -320,7 +138,6 @@ class IsolatedExecute(Execute):
                         "tests_kernel_start": 0.0, "tests": 0.0},
         }
         self._stopped = ""
-        self._tests_dirty = False
         self._answers_seen = False
         self._student_cells = [cell.source for cell in nb.cells if cell.cell_type == "code"
                                and not (is_grade(cell) and not is_solution(cell))]
@@ -490,24 +307,14 @@ class IsolatedExecute(Execute):
 
         folder = lab_folder(self.lab_id)
         wanted = list(dict.fromkeys(self._picture_exercises))
-        if (folder is None or not (folder / "pictures.py").is_file() or self._tests_kc is None
-                or self._tests_dirty):
+        if (folder is None or not (folder / "pictures.py").is_file() or self._tests is None
+                or self._tests.dirty):
             return
         faults = len(self._record["grader_faults"])
-        # On the wall clock: a picture is a call or two on a small example, and a
-        # notebook that sleeps in it must not hold its grading for long.
-        status, content = self._tests_execute(
-            "from autograder.testkernel.pictures import make as __autograder_pictures",
-            limits.PICTURES_TIMEOUT_S,
-            {"pictures": f"__autograder_pictures(__autograder_kernel__, {self.lab_id!r}, "
-                         f"{wanted!r})", "profile": TESTS_CELL_END})
+        pictures = self._tests.pictures(self.lab_id, wanted)
         del self._record["grader_faults"][faults:]
-        found = (content or {}).get("pictures", {}) if status == "ok" else {}
-        if found.get("status") == "ok":
-            try:
-                self._record["pictures"] = ast.literal_eval(found["data"]["text/plain"])
-            except (KeyError, ValueError, SyntaxError, MemoryError):
-                pass
+        if pictures is not None:
+            self._record["pictures"] = pictures
 
     def _preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -594,8 +401,8 @@ class IsolatedExecute(Execute):
     def _note_dropped_output(self, cell, resets: bool = True) -> tuple[int, int]:
         """End the cell's output: a last line on it saying what the grader
         dropped (StudentOutputChannel), if anything; (bytes, resets)."""
-        channel = getattr(self.kc, "_iopub_channel", None)
-        if not isinstance(channel, StudentOutputChannel):
+        channel = student_output_channel(self.kc)
+        if channel is None:
             return 0, 0
         dropped, reset = channel.end_cell()
         reset = reset if resets else 0
@@ -639,162 +446,44 @@ class IsolatedExecute(Execute):
         grade_id = cell.metadata["nbgrader"]["grade_id"]
         self._record["tests"][grade_id] = {"passed": False, "ename": ename, "evalue": evalue}
 
-    # -- the test kernel -----------------------------------------------------
-    def _start_tests_kernel(self) -> None:
-        student_km = self.km
-        pgid = getattr(getattr(student_km, "provisioner", None), "pgid", None)
-        clock = self._student_clock()
-        session = TESTS_SESSION_START % (student_km.connection_file,
-                                         str(Path(student_km.ipc_dir) / "exchange"),
-                                         pgid, self.lab_id,
-                                         getattr(student_km, "exchange_identity", None),
-                                         None if clock is None else clock.spec(), self.plain)
-        session += TESTS_SESSION_SEED % (self.session_seed or self.seed)
+    # -- the test kernel (autograder.kernels.testskernel) ---------------------
+    def _start_tests_kernel(self) -> TestsSession:
         with self._timed("tests_kernel_start"):
-            kernel, new = TestsKernel.get((self.lab_id, self.seed))
-            self._tests_km, self._tests_kc = kernel.km, kernel.kc
-            (Path(kernel.folder) / STUDENT_CELLS_FILE).write_text(
-                json.dumps(self._student_cells), encoding="utf-8")
-            for code in ([TESTS_KERNEL_STARTUP] if new else []) + [session]:
-                status, error = self._tests_execute(code, limits.TESTS_KERNEL_START_TIMEOUT_S)
-                if status != "ok":
-                    TestsKernel.discard()
-                    self._tests_km = self._tests_kc = None
-                    self._fault(f"the grader's test kernel failed to start: {error}")
-                    raise RuntimeError(f"the grader's test kernel failed to start: {error}")
+            self._tests = TestsSession.start(
+                lab_id=self.lab_id, seed=self.seed, session_seed=self.session_seed,
+                plain=self.plain, student_km=self.km, student_cells=self._student_cells,
+                student_clock=self._student_clock, on_wait=self._drop_student_output,
+                on_fault=self._fault)
+        return self._tests
 
     def _shutdown_tests_kernel(self) -> None:
         """Hand the test kernel back for the next submission (or stop it if it
         did not come back clean)."""
-        if self._tests_kc is not None:
-            status = "dirty"
-            if not self._tests_dirty:
-                status, _ = self._tests_execute(TESTS_SESSION_END,
-                                                limits.TESTS_SESSION_END_TIMEOUT_S)
-            if status != "ok":
-                TestsKernel.discard()
-        self._tests_km = self._tests_kc = None
-
-    def _tests_execute_limited(self, code: str, timeout: float, expressions: dict):
-        """_tests_execute for a tests cell: its limit counts the CPU the
-        student's kernel (the hidden tests' calls) and the test kernel use,
-        with the wall clock as the backstop; a backstop reached with little
-        CPU used is the grader's or the machine's fault."""
-        clock = self._student_clock()
-        tests_pid = getattr(getattr(self._tests_km, "provisioner", None), "pid", None)
-        if clock is not None and tests_pid:
-            # The test kernel's own work counts too (the references it
-            # computes): a loaded machine slows both.
-            clock.also = (tests_pid,)
-        limit = cputime.Limit(clock, timeout)
-        return self._tests_execute(code, timeout, expressions, limit)
-
-    def _tests_execute(self, code: str, timeout: float, expressions: dict | None = None,
-                       limit: cputime.Limit | None = None):
-        """Run ``code`` in the test kernel: ("ok", None) or ("error", content);
-        with ``expressions`` (user expressions, evaluated after the code),
-        ("ok", their results) when it ran. Without ``limit``, ``timeout`` is
-        on the wall clock (the grader's own work: past it, the grader's fault)."""
-        kc = self._tests_kc
-        # stop_on_error=False: with the default, ipykernel aborts the requests
-        # queued right after a failed one, and the `bind` that opens the next
-        # tests cell was sometimes dropped ("Error", 0 points for a right
-        # property: 8 in 300 after a failed cell with Keras loaded, 0 in 300
-        # with this).
-        msg_id = kc.execute(code, store_history=False, allow_stdin=False,
-                            stop_on_error=False, user_expressions=expressions or {})
-        limit = limit or cputime.Limit(None, timeout)
-        while True:
-            if limit.reached():
-                self._tests_km.interrupt_kernel()
-                self._tests_dirty = True   # not handed on to the next submission
-                # The student's calls have limits of their own (probe); a tests
-                # cell past its wall-clock backstop without the student's CPU
-                # spent is the grader's (its test kernel) or the machine's.
-                if limit.clock is None or limit.by == "wall":
-                    self._fault(f"the hidden tests could not finish in {timeout:.0f} s"
-                                + (f": {limit.starved_words()}" if limit.by == "wall" else ""))
-                return "timeout", {"ename": "CellTimeoutError",
-                                   "evalue": f"the tests took longer than {timeout:.0f} s"
-                                   + (" of CPU time" if limit.clock is not None else ""),
-                                   "traceback": []}
-            self._drop_student_output()
-            try:
-                reply = kc.get_shell_msg(timeout=STUDENT_OUTPUT_DROP_S)
-            except Exception:  # noqa: BLE001 - queue.Empty
-                if not self._tests_km.is_alive():
-                    self._tests_dirty = True
-                    self._fault("the grader's test kernel died")
-                    return "error", {"ename": "GraderError",
-                                     "evalue": "the grader's test kernel died", "traceback": []}
-                continue
-            if reply["parent_header"].get("msg_id") != msg_id:
-                continue
-            self._drain_iopub()
-            content = reply["content"]
-            if content["status"] == "ok":
-                return "ok", content.get("user_expressions") if expressions else None
-            return "error", content
+        if self._tests is not None:
+            self._tests.end()
+        self._tests = None
 
     def _drop_student_output(self) -> None:
-        """Drop what the student's kernel has published while the tests run.
-
-        Nothing reads it (the test cells' outputs are the grader's record),
-        yet this process's subscription to the student's iopub queues every
-        message until the next student cell: a thread printing during the
-        tests held its whole flood here. Read through a plain (blocking
-        API) socket on nbclient's asyncio one, without waiting, every
-        STUDENT_OUTPUT_DROP_S while a test runs (ZeroMQ holds at most
-        limits.OUTPUT_MESSAGES_QUEUED messages in between).
-        """
-        channel = getattr(self.kc, "_iopub_channel", None)
-        if channel is None or channel.socket is None:
-            return
-        if isinstance(channel, StudentOutputChannel):
-            channel.drop_pending()
-            return
-        socket: zmq.Socket = zmq.Socket.shadow(channel.socket.underlying)
-        while True:
-            try:
-                socket.recv(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
-
-    def _drain_iopub(self) -> None:
-        """Drop what the test kernel has published so far (nothing reads it;
-        what comes later goes with the next drain). Without waiting: a
-        0.01 s wait per request cost a lab5 submission 0.2 s."""
-        while True:
-            try:
-                self._tests_kc.get_iopub_msg(timeout=0)
-            except Exception:  # noqa: BLE001 - queue.Empty
-                return
+        """Drop what the student's kernel has published while the tests run
+        (autograder.kernels.jupyter.drop_pending_output)."""
+        drop_pending_output(self.kc)
 
     def _run_test_cell(self, cell, index: int) -> None:
         grade_id = cell.metadata["nbgrader"]["grade_id"]
-        if self._tests_kc is None:
-            self._start_tests_kernel()
+        tests = self._tests or self._start_tests_kernel()
         started = time.monotonic()
         names = sorted(set(self.exercise_names) & names_used(cell.source)
                        - set(dir(builtins)))
-        status, content = self._tests_execute(
-            f"__autograder_kernel__.bind(globals(), {names!r})", limits.TESTS_BIND_TIMEOUT_S)
-        if status == "ok":
-            status, content = self._tests_execute_limited(
-                cell.source, self.timeout or limits.TESTS_CELL_TIMEOUT_UNSET_S,
-                {"profile": TESTS_CELL_NEXT if index in self._tests_then_tests
-                 else TESTS_CELL_END})
+        status, content, profile = tests.run_tests_cell(
+            cell.source, names, self.timeout or limits.TESTS_CELL_TIMEOUT_UNSET_S,
+            then_tests=index in self._tests_then_tests)
         if status == "ok":
             cell.outputs = []
             self._record["tests"][grade_id] = {"passed": True}
-            profile = _read_profile(content)
         else:
             self._fail(cell, content.get("ename", "Error"), content.get("evalue", ""),
                        content.get("traceback"))
             self._picture_exercises.append(grade_id.removeprefix("test_").split("__")[0])
-            _, ended = self._tests_execute("", limits.TESTS_SESSION_END_TIMEOUT_S,
-                                           {"profile": TESTS_CELL_END})
-            profile = _read_profile(ended)
         self._record["tests"][grade_id]["seconds"] = round(time.monotonic() - started, 3)
         for fault in profile.pop("faults", None) or []:
             self._fault(str(fault))

@@ -7,6 +7,9 @@
 * `probe`: the tests kernel's side of a call into the student's kernel
   (`client`: StudentKernel; `transports`: execute requests or a pipe;
   `wire`: the values' encoding; `messages`: the student's redacted errors).
+* `testskernel`: the test kernel itself, kept from one submission to the
+  next, and a submission's session in it (what autograder.grader.execute
+  asks of it).
 * `forkserver`: the process that forks student kernels with their
   libraries already imported.
 

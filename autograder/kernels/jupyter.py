@@ -630,3 +630,37 @@ class BoundedKernelClient(ReadyKernelClient):
         msg_id = super().execute(*args, **kwargs)
         self.iopub_channel.start_cell(msg_id)
         return msg_id
+
+
+def student_output_channel(client) -> StudentOutputChannel | None:
+    """``client``'s IOPub channel where it is a StudentOutputChannel already
+    made (None before it is: the public ``iopub_channel`` would make one)."""
+    channel = getattr(client, "_iopub_channel", None)
+    return channel if isinstance(channel, StudentOutputChannel) else None
+
+
+def drop_pending_output(client) -> None:
+    """Drop what the student's kernel has published while the tests run.
+
+    Nothing reads it (the test cells' outputs are the grader's record),
+    yet this process's subscription to the student's iopub queues every
+    message until the next student cell: a thread printing during the
+    tests held its whole flood here. Read through a plain (blocking
+    API) socket on nbclient's asyncio one, without waiting, every
+    STUDENT_OUTPUT_DROP_S (autograder.kernels.testskernel) while a test
+    runs (ZeroMQ holds at most limits.OUTPUT_MESSAGES_QUEUED messages in
+    between). ``client``: the student's kernel client (None once nbclient
+    has let go of it: nothing to drop).
+    """
+    channel = getattr(client, "_iopub_channel", None)
+    if channel is None or channel.socket is None:
+        return
+    if isinstance(channel, StudentOutputChannel):
+        channel.drop_pending()
+        return
+    socket: zmq.Socket = zmq.Socket.shadow(channel.socket.underlying)
+    while True:
+        try:
+            socket.recv(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return

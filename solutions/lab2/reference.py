@@ -310,7 +310,7 @@ def borrowed_attention_classes(description: dict) -> list[str]:
 # What the student's kernel says about its objects (class paths, descriptions)
 # is the student's data: a notebook can rename Keras's classes or answer the
 # grader's `describe` requests itself. The submitted cells are the grader's
-# own copy (autograder.grader.execute writes them for the test kernel), so whether an
+# own copy (autograder.kernels.testskernel writes them for the test kernel), so whether an
 # answer is built on an attention layer it did not write is read there.
 
 #: A class of attention (keras.layers.MultiHeadAttention, Attention,

@@ -64,7 +64,7 @@ def _student_cell(line_number: int, code: str) -> str:
     """The name the student's cell defines (its first class or function) whose
     line ``line_number`` is ``code``: where their error is, as they know it
     ("" when not found). The cells' sources are the grader's file
-    (AUTOGRADER_STUDENT_CELLS, autograder.grader.execute); a frame's line is
+    (AUTOGRADER_STUDENT_CELLS, autograder.kernels.testskernel); a frame's line is
     counted in its cell, as ipykernel compiles each cell on its own."""
     path = os.environ.get("AUTOGRADER_STUDENT_CELLS", "")
     if not path or not code:
