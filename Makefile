@@ -127,7 +127,7 @@ chromium:
 	    echo "note: Chromium not found; tests/test_browser.py will be skipped."; \
 	  fi; }
 
-# The student kernels' user layer (autograder.kernels.userlayer) where bubblewrap
+# The student kernels' user layer (autograder.kernels.isolation.user) where bubblewrap
 # cannot start: a class graded inside a default Docker container's restrictions,
 # reproduced as root on this machine (tests/container.py: runc's masked /proc,
 # Docker's default capabilities and seccomp denials). Needs root on x86-64.

@@ -121,7 +121,7 @@ MAX_ANSWER_JSON_BYTES = 8 * 2**20
 MAX_MESSAGE_CHARS = 300
 
 #: A student kernel's memory (address space on a CPU machine, data segment
-#: where it sees a GPU: autograder.kernels.sandbox.rlimits): the labs' models
+#: where it sees a GPU: autograder.kernels.isolation.common.rlimits): the labs' models
 #: are small and every lab's solution runs under it with TensorFlow
 #: imported, while a memory bomb stops at 6 GiB instead of starving the
 #: grader and the kernels graded beside it.
@@ -212,7 +212,7 @@ KERNEL_TASKS = 512
 
 #: The least CPU a kernel's cgroup may use (cpu.max / cpu.cfs_quota_us),
 #: in cores: a kernel's share is the cores over the kernels run at once
-#: (autograder.kernels.cgroups.kernel_cpu_cores), and TensorFlow's start
+#: (autograder.kernels.cgroups.groups.kernel_cpu_cores), and TensorFlow's start
 #: and a lab's cells are timed for one core at least.
 KERNEL_MIN_CPU_CORES = 1.0
 

@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder.kernels import cgroups
+from autograder.kernels.cgroups import detection, groups
 from autograder.limits import KERNEL_TASKS
 
-BOUND = cgroups.detect()
+BOUND = detection.detect()
 needs_cgroups = pytest.mark.skipif(
     not BOUND.available or (BOUND.kind == "v1" and os.geteuid() != 0),
     reason=f"no writable cgroup here: {BOUND.describe()}")
 
 
 @pytest.fixture
-def run_group() -> Iterator[cgroups.RunGroup]:
-    run = cgroups.RunGroup(BOUND)
+def run_group() -> Iterator[groups.RunGroup]:
+    run = groups.RunGroup(BOUND)
     try:
         yield run
     finally:
@@ -77,12 +77,12 @@ def test_detect_says_which_bound_holds() -> None:
     else:
         assert text.startswith("none (") and BOUND.reason
     assert f"pids.max {KERNEL_TASKS} a kernel" in text or BOUND.kind == "none"
-    assert cgroups.kernel_cpu_cores(jobs=4, cores=16) == 4.0
-    assert cgroups.kernel_cpu_cores(jobs=4, cores=2) == 1.0
+    assert groups.kernel_cpu_cores(jobs=4, cores=16) == 4.0
+    assert groups.kernel_cpu_cores(jobs=4, cores=2) == 1.0
 
 
 def test_detect_never_raises(tmp_path: Path) -> None:
-    missing = cgroups.detect(mountinfo=str(tmp_path / "nothing"))
+    missing = detection.detect(mountinfo=str(tmp_path / "nothing"))
     assert missing.kind == "none" and "nothing" in missing.reason
     # A container's cgroups, mounted read-only.
     mountinfo = tmp_path / "mountinfo"
@@ -93,32 +93,32 @@ def test_detect_never_raises(tmp_path: Path) -> None:
         "41 31 0:38 / /sys/fs/cgroup/unified ro,relatime - cgroup2 cgroup2 rw\n")
     own = tmp_path / "cgroup"
     own.write_text("2:cpu,cpuacct:/\n1:pids:/\n0::/\n")
-    bound = cgroups.detect(mountinfo=str(mountinfo), own=str(own))
+    bound = detection.detect(mountinfo=str(mountinfo), own=str(own))
     assert bound.kind == "none"
     assert "cgroup v2 at /sys/fs/cgroup/unified: mounted read-only" in bound.reason
     assert "/sys/fs/cgroup/cpu,cpuacct is read-only" in bound.reason
     assert bound.describe().startswith("none (cgroup v2 at")
     assert bound.describe().endswith("processes limited by RLIMIT_NPROC and nice 10")
     own.write_text("garbage")
-    assert cgroups.detect(mountinfo=str(mountinfo), own=str(own)).kind == "none"
+    assert detection.detect(mountinfo=str(mountinfo), own=str(own)).kind == "none"
 
 
 def test_a_mount_of_part_of_a_hierarchy(tmp_path: Path) -> None:
     """A container's mount shows its own subtree (mountinfo's root field)."""
     (tmp_path / "x").mkdir()
-    mount = cgroups._Mount(root="/docker/abc", point=str(tmp_path), writable=True,
-                           fstype="cgroup2", super_options=("rw",))
-    assert cgroups._locate(mount, "/docker/abc/x") == tmp_path / "x"
-    assert cgroups._locate(mount, "/docker/abc") == tmp_path
-    assert cgroups._locate(mount, "/docker/abcd") is None
-    assert cgroups._locate(mount, "/elsewhere") is None
+    mount = detection._Mount(root="/docker/abc", point=str(tmp_path), writable=True,
+                             fstype="cgroup2", super_options=("rw",))
+    assert detection._locate(mount, "/docker/abc/x") == tmp_path / "x"
+    assert detection._locate(mount, "/docker/abc") == tmp_path
+    assert detection._locate(mount, "/docker/abcd") is None
+    assert detection._locate(mount, "/elsewhere") is None
 
 
 def test_v2_files_on_a_fake_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a v2 kernel group writes and reads, on plain files."""
-    monkeypatch.setattr(cgroups, "_write", lambda path, text: Path(path).write_text(text))
-    bound = cgroups.Bound("v2", (cgroups.Hierarchy(tmp_path, cgroups.V2_CONTROLLERS),))
-    run = cgroups.RunGroup(bound)
+    monkeypatch.setattr(groups, "_write", lambda path, text: Path(path).write_text(text))
+    bound = detection.Bound("v2", (groups.Hierarchy(tmp_path, groups.V2_CONTROLLERS),))
+    run = groups.RunGroup(bound)
     assert run.name.startswith("labkit-")
     assert (tmp_path / run.name / "cgroup.subtree_control").read_text() == "+cpu +pids"
     kernel = run.new_kernel_group(1.5, 300)
@@ -146,8 +146,8 @@ def test_the_join_prefix_takes_paths_as_arguments(tmp_path: Path) -> None:
     for folder in folders:
         folder.mkdir()
         (folder / "cgroup.procs").write_text("")
-    group = cgroups.KernelGroup("v1", tuple(cgroups.Hierarchy(folder, ("cpu",))
-                                            for folder in folders), 1.0, 8, create=False)
+    group = groups.KernelGroup("v1", tuple(groups.Hierarchy(folder, ("cpu",))
+                                           for folder in folders), 1.0, 8, create=False)
     done = subprocess.run(group.join_command_prefix() + ["sh", "-c", 'echo "ran: $0 $1"', "--",
                                                          "x y"],
                           capture_output=True, text=True, cwd=tmp_path, check=False)
@@ -155,8 +155,8 @@ def test_the_join_prefix_takes_paths_as_arguments(tmp_path: Path) -> None:
     assert done.stdout == "ran: -- x y\n"
     assert [(folder / "cgroup.procs").read_text() for folder in folders] == ["0\n", "0\n"]
     assert not (tmp_path / "pwned").exists()
-    group = cgroups.KernelGroup("v1", (cgroups.Hierarchy(tmp_path / "missing", ("cpu",)),),
-                                1.0, 8, create=False)
+    group = groups.KernelGroup("v1", (groups.Hierarchy(tmp_path / "missing", ("cpu",)),),
+                               1.0, 8, create=False)
     done = subprocess.run(group.join_command_prefix() + ["echo", "ran"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 126 and done.stdout == ""
@@ -164,7 +164,7 @@ def test_the_join_prefix_takes_paths_as_arguments(tmp_path: Path) -> None:
 
 
 @needs_cgroups
-def test_the_quota_holds_and_usage_counts_every_child(run_group: cgroups.RunGroup) -> None:
+def test_the_quota_holds_and_usage_counts_every_child(run_group: groups.RunGroup) -> None:
     kernel = run_group.new_kernel_group(1.0, 64)
     assert kernel.cpu_seconds() == 0.0
     start = time.monotonic()
@@ -185,7 +185,7 @@ def test_the_quota_holds_and_usage_counts_every_child(run_group: cgroups.RunGrou
 
 
 @needs_cgroups
-def test_the_task_limit_stops_a_fork_loop(run_group: cgroups.RunGroup) -> None:
+def test_the_task_limit_stops_a_fork_loop(run_group: groups.RunGroup) -> None:
     kernel = run_group.new_kernel_group(1.0, 16)
     done = subprocess.run(kernel.join_command_prefix() + _python("""
         import os, time
@@ -215,7 +215,7 @@ def test_the_task_limit_stops_a_fork_loop(run_group: cgroups.RunGroup) -> None:
 
 
 @needs_cgroups
-def test_kill_ends_processes_that_ignore_sigterm(run_group: cgroups.RunGroup) -> None:
+def test_kill_ends_processes_that_ignore_sigterm(run_group: groups.RunGroup) -> None:
     kernel = run_group.new_kernel_group(1.0, 64)
     process = subprocess.Popen(kernel.join_command_prefix() + _python("""
         import os, signal, sys, time
@@ -247,7 +247,7 @@ def test_kill_ends_processes_that_ignore_sigterm(run_group: cgroups.RunGroup) ->
 
 @needs_cgroups
 def test_run_close_ends_every_kernel(tmp_path: Path) -> None:
-    run = cgroups.RunGroup(BOUND)
+    run = groups.RunGroup(BOUND)
     processes = []
     try:
         for _ in range(2):
@@ -267,7 +267,7 @@ def test_run_close_ends_every_kernel(tmp_path: Path) -> None:
 
 
 @needs_cgroups
-def test_a_forked_child_joins(run_group: cgroups.RunGroup) -> None:
+def test_a_forked_child_joins(run_group: groups.RunGroup) -> None:
     kernel = run_group.new_kernel_group(1.0, 16)
     read, write = os.pipe()
     pid = os.fork()
@@ -300,7 +300,7 @@ def test_a_forked_child_joins(run_group: cgroups.RunGroup) -> None:
 
 
 @needs_cgroups
-def test_one_process_keeps_its_core_beside_forty(run_group: cgroups.RunGroup) -> None:
+def test_one_process_keeps_its_core_beside_forty(run_group: groups.RunGroup) -> None:
     """The measured problem: 40 busy processes, each in a session of its own,
     beside a kernel with one. With a group each and a core each on 2 cores,
     the one keeps most of its core (without, it got 2 cores / 41)."""
@@ -356,29 +356,29 @@ def _fake_v2(tmp_path: Path, procs: str) -> tuple[str, str, Path]:
 def test_v2_detection_on_a_fake_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The run's group goes under the nearest group that gives cpu and pids;
     a grader alone in its group adopts it; one that is not leaves it be."""
-    monkeypatch.setattr(cgroups, "_write", lambda path, text: Path(path).write_text(text))
-    probed: list[cgroups.Bound] = []
-    monkeypatch.setattr(cgroups, "_probe", lambda bound: probed.append(bound))
+    monkeypatch.setattr(detection, "_write", lambda path, text: Path(path).write_text(text))
+    probed: list[detection.Bound] = []
+    monkeypatch.setattr(detection, "_probe", lambda bound: probed.append(bound))
     mountinfo, cgroup, own = _fake_v2(tmp_path / "shared", f"{os.getpid()}\n1\n")
-    bound = cgroups.detect(mountinfo=mountinfo, own=cgroup)
-    assert bound.kind == "v2" and bound.parents == (cgroups.Hierarchy(own.parent, ("cpu", "pids")),)
+    bound = detection.detect(mountinfo=mountinfo, own=cgroup)
+    assert bound.kind == "v2" and bound.parents == (groups.Hierarchy(own.parent, ("cpu", "pids")),)
     assert (own / "cgroup.subtree_control").read_text() == ""
     assert not list(own.glob("labkit-*"))
 
     mountinfo, cgroup, own = _fake_v2(tmp_path / "alone", f"{os.getpid()}\n")
-    bound = cgroups.detect(mountinfo=mountinfo, own=cgroup)
-    assert bound.kind == "v2" and bound.parents == (cgroups.Hierarchy(own, ("cpu", "pids")),)
+    bound = detection.detect(mountinfo=mountinfo, own=cgroup)
+    assert bound.kind == "v2" and bound.parents == (groups.Hierarchy(own, ("cpu", "pids")),)
     leaf = own / f"labkit-grader-{os.getpid()}"
     assert (leaf / "cgroup.procs").read_text() == "0"
     assert (own / "cgroup.subtree_control").read_text() == "+cpu +pids"
     assert "moved to" in bound.reason
 
     mountinfo, cgroup, own = _fake_v2(tmp_path / "kept", f"{os.getpid()}\n")
-    bound = cgroups.detect(adopt=False, mountinfo=mountinfo, own=cgroup)
-    assert bound.parents == (cgroups.Hierarchy(own.parent, ("cpu", "pids")),)
+    bound = detection.detect(adopt=False, mountinfo=mountinfo, own=cgroup)
+    assert bound.parents == (groups.Hierarchy(own.parent, ("cpu", "pids")),)
     (own.parent.parent / "cgroup.subtree_control").write_text("")
     (own.parent / "cgroup.subtree_control").write_text("")
-    bound = cgroups.detect(adopt=False, mountinfo=mountinfo, own=cgroup)
+    bound = detection.detect(adopt=False, mountinfo=mountinfo, own=cgroup)
     assert bound.kind == "none" and "no-internal-process rule" in bound.reason
 
 
@@ -388,10 +388,10 @@ def _v2_core() -> Path | None:
     if BOUND.kind == "v2" or os.geteuid() != 0:
         return None
     try:
-        groups = cgroups._own_groups("/proc/self/cgroup")
-        for mount in cgroups._mounts("/proc/self/mountinfo"):
+        own_groups = detection._own_groups("/proc/self/cgroup")
+        for mount in detection._mounts("/proc/self/mountinfo"):
             if mount.fstype == "cgroup2" and mount.writable:
-                return cgroups._locate(mount, groups.get(""))
+                return detection._locate(mount, own_groups.get(""))
     except OSError:
         pass
     return None
@@ -407,7 +407,7 @@ def test_v2_without_controllers(tmp_path: Path) -> None:
     of the dead children, killing and removing."""
     assert V2_CORE is not None
     try:
-        run = cgroups.RunGroup(cgroups.Bound("v2", (cgroups.Hierarchy(V2_CORE, ()),)))
+        run = groups.RunGroup(detection.Bound("v2", (groups.Hierarchy(V2_CORE, ()),)))
     except OSError as error:
         pytest.skip(f"cannot create a group in {V2_CORE}: {error}")
     try:
@@ -452,11 +452,11 @@ def test_the_groups_a_killed_grader_left_are_removed_by_the_next_run() -> None:
     # the group of a grader that still runs.
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    dead = cgroups.RunGroup(BOUND, name=f"{cgroups.PREFIX}{gone.pid}-0badc0de")
+    dead = groups.RunGroup(BOUND, name=f"{groups.PREFIX}{gone.pid}-0badc0de")
     dead.new_kernel_group(None)
-    alive = cgroups.RunGroup(BOUND, name=f"{cgroups.PREFIX}{os.getpid()}-0badc0de")
+    alive = groups.RunGroup(BOUND, name=f"{groups.PREFIX}{os.getpid()}-0badc0de")
     try:
-        removed = cgroups.remove_dead_runs(BOUND)
+        removed = groups.remove_dead_runs(BOUND)
         assert {str(h.path) for h in dead.hierarchies} <= set(removed)
         assert not any(h.path.exists() for h in dead.hierarchies)
         assert all(h.path.exists() for h in alive.hierarchies)

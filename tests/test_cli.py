@@ -191,7 +191,7 @@ def test_the_demo_grades_every_lab_with_every_option_of_grade(monkeypatch, tmp_p
 def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
     import json
 
-    from autograder.kernels.sandbox import bubblewrap_works
+    from autograder.kernels.isolation.bubblewrap import bubblewrap_works
 
     batch = tmp_path / "batch"
     batch.mkdir()

@@ -16,12 +16,12 @@ import time
 
 import pytest
 
-from autograder.kernels import sandbox
+from autograder.kernels.isolation import bubblewrap, common, layer_named, prestart_fork_server
 from autograder.kernels.forkserver import client as forkserver
 from autograder.kernels.jupyter import SandboxKernelManager
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.skipif(not sandbox.bubblewrap_works(),
+pytestmark = pytest.mark.skipif(not bubblewrap.bubblewrap_works(),
                                 reason="bubblewrap (bwrap) does not run here: no fork into a sandbox")
 
 #: What a notebook can find out about where it runs.
@@ -106,7 +106,7 @@ def test_a_forked_kernel_finds_what_a_fresh_kernel_finds(tmp_path):
     # RLIMIT_NPROC counts from what the kernel's user runs at its start.
     for probe in (fresh, forked):
         soft, hard = probe["limits"].pop("RLIMIT_NPROC")
-        assert soft == hard >= sandbox.Limits().processes
+        assert soft == hard >= common.Limits().processes
     assert forked == fresh, {key: (fresh[key], forked[key]) for key in fresh
                              if fresh[key] != forked.get(key)}
     # And what both find is the sandbox: no capabilities, no network, only
@@ -115,14 +115,14 @@ def test_a_forked_kernel_finds_what_a_fresh_kernel_finds(tmp_path):
     assert set(forked["caps"]) == {"0000000000000000"} and forked["no_new_privs"] == "1"
     # Never root: where the grader is root, a user of its own with no
     # supplementary groups, who cannot read root's files.
-    user = sandbox.kernel_user()
+    user = common.kernel_user()
     uid = os.getuid() if user is None else user.uid
     assert forked["uids"] == [uid] * 3 and forked["cwd_owner"] == uid
     if user is not None:
         assert uid != 0 and forked["gids"] == [user.gid] * 3 and forked["groups"] == []
         assert forked["shadow"] == "PermissionError"
     # What it can write is sized (the scratch folder is its working folder).
-    limits = sandbox.Limits()
+    limits = common.Limits()
     assert forked["sizes"] == {"/tmp": limits.tmp_bytes, "/dev/shm": limits.shm_bytes,
                                forked["cwd"]: limits.scratch_bytes}
     assert forked["writable"] == ["/tmp", "/dev/shm", "."]
@@ -205,7 +205,7 @@ def test_what_a_library_prints_on_import_does_not_garble_the_fork_server(tmp_pat
 
 def test_a_prestarted_fork_server_is_the_one_the_first_kernel_uses(tmp_path, monkeypatch):
     # A grading worker starts its fork server as it sets itself up
-    # (sandbox.prestart_fork_server), without waiting for its imports; the
+    # (isolation.prestart_fork_server), without waiting for its imports; the
     # first kernel must be forked from that very server, not a second one.
     monkeypatch.setattr(forkserver.ForkServer, "_failures", 0)
     forkserver.ForkServer.discard()
@@ -217,20 +217,20 @@ def test_a_prestarted_fork_server_is_the_one_the_first_kernel_uses(tmp_path, mon
         original(self, *args, **kwargs)
 
     monkeypatch.setattr(forkserver.ForkServer, "__init__", counted)
-    sandbox.prestart_fork_server("bubblewrap")
+    prestart_fork_server(layer_named("bubblewrap"))
     assert len(started) == 1 and not started[0].ready      # not waited for
     km = _manager(tmp_path, "prestarted", fork=True)
     (text,) = asyncio.run(_run(km, "print(6 * 7)"))
     assert text.strip() == "42" and km.forked
     assert started == [forkserver.ForkServer._kept] and started[0].ready
-    sandbox.prestart_fork_server("bubblewrap")              # kept: nothing new
+    prestart_fork_server(layer_named("bubblewrap"))         # kept: nothing new
     assert len(started) == 1
 
 
 def test_no_fork_server_is_prestarted_outside_bubblewrap(monkeypatch):
     forkserver.ForkServer.discard()
     for layer in ("user", "none"):
-        sandbox.prestart_fork_server(layer)
+        prestart_fork_server(layer_named(layer))
     assert forkserver.ForkServer._kept is None
 
 

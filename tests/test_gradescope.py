@@ -27,7 +27,7 @@ import jsonschema
 import pytest
 
 from autograder.cli import main
-from autograder.kernels import sandbox
+from autograder.kernels import isolation as kernel_isolation
 from autograder.publish.leaks import Scanner
 from autograder.labs import KIT_ROOT, get_lab
 from autograder.scaleout import gradescope
@@ -218,12 +218,12 @@ def _run(root: Path) -> tuple[dict, str]:
     return results, done.stdout
 
 
-from autograder.kernels.sandbox import LAYERS  # noqa: E402 - the layers a run may report
+from autograder.kernels.isolation import LAYER_NAMES  # noqa: E402 - the layers a run may report
 
 
 def _says_its_isolation(results: dict, stdout: str) -> None:
     isolation = results["extra_data"]["isolation"]
-    assert isolation["layer"] in LAYERS and isolation["summary"]
+    assert isolation["layer"] in LAYER_NAMES and isolation["summary"]
     assert f"Isolation of the student's kernel: {isolation['summary']}" in stdout
     assert "Isolation" not in results["output"]  # the instructor's, in extra_data
 
@@ -317,15 +317,15 @@ def test_the_isolation_grade_chose_is_in_the_log_and_in_extra_data(tmp_path, mon
                                                                    capsys):
     """run() reports the isolation that the kit's own `grade` chose (for the
     folders it protects), from the run it made: in the log and extra_data."""
-    chosen = sandbox.Isolation("user", "a user of its own per student kernel (test)",
-                               ("network: none (test)",))
+    chosen = kernel_isolation.Isolation("user", "a user of its own per student kernel (test)",
+                                        ("network: none (test)",))
     asked = []
 
     def choose(protected=(), allow_unsandboxed=False):
         asked.append((list(protected), allow_unsandboxed))
         return chosen
 
-    monkeypatch.setattr(sandbox, "choose_isolation", choose)
+    monkeypatch.setattr(kernel_isolation, "choose_isolation", choose)
     results = gradescope.run(_root(tmp_path))  # "{}" is no notebook: no kernel starts
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert asked and asked[0][1] is False  # never unsandboxed
@@ -340,9 +340,10 @@ def test_the_isolation_grade_chose_is_in_the_log_and_in_extra_data(tmp_path, mon
 
 def test_no_isolation_layer_means_no_grading_and_says_so(tmp_path, monkeypatch, capsys):
     def unavailable(*args, **kwargs):
-        raise sandbox.SandboxUnavailable("bubblewrap cannot start and the grader is not root")
+        raise kernel_isolation.SandboxUnavailable(
+            "bubblewrap cannot start and the grader is not root")
 
-    monkeypatch.setattr(sandbox, "choose_isolation", unavailable)
+    monkeypatch.setattr(kernel_isolation, "choose_isolation", unavailable)
     collected = []
     monkeypatch.setattr(gradescope, "results_json", lambda *a: collected.append(a))
     results = gradescope.run(_root(tmp_path))

@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.kernels.sandbox import bubblewrap_works
+from autograder.kernels.isolation.bubblewrap import bubblewrap_works
 from autograder.grader.source import build_source_notebook, write_notebook
 from autograder.labs import LABS
 from tests import samples as samples_of

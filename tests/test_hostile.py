@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.kernels.sandbox import bubblewrap_works
+from autograder.kernels.isolation.bubblewrap import bubblewrap_works
 from tests.conftest import HOSTILE_TABLE, ROOT, run_cli
 from tests.hostile.cases import (CELL_TIMEOUT_S, NOTEBOOK_TIMEOUT_DEFAULT_S, NOTEBOOK_TIMEOUT_S,
                                  PLANTED, all_cases, labs, write_batch)

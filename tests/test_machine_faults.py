@@ -23,7 +23,8 @@ import time
 import nbformat
 import pytest
 
-from autograder.kernels.sandbox import KERNEL_UIDS, bubblewrap_works
+from autograder.kernels.isolation.bubblewrap import bubblewrap_works
+from autograder.kernels.isolation.common import KERNEL_UIDS
 from tests.conftest import ROOT, run_cli
 
 pytestmark = [

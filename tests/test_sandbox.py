@@ -1,4 +1,4 @@
-"""The student kernel's resource limits and environment (autograder/kernels/sandbox.py).
+"""The student kernel's resource limits and environment (autograder/kernels/isolation/).
 
 The memory cap must stop a notebook that allocates without end on a CPU
 machine (address space) and on a GPU machine (data segment, since CUDA
@@ -18,15 +18,16 @@ import time
 import pytest
 
 from autograder.grader import worker
-from autograder.kernels import jupyter, sandbox
+from autograder.kernels import jupyter
+from autograder.kernels.isolation import bubblewrap, common
 
 BOMB = "b = bytearray(400 * 1024 * 1024); print('allocated', len(b))"
 SMALL = "b = bytearray(20 * 1024 * 1024); print('allocated', len(b))"
 
 
 def _run_limited(code: str, gpu: bool) -> subprocess.CompletedProcess:
-    limits = sandbox.Limits(memory_bytes=200 * 1024**2)
-    prefix = sandbox.rlimit_prefix(limits, gpu=gpu)
+    limits = common.Limits(memory_bytes=200 * 1024**2)
+    prefix = common.rlimit_prefix(limits, gpu=gpu)
     return subprocess.run(prefix + [sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=60)
 
@@ -34,7 +35,7 @@ def _run_limited(code: str, gpu: bool) -> subprocess.CompletedProcess:
 @pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is not installed")
 @pytest.mark.parametrize("gpu", [False, True], ids=["cpu-address-space", "gpu-data-segment"])
 def test_the_memory_cap_stops_a_memory_bomb_and_allows_ordinary_use(gpu):
-    assert ("--data" if gpu else "--as") in " ".join(sandbox.rlimit_prefix(sandbox.Limits(), gpu=gpu))
+    assert ("--data" if gpu else "--as") in " ".join(common.rlimit_prefix(common.Limits(), gpu=gpu))
     bomb = _run_limited(BOMB, gpu)
     assert bomb.returncode != 0 and "MemoryError" in bomb.stderr, (bomb.stdout, bomb.stderr)
     small = _run_limited(SMALL, gpu)
@@ -43,9 +44,9 @@ def test_the_memory_cap_stops_a_memory_bomb_and_allows_ordinary_use(gpu):
 
 def test_the_gpu_device_nodes_are_bound_into_the_sandbox(tmp_path, monkeypatch):
     fake = [tmp_path / "nvidia0", tmp_path / "nvidiactl"]
-    monkeypatch.setattr(sandbox, "gpu_devices", lambda: fake)
-    spec = sandbox.SandboxSpec(scratch=tmp_path / "s", ipc_dir=tmp_path / "i")
-    args = sandbox.bwrap_prefix(spec)
+    monkeypatch.setattr(bubblewrap, "gpu_devices", lambda: fake)
+    spec = common.SandboxSpec(scratch=tmp_path / "s", ipc_dir=tmp_path / "i")
+    args = bubblewrap.bwrap_prefix(spec)
     for device in fake:
         at = args.index(str(device))
         assert args[at - 1] == "--dev-bind" and args[at + 1] == str(device)
@@ -54,7 +55,7 @@ def test_the_gpu_device_nodes_are_bound_into_the_sandbox(tmp_path, monkeypatch):
 def _private_environ(monkeypatch) -> None:
     """A copy of os.environ without thread settings, thrown away after the test."""
     monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
-                                        if k not in sandbox.THREAD_ENV})
+                                        if k not in common.THREAD_ENV})
 
 
 def test_parallel_kernels_share_the_cores_and_the_instructor_setting_wins(monkeypatch, tmp_path):
@@ -63,7 +64,7 @@ def test_parallel_kernels_share_the_cores_and_the_instructor_setting_wins(monkey
     os.environ["MKL_NUM_THREADS"] = "3"          # the instructor's own choice
     os.environ["GRADER_SECRET"] = "do-not-pass"
     worker.share_cores(4)
-    env = sandbox.kernel_environment(sandbox.SandboxSpec(scratch=tmp_path, ipc_dir=tmp_path))
+    env = common.kernel_environment(common.SandboxSpec(scratch=tmp_path, ipc_dir=tmp_path))
     assert env["OMP_NUM_THREADS"] == "2" and env["TF_NUM_INTRAOP_THREADS"] == "2"
     assert env["MKL_NUM_THREADS"] == "3"
     assert "GRADER_SECRET" not in env
@@ -72,19 +73,19 @@ def test_parallel_kernels_share_the_cores_and_the_instructor_setting_wins(monkey
 def test_one_job_leaves_the_thread_settings_alone(monkeypatch):
     _private_environ(monkeypatch)
     worker.share_cores(1)
-    assert not any(name in os.environ for name in sandbox.THREAD_ENV)
+    assert not any(name in os.environ for name in common.THREAD_ENV)
 
 
 def _sandboxed(tmp_path, code: str) -> subprocess.CompletedProcess:
-    spec = sandbox.SandboxSpec(scratch=tmp_path / "scratch", ipc_dir=tmp_path / "ipc")
+    spec = common.SandboxSpec(scratch=tmp_path / "scratch", ipc_dir=tmp_path / "ipc")
     spec.scratch.mkdir()
     spec.ipc_dir.mkdir()
-    return subprocess.run(sandbox.bwrap_prefix(spec) + [sys.executable, "-c", code],
+    return subprocess.run(bubblewrap.bwrap_prefix(spec) + [sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin"})
 
 
-needs_bubblewrap = pytest.mark.skipif(not sandbox.bubblewrap_works(),
+needs_bubblewrap = pytest.mark.skipif(not bubblewrap.bubblewrap_works(),
                                       reason="bubblewrap (bwrap) does not run here")
 
 
@@ -104,7 +105,7 @@ def test_a_sandboxed_process_cannot_see_or_signal_the_grader_or_other_kernels(tm
         # Its parent is bubblewrap's init, pid 1 inside: why the kernel is told
         # not to poll its parent (a real kernel starts there in the CLI tests).
         assert "PARENT 1" in result.stdout
-        assert "--IPKernelApp.parent_handle=0" in sandbox.SANDBOXED_KERNEL_ARGS
+        assert "--IPKernelApp.parent_handle=0" in bubblewrap.SANDBOXED_KERNEL_ARGS
     finally:
         victim.kill()
 
@@ -238,9 +239,9 @@ def test_the_sandboxed_kernel_is_waited_for_by_the_prompt_client(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the grader is an ordinary user: its kernels are it")
 def test_each_grading_process_of_a_root_grader_has_a_kernel_user_of_its_own():
-    code = ("from autograder.kernels import sandbox; import sys\n"
-            "print(sandbox.kernel_user().uid, flush=True); sys.stdin.read()")
-    own = sandbox.kernel_user().uid
+    code = ("from autograder.kernels.isolation import common; import sys\n"
+            "print(common.kernel_user().uid, flush=True); sys.stdin.read()")
+    own = common.kernel_user().uid
     holders = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, text=True) for _ in range(2)]
     try:
@@ -250,7 +251,7 @@ def test_each_grading_process_of_a_root_grader_has_a_kernel_user_of_its_own():
             holder.stdin.close()
             holder.wait(timeout=30)
     assert len(set(uids + [own])) == 3
-    assert all(uid in sandbox.KERNEL_UIDS and uid != 0 for uid in uids)
+    assert all(uid in common.KERNEL_UIDS and uid != 0 for uid in uids)
 
 
 def test_user_task_count_counts_this_process_threads_and_no_one_elses():
@@ -262,9 +263,9 @@ def test_user_task_count_counts_this_process_threads_and_no_one_elses():
     worker = threading.Thread(target=stop.wait)
     worker.start()
     try:
-        assert sandbox.user_task_count() >= threading.active_count() >= 2
+        assert common.user_task_count() >= threading.active_count() >= 2
     finally:
         stop.set()
         worker.join()
-    unused = max(sandbox.KERNEL_UIDS) + 1000
-    assert sandbox.user_task_count(unused) == 0
+    unused = max(common.KERNEL_UIDS) + 1000
+    assert common.user_task_count(unused) == 0

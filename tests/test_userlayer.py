@@ -21,7 +21,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.kernels import acl, sandbox, userlayer
+from autograder.kernels.isolation import (SandboxUnavailable, acl, bubblewrap, choose_isolation,
+                                          common, user_cleanup)
+from autograder.kernels.isolation import user as userlayer
 from tests import isolation
 from tests.conftest import ROOT, run_cli
 
@@ -107,14 +109,14 @@ def test_the_plan_refuses_to_hide_what_the_kernels_need(tmp_path):
 
 
 def test_no_isolation_is_refused_unless_the_instructor_says_so(monkeypatch):
-    monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "is not installed (no bwrap)")
-    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
-    with pytest.raises(sandbox.SandboxUnavailable) as refused:
-        sandbox.choose_isolation([ROOT])
+    monkeypatch.setattr(bubblewrap, "bubblewrap_problem", lambda: "is not installed (no bwrap)")
+    monkeypatch.setattr(userlayer.os, "geteuid", lambda: 1000)
+    with pytest.raises(SandboxUnavailable) as refused:
+        choose_isolation([ROOT])
     message = str(refused.value)
     assert "bubblewrap is not installed" in message and "needs the grader to run as root" in \
         message and "--unsandboxed" in message
-    chosen = sandbox.choose_isolation([ROOT], allow_unsandboxed=True)
+    chosen = choose_isolation([ROOT], allow_unsandboxed=True)
     assert chosen.layer == "none" and "NONE (--unsandboxed)" in chosen.summary
 
 
@@ -305,7 +307,7 @@ def test_clean_user_removes_its_files_anywhere_writable_and_its_ipc(tmp_path):
     in a folder others may write inside them), and its System V shared
     memory, semaphores and message queues, are gone after clean_user;
     another user's file stays."""
-    shared = userlayer.shared_folders()
+    shared = user_cleanup.shared_folders()
     for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         if os.path.isdir(folder):
             assert folder in shared
@@ -327,9 +329,9 @@ def test_clean_user_removes_its_files_anywhere_writable_and_its_ipc(tmp_path):
                f"open('/tmp/labkit-left-{other}', 'w').write('x')")
     assert _as_user(other, planted).returncode == 0
     try:
-        assert len(userlayer.user_ipc(UID)) == 3
-        removed = userlayer.clean_user(UID)
-        assert {f"{kind} {ident}" for kind, ident in userlayer.user_ipc(UID)} == set()
+        assert len(user_cleanup.user_ipc(UID)) == 3
+        removed = user_cleanup.clean_user(UID)
+        assert {f"{kind} {ident}" for kind, ident in user_cleanup.user_ipc(UID)} == set()
         for folder in LEFT_IN:
             if os.path.isdir(folder):
                 assert not os.path.exists(f"{folder}/labkit-left-{UID}"), removed
@@ -337,14 +339,14 @@ def test_clean_user_removes_its_files_anywhere_writable_and_its_ipc(tmp_path):
         assert os.path.exists(f"/tmp/labkit-left-{other}")
         assert sum(name.split()[0] in ("shm", "sem", "msg") for name in removed) == 3
     finally:
-        userlayer.clean_user(UID)
-        userlayer.clean_user(other)
+        user_cleanup.clean_user(UID)
+        user_cleanup.clean_user(other)
 
 
 def test_a_kernel_makes_no_posix_message_queue():
     """A POSIX message queue outlives its maker and has no owner's folder to
     clean where /dev/mqueue is not mounted: the kernels' limits refuse them."""
-    assert sandbox.rlimits(sandbox.Limits(), uid=UID)["RLIMIT_MSGQUEUE"] == 0
+    assert common.rlimits(common.Limits(), uid=UID)["RLIMIT_MSGQUEUE"] == 0
     make = ("import ctypes, os\n"
             "rt = ctypes.CDLL('librt.so.1', use_errno=True)\n"
             "name = f'/labkit-queue-{os.getuid()}'.encode()\n"
@@ -355,7 +357,7 @@ def test_a_kernel_makes_no_posix_message_queue():
     free = _as_user(UID, make)
     assert free.returncode == 0 and int(free.stdout.split()[0]) >= 0, free
     limited = subprocess.run(
-        sandbox.prlimit_arguments({"RLIMIT_MSGQUEUE": 0})
+        common.prlimit_arguments({"RLIMIT_MSGQUEUE": 0})
         + ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
            shutil.which("python3", path="/usr/bin:/bin") or "/usr/bin/python3", "-c", make],
         capture_output=True, text=True, timeout=60)

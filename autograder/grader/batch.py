@@ -56,7 +56,7 @@ class ClassGradebook:
         self.db_url = options.db_url or f"sqlite:///{self.root / 'gradebook.db'}"
         self.seed_check = seed_check
         self.points: dict[str, float] = {}
-        #: The isolation of the student kernels (sandbox.Isolation.to_json()),
+        #: The isolation of the student kernels (isolation.Isolation.to_json()),
         #: kept in run.json and shown in class.json and report.html.
         self.isolation: dict | None = None
 
@@ -305,17 +305,17 @@ class Grader:
         """Choose the student kernels' isolation (it refuses to grade without
         any unless options.unsandboxed) and say it on the terminal. A run
         with nothing to grade keeps what the last run into OUT said."""
-        from autograder.kernels import sandbox
+        from autograder.kernels import cgroups, isolation
 
         if not submissions and not self.options.regrade:
             try:
                 return json.loads((self.out_dir / "run.json").read_text()).get("isolation")
             except (OSError, ValueError, AttributeError):
                 return None
-        chosen = sandbox.choose_isolation(self.protected, self.options.unsandboxed)
+        chosen = isolation.choose_isolation(self.protected, self.options.unsandboxed)
         print(f"Isolation of the student kernels: {clean_text(chosen.summary)}", file=sys.stderr)
         # What keeps one kernel from taking the machine's CPU from the others.
-        bound = sandbox.describe_cpu_bound(self.options.workers)
+        bound = cgroups.describe_cpu_bound(self.options.workers)
         print(f"CPU and processes of each student kernel: {clean_text(bound)}", file=sys.stderr)
         return {**chosen.to_json(), "cpu_bound": bound}
 

@@ -4,7 +4,7 @@
 
 * every cell the student can change or see run (solution, provided and
   visible-check cells) runs in the student's kernel, started inside the
-  sandbox (autograder.kernels.sandbox);
+  sandbox (autograder.kernels.isolation);
 * every graded test cell runs in a separate *test kernel*
   (autograder.kernels.testskernel): a clean Python process that never runs
   student code, where each exercise name is a proxy into the student's
@@ -201,9 +201,9 @@ class IsolatedExecute(Execute):
     def start_new_kernel(self, **kwargs):
         with self._timed("student_kernel_start"):
             started = super().start_new_kernel(**kwargs)
-        # The isolation it ran under (the run's choice: sandbox.choose_isolation).
+        # The isolation it ran under (the run's choice: isolation.choose_isolation).
         layer = getattr(self.km, "layer", None)
-        self._record["sandbox"] = layer() if callable(layer) else ""
+        self._record["sandbox"] = layer().name if callable(layer) else ""
         # Forked from the fork server, libraries already imported, or fresh.
         self._record["timings"]["student_kernel_forked"] = float(getattr(self.km, "forked", False))
         self._student_km = self.km

@@ -109,7 +109,7 @@ class GradingOptions:
             rarity-weighted shared code, autograder.term.similarity) from which a
             pair is listed (None: its default, 0.25).
         unsandboxed: grade even where no isolation layer works (the
-            instructor's explicit word: autograder.kernels.sandbox.choose_isolation).
+            instructor's explicit word: autograder.kernels.isolation.choose_isolation).
     """
 
     jobs: int | None = option(

@@ -89,7 +89,7 @@ def merge_shards(lab_id: str, shard_dirs: list[Path], out_dir: Path,
 def merged_isolation(runs: list[dict]) -> dict | None:
     """The class's isolation: the shards' own when they agree; else the
     weakest layer, its summary saying that the shards differed."""
-    from autograder.kernels.sandbox import LAYERS
+    from autograder.kernels.isolation import LAYER_NAMES
 
     found = [isolation for run in runs if isinstance(isolation := run.get("isolation"), dict)]
     if not found:
@@ -97,8 +97,8 @@ def merged_isolation(runs: list[dict]) -> dict | None:
     layers = {item.get("layer") for item in found}
     if len(layers) == 1 and len(found) == len(runs):
         return found[0]
-    weakest = max(found, key=lambda item: LAYERS.index(item.get("layer"))
-                  if item.get("layer") in LAYERS else len(LAYERS))
+    weakest = max(found, key=lambda item: LAYER_NAMES.index(item.get("layer"))
+                  if item.get("layer") in LAYER_NAMES else len(LAYER_NAMES))
     return {"layer": weakest.get("layer"),
             "summary": f"the shards differ ({', '.join(sorted(map(str, layers)))}"
                        f"{', some not recorded' if len(found) < len(runs) else ''}); "

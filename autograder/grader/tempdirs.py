@@ -48,7 +48,7 @@ def run_folder() -> Path:
     folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     _hold(folder)
     # The student kernel runs as another user where the grader is root
-    # (autograder.kernels.sandbox.kernel_user): it may pass through, never list.
+    # (autograder.kernels.isolation.common.kernel_user): it may pass through, never list.
     folder.chmod(0o711)
     _folder = folder
     os.environ[ENVIRONMENT] = str(folder)

@@ -59,7 +59,7 @@ class WorkerSetup:
         workers_dir: where each worker makes its private course folder.
         jobs: how many workers run at once (they share the cores).
         isolation: the student kernels' isolation layer the run chose
-            (autograder.kernels.sandbox.choose_isolation; "" to choose here).
+            (autograder.kernels.isolation.choose_isolation; "" to choose here).
         protected: what the user layer keeps from the kernels (the run's).
     """
 
@@ -264,7 +264,7 @@ class Worker:
         config.SandboxKernelManager.fork_kernels = options.kernels == "fork"
         config.IsolatedExecute.plain = options.plain
         # Each kernel's cgroup gets the machine's cores over the run's jobs.
-        from autograder.kernels.cgroups import kernel_cpu_cores
+        from autograder.kernels.cgroups.groups import kernel_cpu_cores
         config.SandboxKernelManager.cpu_cores = kernel_cpu_cores(self.setup.jobs)
         config.SandboxKernelManager.isolation = self.setup.isolation
         config.SandboxKernelManager.scratch = str(work / "scratch")
@@ -275,6 +275,8 @@ class Worker:
     def _collect(self, student_id: str, source_name: str, record: dict, notes) -> SubmissionResult:
         """The result of a finished autograde: scores from the gradebook, messages from the record."""
         from nbgrader.api import Gradebook
+
+        from autograder.kernels.isolation import notes_for
 
         tests = record.get("tests", {})
         found: dict[str, list[tuple[PropertyResult, str]]] = {}
@@ -326,7 +328,7 @@ class Worker:
             status = f"partly graded: {record['stopped']}"
         elif not record:
             status = "partly graded: the grader kept no record of the run"
-        notes = list(notes) + ISOLATION_NOTES.get(str(record.get("sandbox")), [])
+        notes = list(notes) + notes_for(str(record.get("sandbox")))
         dropped = record.get("output_dropped") or {}
         if dropped.get("cells"):
             notes.append(f"{OUTPUT_TRUNCATED} in {dropped['cells']} cell(s): "
@@ -418,20 +420,11 @@ def share_cores(jobs: int) -> None:
     """
     if jobs <= 1:
         return
-    from autograder.kernels.sandbox import THREAD_ENV
+    from autograder.kernels.isolation.common import THREAD_ENV
 
     threads = str(max(1, (os.cpu_count() or 1) // jobs))
     for name in THREAD_ENV:
         os.environ.setdefault(name, threads)
-
-
-#: The note each row gets for the isolation its kernel ran under (none for bubblewrap).
-ISOLATION_NOTES = {
-    "user": ["isolation: a user of its own for the kernel, the course denied to it "
-             "(bubblewrap could not run here)"],
-    "none": ["graded WITHOUT isolation (--unsandboxed): the notebook could read the hidden "
-             "tests and other students' files"],
-}
 
 
 def start_worker(setup: WorkerSetup) -> None:
@@ -440,17 +433,17 @@ def start_worker(setup: WorkerSetup) -> None:
     global _WORKER
     import warnings
 
-    from autograder.kernels import sandbox
+    from autograder.kernels import isolation
 
     warnings.filterwarnings("ignore", message=".*not in session.*")
     share_cores(setup.jobs)
     if setup.isolation:
-        sandbox.use_isolation(setup.isolation, setup.protected or setup.hidden)
+        isolation.use_isolation(setup.isolation, setup.protected or setup.hidden)
     if setup.options.kernels == "fork" and setup.jobs > 1:
         # A worker process of a pool: its fork server imports while the
         # worker, and the batch, set themselves up. (Grading in the batch's
         # own process, the class is set up already: nothing to overlap.)
-        sandbox.prestart_fork_server(setup.isolation or sandbox.detected_isolation())
+        isolation.prestart_fork_server(isolation.layer_for(setup.isolation))
     _WORKER = Worker(setup, Path(setup.workers_dir) / f"w{os.getpid()}")
 
 

@@ -2,8 +2,10 @@
 
 * `jupyter`: every override of jupyter_client's and ZeroMQ's internals (the
   kernel manager that starts a student's kernel, the bounded clients).
-* `sandbox`, `userlayer`, `acl`, `cgroups`: the isolation layers and the
-  CPU and process bounds of a student's kernel.
+* `isolation`: the isolation layers of a student's kernel (bubblewrap, a
+  user of its own, none), one module each behind one interface, and the
+  choice among them.
+* `cgroups`: the CPU and process bounds of a student's kernel.
 * `probe`: the tests kernel's side of a call into the student's kernel
   (`client`: StudentKernel; `transports`: execute requests or a pipe;
   `wire`: the values' encoding; `messages`: the student's redacted errors).

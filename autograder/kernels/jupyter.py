@@ -8,7 +8,7 @@ read this file against the new release, or grade with `--plain` meanwhile.
 * `ReadyKernelClient`: a kernel client whose wait for a new kernel ends when
   the kernel is ready, not 0.2 s later.
 * `SandboxKernelManager`: the kernel manager that starts a student's kernel
-  behind the run's isolation layer (autograder.kernels.sandbox), forked from
+  behind the run's isolation layer (autograder.kernels.isolation), forked from
   the fork server where it can be (autograder.kernels.forkserver).
 * `StudentOutputChannel` and `BoundedKernelClient`: the grader's client of a
   student's kernel, with every message it reads capped.
@@ -36,9 +36,12 @@ from traitlets import Bool, Dict, Float, List, Type, Unicode
 from zmq.utils.monitor import parse_monitor_message
 
 from autograder import cputime, limits
-from autograder.kernels import cgroups, sandbox, userlayer
+from autograder.kernels import cgroups
 from autograder.kernels.forkserver import client as forkserver_client
 from autograder.kernels.forkserver import server as forkserver
+from autograder.kernels.isolation import Layer, layer_for
+from autograder.kernels.isolation.common import (Limits, SandboxSpec, kernel_environment,
+                                                 kernel_user, prlimit_arguments, rlimits)
 from autograder.limits import KERNEL_FALLBACK_NICE, KERNEL_TASKS
 
 
@@ -118,12 +121,13 @@ class SandboxKernelManager(AsyncKernelManager):
     ipc_dir = Unicode("", help="Folder for the kernel's sockets.").tag(config=True)
     hidden = List(Unicode(), help="Folders hidden from the kernel.").tag(config=True)
     readable = List(Unicode(), help="Extra folders the kernel may read.").tag(config=True)
-    limits = Dict(help="Overrides of sandbox.Limits fields.").tag(config=True)
-    isolation = Unicode("", help="The isolation layer of the kernels (sandbox.LAYERS), as the "
-                        "run chose it (sandbox.choose_isolation); empty: the strongest here "
-                        "(sandbox.detected_isolation).").tag(config=True)
+    limits = Dict(help="Overrides of isolation.common.Limits fields.").tag(config=True)
+    isolation = Unicode("", help="The isolation layer of the kernels (a name of "
+                        "isolation.LAYERS), as the run chose it (isolation.choose_isolation); "
+                        "empty: the strongest here (isolation.detected_isolation)."
+                        ).tag(config=True)
     cpu_cores = Float(0.0, help="The CPU a kernel may use at most, in cores, where it gets a "
-                      "cgroup of its own (cgroups.kernel_cpu_cores: the cores over the "
+                      "cgroup of its own (cgroups.groups.kernel_cpu_cores: the cores over the "
                       "run's jobs); 0: no quota, equal shares only.").tag(config=True)
     fork_kernels = Bool(True, help="Fork the kernel, its libraries already imported, from the "
                         "grading process's fork server into the sandbox (autograder.kernels.forkserver.server) "
@@ -133,8 +137,8 @@ class SandboxKernelManager(AsyncKernelManager):
 
     #: Whether the running kernel was forked (else it was started fresh).
     forked = False
-    #: The running kernel's cgroup (None: none here; sandbox.cpu_bound says why).
-    cgroup: "cgroups.KernelGroup | None" = None
+    #: The running kernel's cgroup (None: none here; cgroups.cpu_bound says why).
+    cgroup: "cgroups.groups.KernelGroup | None" = None
     #: Where its cgroup counts the CPU its processes used ("" without one).
     cpu_usage_file = ""
     #: How often the kernel's processes hit the cgroup's task limit (read
@@ -143,12 +147,12 @@ class SandboxKernelManager(AsyncKernelManager):
     #: What bounded the kernel's CPU and processes, in words.
     cpu_bound_words = ""
 
-    def _spec(self) -> sandbox.SandboxSpec:
-        return sandbox.SandboxSpec(
+    def _spec(self) -> SandboxSpec:
+        return SandboxSpec(
             scratch=Path(self.scratch), ipc_dir=Path(self.ipc_dir),
             hidden=[Path(p) for p in self.hidden],
             readable=[Path(p) for p in self.readable],
-            limits=sandbox.Limits(**self.limits),
+            limits=Limits(**self.limits),
         )
 
     def __init__(self, **kwargs):
@@ -168,46 +172,29 @@ class SandboxKernelManager(AsyncKernelManager):
         command = super().format_kernel_cmd(extra_arguments)
         spec = self._spec()
         self._fork_argv = None
-        user = sandbox.kernel_user()
+        user = kernel_user()
         # One scan of /proc (the task count in RLIMIT_NPROC) serves both the
         # prlimit prefix and the forked kernel's own limits.
-        values = sandbox.rlimits(spec.limits, uid=None if user is None else user.uid)
-        limited = self._cpu_prefix() + sandbox.prlimit_arguments(values)
+        values = rlimits(spec.limits, uid=None if user is None else user.uid)
+        limited = self._cpu_prefix() + prlimit_arguments(values)
         layer = self.layer()
-        if layer == "none":
-            # Only with the instructor's --unsandboxed (sandbox.choose_isolation).
-            return limited + command
-        if layer == "user":
-            if sandbox.user_layer_error():
-                raise RuntimeError(f"the user layer could not be set up in this grading "
-                                   f"process: {sandbox.user_layer_error()}")
-            # The run's preparation (its protected paths cover this kernel's
-            # hidden ones); set up here only for a kernel started outside a run.
-            preparation = sandbox._prepared or sandbox.prepare_user_layer(self.hidden)
-            return limited + sandbox.become_prefix(user, spec.scratch, net=preparation.network_isolated,
-                                           umask=0o077) + command
-        become = sandbox.become_prefix(user, spec.scratch)
-        keep = sandbox.BECOME_CAPS if user is not None else ()
-        self._fresh_command = (limited + sandbox.bwrap_prefix(spec, keep) + become + command
-                               + sandbox.SANDBOXED_KERNEL_ARGS)
-        if not self._can_fork(command):
+        layer.check_setup()
+        self._fresh_command = (limited + layer.command_prefix(spec, user) + command
+                               + list(layer.kernel_arguments))
+        if not (layer.forks_kernels and self._can_fork(command)):
             return self._fresh_command
-        # bubblewrap sets the sandbox up around a placeholder; the kernel is
-        # forked into it afterwards (_async_launch_kernel), with the same
-        # limits. The placeholder is the PID namespace's init (--as-pid-1),
-        # which no process inside can kill: a notebook that kills every
-        # process it sees would otherwise end its own sandbox.
-        self._fork_argv = command[3:] + sandbox.SANDBOXED_KERNEL_ARGS
+        # The layer sets the sandbox up around the fork server's placeholder;
+        # the kernel is forked into it afterwards (_async_launch_kernel), with
+        # the same limits.
+        self._fork_argv = command[3:] + list(layer.kernel_arguments)
         self._fork_limits = values
         self._fork_user = None if user is None else [user.uid, user.gid]
-        sandboxed = sandbox.bwrap_prefix(spec)
-        assert sandboxed[-1] == "--"
-        return (limited + sandboxed[:-1] + ["--as-pid-1", "--"]
+        return (limited + layer.fork_prefix(spec)
                 + forkserver.PLACEHOLDER + [str(self._lifeline())])
 
-    def layer(self) -> str:
+    def layer(self) -> Layer:
         """The isolation layer of this manager's kernels."""
-        return self.isolation or sandbox.detected_isolation()
+        return layer_for(self.isolation)
 
     def _cpu_prefix(self) -> list[str]:
         """The kernel's cgroup, made now (the previous kernel's removed), and
@@ -215,7 +202,7 @@ class SandboxKernelManager(AsyncKernelManager):
         a lower priority instead (nice), so that the grader itself stays
         responsive beside a notebook's runaway processes."""
         self._remove_cgroup()
-        group, why = sandbox._new_kernel_group(self.cpu_cores)
+        group, why = cgroups.new_kernel_group(self.cpu_cores)
         self.cgroup, self._fork_cgroup, self._fork_nice = group, None, None
         if group is not None:
             try:
@@ -247,11 +234,12 @@ class SandboxKernelManager(AsyncKernelManager):
     def cpu_clock(self) -> cputime.Clock | None:
         """The CPU seconds the running kernel's processes have used (all of
         them: its cgroup's count where it has one, else its process tree and,
-        in the user layer, every process of its user); None before it starts."""
+        where its layer says so (the user layer), every process of its user);
+        None before it starts."""
         pid = getattr(self.provisioner, "pid", None)
         if pid is None:
             return None
-        user = sandbox.kernel_user() if self.layer() == "user" else None
+        user = self.layer().clock_user(kernel_user())
         return cputime.Clock(pid, None if user is None else user.uid,
                              getattr(self, "cpu_usage_file", ""))
 
@@ -287,7 +275,7 @@ class SandboxKernelManager(AsyncKernelManager):
         # here, before any student code ran (autograder.kernels.probe.StudentKernel).
         made = os.stat(ipc / "exchange", follow_symlinks=False)
         self.exchange_identity = (made.st_dev, made.st_ino)
-        user = sandbox.kernel_user()
+        user = kernel_user()
         if user is None:
             return
         for path in (ipc, ipc / "exchange", Path(self.connection_file)):
@@ -298,13 +286,12 @@ class SandboxKernelManager(AsyncKernelManager):
         (ipc / "exchange").chmod(0o700)
 
     def _reap_user(self) -> None:
-        """In the user layer: end every process of the kernel's user and remove
-        its files in the folders any user may write and its System V IPC (a
-        daemon, a planted file or segment of one submission never meets the
-        next: userlayer.clean_user)."""
-        user = sandbox.kernel_user()
-        if self.layer() == "user" and user is not None:
-            userlayer.clean_user(user.uid)
+        """End what a kernel of this manager's user left, as its layer does
+        (Layer.after_kernel; the user layer: every process of the kernel's
+        user, its files in the folders any user may write and its System V
+        IPC, so that a daemon, a planted file or segment of one submission
+        never meets the next: isolation.user_cleanup.clean_user)."""
+        self.layer().after_kernel(kernel_user())
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         self.forked = False
@@ -369,11 +356,8 @@ class SandboxKernelManager(AsyncKernelManager):
         # AsyncKernelManager.start_kernel is the base class's function object,
         # so the override must be of start_kernel itself.
         spec = self._spec()
-        kw["env"] = sandbox.kernel_environment(spec)
-        if self.layer() == "user":
-            # The machine's /tmp is shared there: temporary files go to the
-            # kernel's own folder.
-            kw["env"]["TMPDIR"] = str(spec.scratch)
+        kw["env"] = kernel_environment(spec)
+        self.layer().environment(spec, kw["env"])
         kw["cwd"] = str(spec.scratch)
         # The kernel's own file descriptors 1 and 2 would be the grader's
         # terminal: TensorFlow's C++ start-up logs, or a notebook's

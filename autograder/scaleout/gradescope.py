@@ -42,7 +42,7 @@ and inputs are never in it. Its visibility comes from course.toml::
 
 The bundle holds the hidden tests and references: it goes to Gradescope
 only, never to students. The student's kernel gets the isolation the kit's
-``grade`` chooses, as anywhere (``sandbox.choose_isolation``: bubblewrap
+``grade`` chooses, as anywhere (``isolation.choose_isolation``: bubblewrap
 where the container allows user namespaces, else a user of its own, since
 the grader runs as root there); ``run`` prints it to the grader's log
 ("Isolation of the student's kernel: ...", which Gradescope always shows
@@ -379,7 +379,7 @@ def run(root: Path = DEFAULT_ROOT) -> dict:
     """Grade ``root``/submission and write ``root``/results/results.json (returned).
 
     The isolation of the student's kernel is the one the kit's `grade`
-    chooses (``sandbox.choose_isolation``, for the folders it protects):
+    chooses (``isolation.choose_isolation``, for the folders it protects):
     printed to the grader's log, which Gradescope always shows the
     instructor ("Isolation of the student's kernel: ..."), and kept in
     ``extra_data["isolation"]``. Where no isolation layer can run, `grade`
@@ -391,7 +391,7 @@ def run(root: Path = DEFAULT_ROOT) -> dict:
     grader itself is written as a result that says so (Gradescope would
     otherwise show the student only "the autograder failed").
     """
-    from autograder.kernels.sandbox import SandboxUnavailable
+    from autograder.kernels.isolation import SandboxUnavailable
 
     root = Path(root)
     started = time.monotonic()

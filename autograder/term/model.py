@@ -125,7 +125,7 @@ TERM_FIELDS = ("roster_lms", "roster_kind", "roster_file", "roster_assignments",
 def write_class(out_dir: Path, lab: str, lab_title: str, rows: list[ClassRow],
                 roster_lms: str = "", isolation: dict | None = None, **term) -> Path:
     """Write OUT/class.json: the lab, the term's facts (TERM_FIELDS, keywords),
-    the student kernels' isolation (autograder.kernels.sandbox.Isolation), the rows."""
+    the student kernels' isolation (autograder.kernels.isolation.Isolation), the rows."""
     unknown = set(term) - set(TERM_FIELDS)
     if unknown:
         raise TypeError(f"write_class: unknown term fields {sorted(unknown)}")

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from autograder.kernels.sandbox import Limits
+from autograder.kernels.isolation.common import Limits
 from tests.hostile.cases import Case, feedback_of, with_cell
 
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow")

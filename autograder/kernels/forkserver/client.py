@@ -3,7 +3,7 @@
 `ForkServer` starts the fork server of this grading process (one per worker)
 as a script, by the server module's path, with the kernels' environment and
 the modules to import (`preload_for`): as the worker starts
-(`ForkServer.prestart`, autograder.kernels.sandbox.prestart_fork_server),
+(`ForkServer.prestart`, autograder.kernels.isolation.prestart_fork_server),
 so that its imports overlap the worker's own set-up, or else on first use.
 It keeps it while the settings stay the same, and asks it for one kernel per
 submission, forked into that

@@ -7,7 +7,7 @@ notebook: on two cores that is most of what a small lab costs to grade. The
 imports them once. For each submission:
 
 1. the grader starts the submission's bubblewrap sandbox exactly as for a
-   fresh kernel (autograder.kernels.sandbox.bwrap_prefix), with a placeholder command
+   fresh kernel (autograder.kernels.isolation.bubblewrap.bwrap_prefix), with a placeholder command
    as the PID namespace's init (which no process inside can kill) that holds
    the read end of a FIFO, the *lifeline*, in the sandbox's ipc folder;
 2. the fork server forks a child, which waits until the placeholder has
@@ -17,7 +17,7 @@ imports them once. For each submission:
    the child itself stays outside it, as the kernel's *watcher*;
 3. that process drops every capability, sets no_new_privs and the resource
    limits of a fresh kernel, becomes the kernel's user where the grader is
-   root (autograder.kernels.sandbox.kernel_user), takes the kernel's environment, working folder
+   root (autograder.kernels.isolation.common.kernel_user), takes the kernel's environment, working folder
    and fresh random seeds, closes every inherited file descriptor, and
    becomes the ipykernel of the submission.
 
@@ -194,7 +194,7 @@ def drop_privileges(user: list | None = None) -> None:
     groups, and ``home`` (the scratch folder) its own.
 
     Self-contained (its imports and constants inside): a fresh kernel runs
-    its source before the kernel starts (autograder.kernels.sandbox.BECOME), inside
+    its source before the kernel starts (autograder.kernels.isolation.common.BECOME), inside
     the sandbox, where this module cannot be imported.
     """
     import ctypes
@@ -312,7 +312,7 @@ def _fresh_process_state(env: dict) -> None:
 
 def _join_cgroup(procs) -> None:
     """Move this process into each group whose cgroup.procs file is named
-    (autograder.kernels.cgroups.join_paths, copied: this module imports
+    (autograder.kernels.cgroups.groups.join_paths, copied: this module imports
     nothing of the kit)."""
     for path in procs:
         fd = os.open(path, os.O_WRONLY)

@@ -323,7 +323,7 @@ class PipeTransport(ExecuteTransport):
             self._serve_broken = True
             return False
         self._serve_out, self._serve_names = out, names
-        # The student's kernel runs as a user of its own (sandbox.kernel_user):
+        # The student's kernel runs as a user of its own (isolation.common.kernel_user):
         # it may read the requests pipe and write the answers pipe.
         try:
             os.fchmod(out, 0o622)

@@ -1,6 +1,6 @@
 """POSIX access control lists, for one user at a time: read, add, remove.
 
-The second isolation layer (autograder.kernels.userlayer) runs each student
+The second isolation layer (autograder.kernels.isolation.user) runs each student
 kernel as a user of its own, where bubblewrap cannot start (a container's
 default seccomp profile). That user owns no file and is in no group, so
 what it may do with a file is decided by the file's "other" permission bits,

@@ -1,83 +1,5 @@
-"""Each student kernel's CPU and processes, bounded by a cgroup of its own.
-
-Why: a notebook that starts 300 busy processes, each in a session of its own
-(``setsid``), starved the correct notebook graded beside it. Linux's
-scheduler is fair between sessions (autogroup, sched(7)), and a notebook
-makes as many sessions as it likes. Here every student kernel, and
-everything it starts, runs in a control group of its own under one group
-for the grading process (the run's), so that
-
-- the kernels get equal shares of the CPU whatever their process counts
-  (equal weights, and tasks in a cgroup other than the root's are out of
-  autogroup's reach);
-- a kernel gets at most the CPU it was given (a quota: its share of the
-  machine, the cores over the run's jobs, at least one core);
-- its tasks (processes and threads) are bounded, and the grader can tell
-  that the bound was hit (the student is told "your notebook started more
-  than N processes"); RLIMIT_NPROC cannot do that, counting per user;
-- the CPU time of everything that ran in it, the dead included, can be read
-  (the grader limits a cell by that, not by the wall clock).
-
-What holds where (``detect`` tries, in this order, by creating and removing
-a probe group, never by reading mount flags alone; the run prints
-``Bound.describe``):
-
-- cgroup v2 (Documentation/admin-guide/cgroup-v2.rst), the unified
-  hierarchy at /sys/fs/cgroup or a cgroup2 mount elsewhere: ``cpu.max``
-  ("$MAX $PERIOD", the quota in microseconds a period), ``cpu.weight``
-  (100, the default: equal shares), ``pids.max``; usage from ``cpu.stat``
-  (``usage_usec``); hits of the limit from ``pids.events`` (``max``; since
-  Linux 6.13 that counts hits of this group's own limit and
-  ``pids.events.local`` the forks refused in it, the larger is taken); the
-  whole group ended with ``cgroup.kill``. The "no internal process
-  constraint": a group may enable controllers for its children only while
-  it holds no process of its own (the root excepted). So the run's group
-  is created in this process's own group (the ``0::`` line of
-  /proc/self/cgroup) where that already gives its children ``cpu`` and
-  ``pids`` (``cgroup.subtree_control``: the root); else, where this process
-  is alone in its group (a container's, a delegated one: systemd's
-  Delegate=yes), in that group after this process moved into a leaf of it
-  (``labkit-grader-<pid>``, left in place) and gave the group's children
-  the two controllers (``detect(adopt=False)`` does not); else in the
-  nearest ancestor that gives them. The run's group enables them for its
-  kernels itself. No other group is written to: a grader that shares its
-  group with other processes gets the next bound.
-- cgroup v1 (Documentation/admin-guide/cgroup-v1/): one hierarchy for each
-  controller (or several mounted together), so a kernel's group is one
-  directory in each of the ``cpu`` hierarchy (``cpu.cfs_quota_us`` over
-  ``cpu.cfs_period_us``, scheduler/sched-bwc.rst; ``cpu.shares`` 1024, the
-  default), the ``cpuacct`` one (``cpuacct.usage``, nanoseconds, children
-  and the dead included: cgroup-v1/cpuacct.rst) and the ``pids`` one
-  (``pids.max``, ``pids.events``: cgroup-v1/pids.rst). v1 has no
-  ``cgroup.kill``: every process listed is sent SIGKILL until none is.
-- none (a container whose /sys/fs/cgroup is read-only, or a user without a
-  delegated subtree): ``Bound.reason`` says why; the caller falls back to
-  the process limit (RLIMIT_NPROC) and a lower priority
-  (``autograder.limits.KERNEL_FALLBACK_NICE``).
-
-The run's group weighs (cpu.weight, cpu.shares) its live kernels' count
-times the default, so that the grading run's share of a machine it shares
-with other work is what it was when each kernel was a session of its own.
-
-A launcher joins a kernel's group in one of two ways: the command prefix
-``KernelGroup.join_command_prefix()`` (a shell that writes "0", meaning
-itself, into each ``cgroup.procs``, then execs the rest: ``prlimit``,
-``bwrap`` and the kernel all start inside), or ``KernelGroup.join(pid)``
-(``join_paths``: for the fork server's child, before it enters the
-sandbox's namespaces; it needs only ``os``, so a script that imports
-nothing of the kit can copy it). Writing "0" moves the writer on v1 and v2
-alike (cgroup_procs_write_start in kernel/cgroup/cgroup.c). The kernel's
-own user cannot leave its group: the group's files are the grader's.
-
-Use::
-
-    bound = detect()                       # once, early; print bound.describe(cores)
-    if bound.available:
-        run = RunGroup(bound)              # run.close() at the end (or ``with``)
-        kernel = run.new_kernel_group(kernel_cpu_cores(jobs), KERNEL_TASKS)
-        command = kernel.join_command_prefix() + command   # or kernel.join(pid)
-        ... kernel.cpu_seconds(), kernel.pids_limit_hits() ...
-        kernel.remove()
+"""A grading run's cgroup and its kernels' cgroups: created, set, joined,
+read, emptied and removed (why, and what holds where: autograder.kernels.cgroups).
 """
 
 from __future__ import annotations
@@ -88,16 +10,18 @@ import os
 import re
 import secrets
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.cputime import cgroup_cpu_seconds
-from autograder.limits import (CGROUP_KILL_WAIT_S, KERNEL_FALLBACK_NICE, KERNEL_MIN_CPU_CORES,
-                               KERNEL_TASKS)
+from autograder.limits import CGROUP_KILL_WAIT_S, KERNEL_MIN_CPU_CORES, KERNEL_TASKS
+
+if TYPE_CHECKING:
+    from autograder.kernels.cgroups.detection import Bound
 
 #: The scheduler's period for a CPU quota, in microseconds (cpu.max's and
 #: cpu.cfs_period_us's default).
@@ -111,7 +35,7 @@ CPU_SHARES = 1024
 #: The controllers a kernel's group needs.
 V2_CONTROLLERS = ("cpu", "pids")
 V1_CONTROLLERS = ("cpu", "cpuacct", "pids")
-#: Every group this module creates is named so; it touches no other.
+#: Every group this package creates is named so; it touches no other.
 PREFIX = "labkit-"
 #: The shell code of join_command_prefix: its arguments are the cgroup.procs
 #: files, "--", then the command. "echo" is the shell's own, so the writer
@@ -133,37 +57,6 @@ class Hierarchy:
     controllers: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Bound:
-    """What bounds a kernel on this machine: ``kind`` "v2", "v1" or "none";
-    ``parents`` the directories a run's group is created in; ``reason`` why
-    nothing better holds (empty for v2)."""
-
-    kind: str
-    parents: tuple[Hierarchy, ...] = ()
-    reason: str = ""
-
-    @property
-    def available(self) -> bool:
-        return self.kind in ("v1", "v2")
-
-    def describe(self, cpu_cores: float | None = None, pids: int = KERNEL_TASKS,
-                 nice: int = KERNEL_FALLBACK_NICE) -> str:
-        """The bound in words, for the run to print and keep, e.g.
-        "cgroup v2 (/sys/fs/cgroup/...): cpu.max 1 core, cpu.weight 100,
-        pids.max 512 a kernel"."""
-        if not self.available:
-            return (f"none ({self.reason}); processes limited by RLIMIT_NPROC "
-                    f"and nice {nice}")
-        where = ", ".join(str(parent.path) for parent in self.parents)
-        cores = "no quota" if cpu_cores is None else _cores(cpu_cores)
-        if self.kind == "v2":
-            return (f"cgroup v2 ({where}): cpu.max {cores}, cpu.weight {CPU_WEIGHT}, "
-                    f"pids.max {pids} a kernel")
-        return (f"cgroup v1 ({where}): cpu.cfs_quota_us {cores}, cpu.shares {CPU_SHARES}, "
-                f"pids.max {pids} a kernel")
-
-
 def kernel_cpu_cores(jobs: int, cores: int | None = None) -> float:
     """A kernel's CPU share: the cores this process may use (or ``cores``)
     over the kernels run at once, at least KERNEL_MIN_CPU_CORES."""
@@ -173,254 +66,6 @@ def kernel_cpu_cores(jobs: int, cores: int | None = None) -> float:
         except (AttributeError, OSError):
             cores = os.cpu_count() or 1
     return max(KERNEL_MIN_CPU_CORES, cores / max(1, jobs))
-
-
-# -- detection ------------------------------------------------------------------------
-
-
-def detect(*, adopt: bool = True, mountinfo: str = "/proc/self/mountinfo",
-           own: str = "/proc/self/cgroup") -> Bound:
-    """What this machine allows: cgroup v2, else v1, else none (with the
-    reasons). Each candidate is tried: a probe group is created, set, joined
-    by a process and removed. Never raises.
-
-    With ``adopt`` (v2 only), a grading process alone in its group moves
-    itself into a leaf of it to give the group's children cpu and pids
-    (_adopt): call this before the grader starts any process."""
-    reasons: list[str] = []
-    try:
-        mounts = _mounts(mountinfo)
-        groups = _own_groups(own)
-    except Exception as error:  # noqa: BLE001 - none, and why
-        return Bound("none", reason=f"cannot read {mountinfo} or {own}: {_why(error)}")
-    for version in ("v2", "v1"):
-        try:
-            bound = (_detect_v2(mounts, groups, reasons, adopt=adopt) if version == "v2"
-                     else _detect_v1(mounts, groups, reasons))
-        except Exception as error:  # noqa: BLE001 - the next bound, and why
-            reasons.append(f"cgroup {version}: {_why(error)}")
-            continue
-        if bound is not None:
-            return bound
-    return Bound("none", reason="; ".join(reasons) or "no cgroup file system mounted")
-
-
-@dataclass(frozen=True)
-class _Mount:
-    root: str
-    point: str
-    writable: bool
-    fstype: str
-    super_options: tuple[str, ...]
-
-
-def _unescape(text: str) -> str:
-    """A path of /proc/self/mountinfo (space, tab, newline and backslash
-    written as octal escapes)."""
-    for code in ("\\040", "\\011", "\\012", "\\134"):
-        text = text.replace(code, chr(int(code[1:], 8)))
-    return text
-
-
-def _mounts(mountinfo: str) -> list[_Mount]:
-    mounts = []
-    for line in Path(mountinfo).read_text().splitlines():
-        before, _, after = line.partition(" - ")
-        fields, tail = before.split(), after.split()
-        if len(fields) < 6 or len(tail) < 3 or tail[0] not in ("cgroup", "cgroup2"):
-            continue
-        mounts.append(_Mount(root=_unescape(fields[3]), point=_unescape(fields[4]),
-                             writable="rw" in fields[5].split(","), fstype=tail[0],
-                             super_options=tuple(tail[2].split(","))))
-    return mounts
-
-
-def _own_groups(own: str) -> dict[str, str]:
-    """This process's group in each hierarchy: "" for v2, each controller
-    (and name=...) for v1."""
-    groups = {}
-    for line in Path(own).read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        path = path.removesuffix(" (deleted)")
-        for controller in controllers.split(",") if controllers else [""]:
-            groups[controller] = path
-    return groups
-
-
-def _locate(mount: _Mount, group: str | None) -> Path | None:
-    """The directory of ``group`` (a path within its hierarchy) under this
-    mount, None where the mount does not show it."""
-    if group is None:
-        return None
-    if mount.root == "/":
-        relative = group
-    elif group == mount.root or group.startswith(mount.root.rstrip("/") + "/"):
-        relative = group[len(mount.root):]
-    else:
-        return None
-    path = Path(mount.point) / relative.lstrip("/")
-    return path if path.is_dir() else None
-
-
-def _detect_v2(mounts: list[_Mount], groups: dict[str, str], reasons: list[str], *,
-               adopt: bool = True) -> Bound | None:
-    """The first of: this process's own group, where it may already give its
-    children cpu and pids (the root); the same group, adopted (``_adopt``);
-    the nearest ancestor that gives them."""
-    found = False
-    for mount in mounts:
-        if mount.fstype != "cgroup2":
-            continue
-        found = True
-        where = f"cgroup v2 at {mount.point}"
-        if not mount.writable:
-            reasons.append(f"{where}: mounted read-only")
-            continue
-        own = _locate(mount, groups.get(""))
-        if own is None:
-            reasons.append(f"{where}: this process's group ({groups.get('')}) is not under it")
-            continue
-        available = set(_read_words(own / "cgroup.controllers"))
-        missing = [name for name in V2_CONTROLLERS if name not in available]
-        if missing:
-            reasons.append(f"{where}: no {', '.join(missing)} controller in {own} (held by "
-                           f"cgroup v1 hierarchies, or not delegated)")
-            continue
-        tried = []
-        candidates: list[Path] = [own]
-        while candidates[-1] != Path(mount.point) and candidates[-1].parent != candidates[-1]:
-            candidates.append(candidates[-1].parent)
-        for number, candidate in enumerate(candidates):
-            if not _gives(candidate):
-                if number == 0 and adopt:
-                    leaf, why = _adopt(own)
-                    if leaf is None:
-                        tried.append(f"{own}: not adopted: {why}")
-                        continue
-                    bound = Bound("v2", (Hierarchy(own, V2_CONTROLLERS),),
-                                  reason=f"this process moved to {leaf}, to give {own}'s "
-                                         f"children cpu and pids")
-                    failure = _probe(bound)
-                    if failure is None:
-                        return bound
-                    _unadopt(own, leaf)
-                    tried.append(f"{own}, adopted: {failure}")
-                continue
-            bound = Bound("v2", (Hierarchy(candidate, V2_CONTROLLERS),))
-            failure = _probe(bound)
-            if failure is None:
-                return bound
-            tried.append(f"{candidate}: {failure}")
-        reasons.append(f"{where}: " + "; ".join(
-            tried + [f"no group from {own} up has {' and '.join(V2_CONTROLLERS)} in "
-                     f"cgroup.subtree_control (a group holding processes cannot give them "
-                     f"to its children: the no-internal-process rule; run the grader alone "
-                     f"in a delegated group)"]))
-    if not found:
-        reasons.append("no cgroup v2 mount")
-    return None
-
-
-def _gives(group: Path) -> bool:
-    """Whether a v2 group gives its children the cpu and pids controllers."""
-    enabled = set(_read_words(group / "cgroup.subtree_control"))
-    return all(name in enabled for name in V2_CONTROLLERS)
-
-
-def _adopt(own: Path) -> tuple[Path | None, str]:
-    """Where this process is alone in its v2 group (a delegated group, a
-    container's, a systemd unit's with Delegate=yes), move it to a leaf of
-    its own (``labkit-grader-<pid>``) and give the group's children cpu and
-    pids: then the group holds no process, as the no-internal-process rule
-    asks. Returns the leaf, or None and why not. Nothing is done where the
-    group holds another process: it is not this grader's to rearrange."""
-    others = [pid for pid in _read_words(own / "cgroup.procs") if int(pid) != os.getpid()]
-    if others:
-        return None, f"it holds {len(others)} other process(es)"
-    if not (own / "cgroup.type").exists():
-        return None, "it is the root, whose cgroup.subtree_control is the machine's"
-    leaf = own / f"{PREFIX}grader-{os.getpid()}"
-    try:
-        leaf.mkdir(mode=0o755)
-    except OSError as error:
-        return None, _why(error)
-    try:
-        _write(leaf / "cgroup.procs", "0")
-        _write(own / "cgroup.subtree_control", " ".join(f"+{name}" for name in V2_CONTROLLERS))
-    except OSError as error:
-        _unadopt(own, leaf)
-        return None, _why(error)
-    return leaf, ""
-
-
-def _unadopt(own: Path, leaf: Path) -> None:
-    """Undo _adopt as far as it went: the controllers off, this process back
-    in its group, the leaf removed."""
-    for path, text in ((own / "cgroup.subtree_control",
-                        " ".join(f"-{name}" for name in V2_CONTROLLERS)),
-                       (own / "cgroup.procs", "0")):
-        try:
-            _write(path, text)
-        except OSError:
-            pass
-    _rmdir(leaf, 1.0)
-
-
-def _detect_v1(mounts: list[_Mount], groups: dict[str, str], reasons: list[str]) -> Bound | None:
-    parents: dict[Path, list[str]] = {}
-    problems = []
-    for controller in V1_CONTROLLERS:
-        options = [mount for mount in mounts
-                   if mount.fstype == "cgroup" and controller in mount.super_options]
-        if not options:
-            problems.append(f"no {controller} hierarchy")
-            continue
-        usable = [mount for mount in options if mount.writable]
-        located = [(mount, _locate(mount, groups.get(controller))) for mount in usable]
-        places = [path for _, path in located if path is not None]
-        if not places:
-            problems.append(f"{options[0].point} " + ("is read-only" if not usable else
-                            "does not show this process's group"))
-            continue
-        parents.setdefault(places[0], []).append(controller)
-    if problems:
-        reasons.append("cgroup v1: " + ", ".join(problems))
-        return None
-    bound = Bound("v1", tuple(Hierarchy(path, tuple(names)) for path, names in parents.items()),
-                  reason="; ".join(reasons))
-    failure = _probe(bound)
-    if failure is None:
-        return bound
-    reasons.append(f"cgroup v1: {failure}")
-    return None
-
-
-def _probe(bound: Bound) -> str | None:
-    """Create a run's group and a kernel's under ``bound``, set them, move a
-    process in and remove them: None where all worked, else what failed."""
-    try:
-        run = RunGroup(bound, name=f"{PREFIX}probe-{os.getpid()}-{secrets.token_hex(4)}")
-    except Exception as error:  # noqa: BLE001 - the reason
-        return _why(error)
-    failure = None
-    try:
-        kernel = run.new_kernel_group(1.0, 16)
-        done = subprocess.run(kernel.join_command_prefix() + ["/bin/sh", "-c", "exit 0"],
-                              capture_output=True, timeout=30, check=False)
-        if done.returncode != 0:
-            failure = (f"a process could not join {kernel.paths[0]}: "
-                       f"{done.stderr.decode(errors='replace').strip()[:200]}")
-        else:
-            kernel.cpu_seconds()
-            kernel.pids_limit_hits()
-    except Exception as error:  # noqa: BLE001 - the reason
-        failure = _why(error)
-    finally:
-        left = run.close()
-    if left:
-        return (f"{failure or 'it worked, but'}: the probe group could not be removed: "
-                f"{', '.join(left)}")
-    return failure
 
 
 # -- groups ---------------------------------------------------------------------------
@@ -814,16 +459,3 @@ def _read_words(path: Path) -> list[str]:
         return path.read_text().split()
     except OSError:
         return []
-
-
-def _why(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.errno is not None:
-        name = errno.errorcode.get(error.errno, str(error.errno))
-        where = f"{error.filename}: " if error.filename else ""
-        return f"{where}{name} ({error.strerror})"
-    return f"{type(error).__name__}: {error}"
-
-
-def _cores(cores: float) -> str:
-    text = f"{cores:g}"
-    return f"{text} core" if text == "1" else f"{text} cores"
