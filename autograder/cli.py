@@ -526,7 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from autograder.grader import faults, tempdirs
+    from autograder import tempdirs
+    from autograder.grader import faults
 
     # Ctrl-C, SIGTERM and SIGHUP stop the run with a sentence, not a traceback
     # (autograder.grader.faults says what is left after each fault).

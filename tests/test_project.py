@@ -253,6 +253,10 @@ LAYERS = {
                           "autograder.publish"),
     "autograder/publish": ("autograder.term", "autograder.pipeline", "autograder.cli"),
     "autograder/testkernel": ("autograder.grader", "autograder.term", "autograder.pipeline"),
+    # The kernel machinery sits below the grader (issue 49): it starts, isolates,
+    # feeds and reads kernels, and knows nothing of nbgrader or of grading.
+    "autograder/kernels": ("autograder.grader", "autograder.term", "autograder.pipeline",
+                           "autograder.cli", "autograder.publish", "nbgrader"),
     "autograder/term": ("autograder.pipeline", "autograder.cli"),
 }
 
@@ -268,6 +272,21 @@ def test_no_package_imports_back_into_the_one_that_calls_it(root, folder):
                 if name.startswith(LAYERS[folder]):
                     found.append(f"{path.relative_to(root)}:{node.lineno} imports {name}")
     assert not found, "\n".join(found)
+
+
+#: The most lines a module of the kit's packages may have (issue 49): past it, a
+#: module holds more than one thing a maintainer reads at once.
+MAX_MODULE_LINES = 650
+
+
+def test_no_module_of_the_kit_is_over_650_lines(root):
+    modules = sorted(root.glob("autograder/**/*.py")) + sorted(root.glob("student/labkit/**/*.py"))
+    assert len(modules) > 50, "the kit's modules were not found"
+    long = [f"{path.relative_to(root)}: {count} lines"
+            for path in modules
+            if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    assert not long, (f"modules over {MAX_MODULE_LINES} lines (split each by what it does, "
+                      "docs/authoring.md, \"Where a new piece goes\"):\n" + "\n".join(long))
 
 
 def test_the_kits_packages_pass_mypy(root):

@@ -1,4 +1,4 @@
-"""The run's temporary folders (autograder/grader/tempdirs.py).
+"""The run's temporary folders (autograder/tempdirs.py).
 
 Every temporary folder of a run lies in its run folder; a killed run's
 folder is removed by the next run, a live run's never.
@@ -17,12 +17,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grader import tempdirs
+from autograder import tempdirs
 from tests.conftest import ROOT
 
 #: Holds a run folder in TMPDIR, prints it, then waits for stdin to close
 #: (as a grading run would, while alive).
-HOLDER = ("from autograder.grader import tempdirs; import sys\n"
+HOLDER = ("from autograder import tempdirs; import sys\n"
           "print(tempdirs.run_folder(), flush=True)\n"
           "sys.stdin.read()\n")
 
@@ -67,9 +67,9 @@ def test_a_live_runs_folder_stays_and_a_dead_runs_folder_goes(short_tmp):
 
 def test_the_workers_lock_keeps_a_run_whose_first_process_died(short_tmp):
     """A worker of the run (a child that joined its folder) keeps it alive."""
-    code = ("import subprocess, sys\nfrom autograder.grader import tempdirs\n"
+    code = ("import subprocess, sys\nfrom autograder import tempdirs\n"
             "folder = tempdirs.run_folder()\n"
-            "child = subprocess.Popen([sys.executable, '-c', 'from autograder.grader import tempdirs; "
+            "child = subprocess.Popen([sys.executable, '-c', 'from autograder import tempdirs; "
             "import time; print(tempdirs.run_folder(), flush=True); time.sleep(600)'], "
             "stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)\n"
             "print(folder, child.stdout.readline().strip(), child.pid, flush=True)\n"

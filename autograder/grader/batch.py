@@ -26,6 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from pathlib import Path
 
+from autograder import lifetime
 from autograder.grader import course, faults, intake
 from autograder.grader.submissions import Submission, collect
 from autograder.grader.options import GradingOptions, seed_check
@@ -467,13 +468,13 @@ def _stop_workers(pool: ProcessPoolExecutor, workers) -> None:
 
 def worker_started(setup: WorkerSetup, parent_pid: int) -> None:
     """Initializer of a worker process of the pool: it dies with the command
-    (faults.die_with_parent; the pool's processes are started by the
+    (lifetime.die_with_parent; the pool's processes are started by the
     command's main thread), leaves Ctrl-C to it (faults.worker_signals),
     then sets itself up (worker.start_worker). A failure to set up is said
     for each submission sent here (work_in_pool) rather than as a traceback
     from the pool."""
     global _START_FAILED
-    faults.die_with_parent(parent_pid)
+    lifetime.die_with_parent(parent_pid)
     faults.worker_signals()
     faults.quiet_gradebook_errors()
     try:

@@ -6,7 +6,7 @@ killer's choice) of the command or of one of its workers, a full disk. In
 each case:
 
 - no process of the run is left: every worker process dies with the command
-  (`die_with_parent`, set as each starts: PR_SET_PDEATHSIG), each worker's
+  (autograder.lifetime.die_with_parent, set as each starts: PR_SET_PDEATHSIG), each worker's
   fork server with its worker (the same, autograder.kernels.forkserver.client), the
   test kernel with its worker (ipykernel polls its parent: JPY_PARENT_PID),
   each student kernel with its sandbox (bubblewrap's --die-with-parent), and
@@ -23,7 +23,6 @@ each case:
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import re
@@ -45,31 +44,6 @@ EXIT_DISK_FULL = 74
 #: notebook's copies in the course folders, the result, its feedback page),
 #: beyond four times the notebook's own size.
 RESULT_OVERHEAD_BYTES = 64 * 1024
-
-_PR_SET_PDEATHSIG = 1
-try:
-    # Found now, not after a fork: die_with_parent also runs between fork and
-    # exec (a Popen's preexec_fn), where nothing should be loaded.
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
-except (OSError, AttributeError):
-    _prctl = None
-
-
-def die_with_parent(parent_pid: int, signum: int = signal.SIGKILL) -> None:
-    """Have the kernel send ``signum`` to this process when its parent dies.
-
-    Linux's PR_SET_PDEATHSIG, which fires when the *thread* that started
-    this process ends: call it in a process started by a thread that lives
-    as long as its process (a main thread). Where the parent, ``parent_pid``,
-    died before the call, this process gets ``signum`` at once. Nothing
-    elsewhere than Linux.
-    """
-    if _prctl is None:
-        return
-    _prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
-    if os.getppid() != parent_pid:
-        os.kill(os.getpid(), signum)
-
 
 class Interrupted(KeyboardInterrupt):
     """The run was stopped by a signal: Ctrl-C, SIGTERM or SIGHUP."""

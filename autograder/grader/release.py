@@ -17,7 +17,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grader import course, tempdirs
+from autograder import tempdirs
+from autograder.grader import course
 from autograder.grader.source import (KERNELSPEC, SKIP_KEY, SourceError, visible_checks,
                                      write_notebook)
 from autograder.labs import Lab, submit_instructions

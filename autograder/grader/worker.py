@@ -22,7 +22,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grader import course, intake, submissions, tempdirs
+from autograder import tempdirs
+from autograder.grader import course, intake, submissions
 from autograder.grader.normalize import normalize
 from autograder.grader.pictures import drawn
 from autograder.grader.options import GradingOptions

@@ -155,7 +155,7 @@ class TestsKernel:
     _kept: "TestsKernel | None" = None
 
     def __init__(self, settings: tuple):
-        from autograder.grader import tempdirs
+        from autograder import tempdirs
 
         self.settings = settings
         lab_id, seed = settings

@@ -67,7 +67,7 @@ class ForkServer:
 
     def __init__(self, env: dict, preload: list[str], wait: bool = True):
         self.key = self.key_for(env, preload)
-        from autograder.grader import tempdirs
+        from autograder import tempdirs
 
         self.home = tempdirs.make_folder("labkit-forkserver-")
         env = dict(self.key[1], HOME=self.home, IPYTHONDIR=str(Path(self.home) / ".ipython"),
@@ -203,18 +203,18 @@ class ForkServer:
 
 def _dies_with_us():
     """What makes a fork server die with this grading process, however it
-    ends (SIGKILL included: autograder.grader.faults.die_with_parent, run in
+    ends (SIGKILL included: autograder.lifetime.die_with_parent, run in
     the child before it becomes the server). Only when started from the main
     thread, which lives as long as the process; from another one, the
     server ends when its stdin closes, as it does when this process dies."""
     import functools
     import threading
 
-    from autograder.grader import faults
+    from autograder import lifetime
 
     if threading.current_thread() is not threading.main_thread():
         return None
-    return functools.partial(faults.die_with_parent, os.getpid())
+    return functools.partial(lifetime.die_with_parent, os.getpid())
 
 
 atexit.register(ForkServer.discard)

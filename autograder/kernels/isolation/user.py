@@ -293,7 +293,7 @@ _applied: list = []
 def needed_paths() -> list[Path]:
     """What a student kernel must reach: Python, the venv, labkit, and the
     run's folder (its scratch and ipc folders are inside)."""
-    from autograder.grader import tempdirs
+    from autograder import tempdirs
 
     return python_paths() + [tempdirs.run_folder()]
 
@@ -305,7 +305,7 @@ def prepare_user_layer(protected=()) -> Preparation:
         LayerUnavailable: it cannot hold here (why, and the fix).
     """
     global _prepared, _prepared_for, _applied
-    from autograder.grader import tempdirs
+    from autograder import tempdirs
 
     protected = [Path(p) for p in protected]
     asked = frozenset(str(p) for p in protected)

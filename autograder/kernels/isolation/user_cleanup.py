@@ -30,7 +30,7 @@ PSEUDO_FILE_SYSTEMS = frozenset({
     "proc", "sysfs", "cgroup", "cgroup2", "devpts", "securityfs", "debugfs", "tracefs",
     "bpf", "pstore", "configfs", "fusectl", "binfmt_misc", "efivarfs", "hugetlbfs",
     "autofs", "rpc_pipefs", "nsfs", "selinuxfs"})
-#: The file in the run's folder (autograder.grader.tempdirs) that keeps what
+#: The file in the run's folder (autograder.tempdirs) that keeps what
 #: shared_folders found, so that the walk is made once a run, not once a worker.
 SHARED_FOLDERS_FILE = "shared-folders.json"
 #: At most this many folders are looked into when a kernel's files are
@@ -151,7 +151,7 @@ def shared_places(skip=(), passable=()) -> dict[str, list[str]]:
     global _shared
     if _shared is not None:
         return _shared
-    from autograder.grader import tempdirs
+    from autograder import tempdirs
 
     kept = tempdirs.run_folder() / SHARED_FOLDERS_FILE
     try:
