@@ -10,7 +10,7 @@
 #   make test-backends / test-torch / test-jax   the labs under PyTorch and JAX (own suites)
 #   make test-slurm  a class graded through a real one-node Slurm (own suite)
 #   make test-browser  every lab's feedback page and report.html in headless Chromium at
-#               1280 and 390 px (tests/test_browser.py, marker browser; make test checks
+#               1280 and 390 px (tests/grader/test_browser.py, marker browser; make test checks
 #               lab 4's; 2-3 minutes, the six labs graded at once)
 #   make chromium  Debian's Chromium, for the browser tests (make test installs it)
 #   make test-container  the user layer under a default Docker container's restrictions,
@@ -82,7 +82,7 @@ sandbox:
 	    echo "warning: bubblewrap (bwrap) not found; install it for the grader's sandbox."; \
 	  fi; }
 
-# tests/test_postgres.py grades into a real PostgreSQL server that it starts
+# tests/grader/test_postgres.py grades into a real PostgreSQL server that it starts
 # on loopback (Debian's package); the test is skipped, saying why, without it.
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
@@ -93,7 +93,7 @@ postgres:
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null 2>&1)) || \
 	    echo "warning: could not install PostgreSQL; its test will be skipped."; \
 	  else \
-	    echo "note: PostgreSQL not found; tests/test_postgres.py will be skipped."; \
+	    echo "note: PostgreSQL not found; tests/grader/test_postgres.py will be skipped."; \
 	  fi; }
 
 # The slurm tests (marker slurm, make test-slurm) run jobs on a real one-node
@@ -112,7 +112,7 @@ slurm:
 	    echo "note: Slurm not found; the slurm tests (pytest -m slurm) will be skipped."; \
 	  fi; }
 
-# tests/test_browser.py opens the pages the kit writes in headless Chromium
+# tests/grader/test_browser.py opens the pages the kit writes in headless Chromium
 # (Debian's package; driven over the DevTools protocol by websocket-client, the
 # dev extra); the tests are skipped, saying why, without it.
 chromium:
@@ -124,7 +124,7 @@ chromium:
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) || \
 	    echo "warning: could not install Chromium; the browser tests will be skipped."; \
 	  else \
-	    echo "note: Chromium not found; tests/test_browser.py will be skipped."; \
+	    echo "note: Chromium not found; tests/grader/test_browser.py will be skipped."; \
 	  fi; }
 
 # The student kernels' user layer (autograder.kernels.isolation.user) where bubblewrap
@@ -132,7 +132,7 @@ chromium:
 # reproduced as root on this machine (tests/container.py: runc's masked /proc,
 # Docker's default capabilities and seccomp denials). Needs root on x86-64.
 test-container: env
-	$(PY) -m pytest -m container tests/test_container.py
+	$(PY) -m pytest -m container tests/kernels/test_container.py
 
 # Grades independent of the machine's load (issue 45, item 8): benchmarks/load.py
 # asserts full marks and no row flagged for correct notebooks graded beside busy
@@ -151,27 +151,27 @@ test-load: env
 test-moodle-term: env
 	$(PY) benchmarks/moodle_term.py $(MOODLE_TERM_ARGS)
 
-# The grader struck from outside (tests/test_faults.py, tests/test_machine_faults.py):
+# The grader struck from outside (tests/grader/test_faults.py, tests/grader/test_machine_faults.py):
 # the CLI interrupted (Ctrl-C, SIGTERM, SIGHUP), killed, a worker killed, the disk
 # full; a student kernel stopped for 5 s or killed during a hidden test; and
-# tests/test_userlayer.py's record spy (two kernels at once, which make test's busy
+# tests/kernels/test_userlayer.py's record spy (two kernels at once, which make test's busy
 # workers do not always give). Each grades a small class through the CLI: a few
 # minutes, its own suite.
 test-faults: env
 	$(PY) -m pytest $(PARALLEL) -m faults
 
 # `grade --plain` (every speed-up off) against the fast grading: every lab's samples
-# graded both ways, every score compared (tests/test_plain.py; make test: lab 1).
+# graded both ways, every score compared (tests/grader/test_plain.py; make test: lab 1).
 test-plain: env
 	$(PY) -m pytest $(PARALLEL) -m plain
 
-# Every provided cell of every lab prints no warning (tests/test_no_warnings.py): the
+# Every provided cell of every lab prints no warning (tests/student/test_no_warnings.py): the
 # solution and each correct variant of the verdict suite run top to bottom as a
 # student runs them (38 notebooks, 20 to 140 s each: docs/performance.md).
 test-warnings: env
-	$(PY) -m pytest $(PARALLEL) -m notebooks tests/test_no_warnings.py
+	$(PY) -m pytest $(PARALLEL) -m notebooks tests/student/test_no_warnings.py
 
-# Other Keras backends, CPU builds (tests/test_backends.py grades every lab's
+# Other Keras backends, CPU builds (tests/labs/test_backends.py grades every lab's
 # solution under each one installed; make test-torch runs the verdict suite).
 # PyTorch's CPU wheel is pinned; without it pip would fetch the CUDA build.
 torch: $(STAMP)
@@ -210,28 +210,28 @@ test: env lint postgres chromium
 	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults and not notebooks and not browser and not plain"
 
 # Every lab's feedback page and report.html in headless Chromium, at 1280 and
-# 390 px (tests/test_browser.py; make test runs lab 4's). BROWSER_SCREENSHOTS=docs/screenshots
+# 390 px (tests/grader/test_browser.py; make test runs lab 4's). BROWSER_SCREENSHOTS=docs/screenshots
 # writes the README's screenshots (lab 4's grace and report).
 test-browser: env chromium
-	$(PY) -m pytest tests/test_browser.py
+	$(PY) -m pytest tests/grader/test_browser.py
 
-# A class graded through a real one-node Slurm (tests/test_slurm.py's cluster
-# test, tests/test_slurm_cluster.py): Slurm and munge from Debian's packages,
+# A class graded through a real one-node Slurm (tests/scaleout/test_slurm.py's cluster
+# test, tests/scaleout/test_slurm_cluster.py): Slurm and munge from Debian's packages,
 # started on loopback by the tests; skipped, saying why, where they cannot be.
 test-slurm: env slurm
-	$(PY) -m pytest -m slurm tests/test_slurm.py tests/test_slurm_cluster.py
+	$(PY) -m pytest -m slurm tests/scaleout/test_slurm.py tests/scaleout/test_slurm_cluster.py
 
-# Every lab's solution graded under PyTorch and JAX (tests/test_backends.py,
+# Every lab's solution graded under PyTorch and JAX (tests/labs/test_backends.py,
 # about a minute a backend, plus installing them): other backends are a suite
 # of their own, like test-torch and test-jax below.
 test-backends: env torch jax
 	$(PY) -m pytest -m backends
 
-# The compatibility matrix (tests/test_compat.py, marker compat; the Makefile's
+# The compatibility matrix (tests/student/test_compat.py, marker compat; the Makefile's
 # header says what it does). The docs are written from the run even when a test
 # fails (they say which), then make fails with pytest's status.
 test-compat: env
-	$(PY) -m pytest -m compat tests/test_compat.py tests/test_student_path.py tests/test_studentenv.py; status=$$?; \
+	$(PY) -m pytest -m compat tests/student/test_compat.py tests/student/test_student_path.py tests/student/test_studentenv.py; status=$$?; \
 	  $(PY) -m tests.compat_docs; exit $$status
 
 # Everything but the tests marked slow (pyproject.toml lists the markers).
@@ -242,10 +242,10 @@ test-fast: env lint
 # every lab graded through the CLI (make test grades a sample of the mistake
 # notebooks; every entry runs in process in make test and make test-fast).
 test-verdicts: env
-	VERDICT_SAMPLE=all $(PY) -m pytest $(PARALLEL) tests/test_verdicts.py
+	VERDICT_SAMPLE=all $(PY) -m pytest $(PARALLEL) tests/labs/test_verdicts.py
 
 # The verdict suite and every lab's grading tests under another backend.
-BACKEND_TESTS = tests/test_verdicts.py tests/test_verdicts_inprocess.py tests/test_grading.py
+BACKEND_TESTS = tests/labs/test_verdicts.py tests/labs/test_verdicts_inprocess.py tests/grader/test_grading.py
 test-torch: env torch
 	KERAS_BACKEND=torch VERDICT_SAMPLE=all $(PY) -m pytest $(PARALLEL) $(BACKEND_TESTS)
 

@@ -46,7 +46,7 @@ EOF
         echo "RLIMIT_${cap^^} $backend: $got"
       done
     done
-    $PY -m pytest -q -p no:cacheprovider tests/test_sandbox.py 2>&1 | tail -2
+    $PY -m pytest -q -p no:cacheprovider tests/kernels/test_sandbox.py 2>&1 | tail -2
     echo
     for backend in torch jax; do
       echo "## TF32 on this GPU ($backend)"
@@ -63,7 +63,7 @@ EOF
 verdicts)
   backend=${2:?which backend: torch or jax}
   KERAS_BACKEND=$backend VERDICT_JOBS=${JOBS:-16} $PY -m pytest -p no:cacheprovider \
-    tests/test_verdicts.py 2>&1 | tee "$OUT/verdicts-$backend.log" | grep -v "^tests/.*PASSED"
+    tests/labs/test_verdicts.py 2>&1 | tee "$OUT/verdicts-$backend.log" | grep -v "^tests/.*PASSED"
   ;;
 labs)
   $PY benchmarks/colab_gpu.py --backends torch jax --jobs "${JOBS:-10}" --write-docs 2>&1 |

@@ -80,7 +80,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import _docs  # noqa: E402
 from autograder.labs import LABS  # noqa: E402
 from tests.samples import expectations  # noqa: E402
-from tests.test_term_whole import moodle_gradebook_import  # noqa: E402
+from tests.term.test_term_whole import moodle_gradebook_import  # noqa: E402
 
 TERM_DATA = ROOT / "data" / "sample_term"
 SAMPLES = ROOT / "data" / "sample_submissions"

@@ -1,6 +1,6 @@
 """Write docs/compatibility.md and the README's table from the compatibility run.
 
-`make test-compat` runs tests/test_compat.py, which notes in
+`make test-compat` runs tests/student/test_compat.py, which notes in
 .cache/compat/results.json what each row reported (versions, build time,
 run times, each lab's outcome); then `python -m tests.compat_docs` turns
 that file into docs/compatibility.md (the whole matrix) and the short table
@@ -31,7 +31,7 @@ INTRO = """# Compatibility: the labs with the versions students run
 
 Students run the labs in Colab, or locally with whatever `pip install
 ./student` allows; the grader runs them with the kit's pins. `make
-test-compat` (tests/test_compat.py) builds one environment per row from the
+test-compat` (tests/student/test_compat.py) builds one environment per row from the
 package registry (tests/studentenv.py; cached in `.cache/studentenvs/`),
 installs labkit there as a student does (`pip install ./student`, which
 must leave the row's versions as they are), and for every lab checks that
@@ -50,7 +50,7 @@ written by `python -m tests.compat_docs` from the last run's
 `.cache/compat/results.json`; `make test-compat` runs both.
 
 `make test-compat` also runs the student's whole path
-(tests/test_student_path.py) in the Colab row: the student repository
+(tests/student/test_student_path.py) in the Colab row: the student repository
 published to a local git repository, each lab's first cell installing labkit
 from it at the course's tag in a Colab-like kernel (`google.colab` present,
 no labkit), the solutions run with every check and the "Ready to submit?"
@@ -165,7 +165,7 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
 def main() -> int:
     if not RESULTS_FILE.exists():
         print(f"{RESULTS_FILE} not found: run `make test-compat` (it runs "
-              f"tests/test_compat.py, which writes it) first.", file=sys.stderr)
+              f"tests/student/test_compat.py, which writes it) first.", file=sys.stderr)
         return 1
     results = json.loads(RESULTS_FILE.read_text())
     DOC.write_text(document(results))

@@ -32,7 +32,7 @@ HOSTILE_TABLE: list[tuple[str, str, str, str, str]] = []
 VERDICT_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
 
 
-#: The same rows from the fast tier (tests/test_verdicts_inprocess.py): every
+#: The same rows from the fast tier (tests/labs/test_verdicts_inprocess.py): every
 #: entry, its hidden tests run in process.
 INPROCESS_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
 

@@ -1,7 +1,7 @@
 """A class of lab 1 that probes the student kernel's isolation, and its checks.
 
-Used by tests/test_userlayer.py (the user layer in `make test`: bubblewrap
-hidden from PATH, or failing) and tests/test_container.py (the same class
+Used by tests/kernels/test_userlayer.py (the user layer in `make test`: bubblewrap
+hidden from PATH, or failing) and tests/kernels/test_container.py (the same class
 graded under a default Docker container's restrictions, `make
 test-container`). Each hostile notebook prints what it reached on a marker
 line that the graded notebook keeps; `check` reads those lines back, since

@@ -11,7 +11,7 @@ bfloat16, where the numbers near 0.88 are 2**-8 = 0.0039 apart, asked for
 less than half a unit in the last place: it failed on an AMD EPYC machine
 without AVX-512, where the result came out one unit up, 0.8828, and fails
 the same way on any machine with ``TF_ENABLE_ONEDNN_OPTS=0``. The kit's
-tests therefore run both paths (``tests/test_numerics.py``).
+tests therefore run both paths (``tests/student/test_numerics.py``).
 
 So the kit's tests state their tolerances in units in the last place (ulps)
 of the dtype at the magnitude compared, ``np.spacing`` of that dtype

@@ -2,7 +2,7 @@
 
 Each lab's folder has ``solutions/<lab>/samples.py``: realistic submissions,
 written as a student would fill the answer cells, that `make demo`, the CLI
-tests and tests/test_grading.py grade. It holds data only:
+tests and tests/grader/test_grading.py grade. It holds data only:
 
 - ``CORRECT``: {exercise: answer cell}, right answers written differently from
   the solution;
@@ -82,7 +82,7 @@ def cell_points(lab_id: str) -> dict[str, dict[str, float]]:
     """{exercise: {tests cell: points}}, exercises in curriculum order and cells in
     the order they are defined, as the lab's hidden tests declare them
     (``@graded(exercise, points)``); the release writes the source's tests cells
-    from these (tests/test_grading.py checks the source against them)."""
+    from these (tests/grader/test_grading.py checks the source against them)."""
     module = hidden.load(lab_id)
     if module is None:
         raise FileNotFoundError(f"solutions/{lab_id}/hidden.py: {lab_id} has no hidden tests")

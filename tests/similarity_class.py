@@ -1,6 +1,6 @@
 """A generated class of lab 1 notebooks, written independently, with planted copies.
 
-What autograder.term.similarity is calibrated on (tests/test_term_similarity.py,
+What autograder.term.similarity is calibrated on (tests/term/test_term_similarity.py,
 benchmarks/similarity_calibration.py). Each author writes the six lab 1
 answers (dot_scores, softmax, attention_pool, bilinear_scores,
 additive_scores, scaled_dot_product_attention) in a style of their own, drawn

@@ -10,7 +10,7 @@ run the labs the way students do:
 
 - `overlay_env`: in seconds, a new venv that sees the kit's installed packages
   (Keras, TensorFlow, NumPy, Matplotlib, ipykernel) but not labkit, nor the
-  kit itself; pip there installs into the venv only (tests/test_studentenv.py
+  kit itself; pip there installs into the venv only (tests/student/test_studentenv.py
   checks that the kit's .venv is left untouched);
 - `built_env`: a real venv built from the package registry with another
   Python and other versions (Colab's, the oldest Keras), cached under

@@ -4,7 +4,7 @@ submission still needs.
 The grader skips the provided cells that grade nothing (the demonstrations
 marked `grading="skip"` and every exercise's visible check, `check_<name>`:
 autograder.grader.source.skipped_when_grading). No provided cell reads what
-they define (tests/test_release.py checks every lab's source), but a
+they define (tests/grader/test_release.py checks every lab's source), but a
 student's own cell may: an answer that calls a helper defined in a visible
 check, a cell of their own that reads the check's layer. For such a
 submission the grader runs the skipped cells it needs (cells_needed), so
@@ -93,7 +93,7 @@ def cells_needed(cells: list[tuple[str, str, str]], skipped: set[str]) -> list[s
     - a needed cell reads a name bound last, before it, in that skipped cell.
 
     Provided cells other than the skipped ones are the same in every
-    submission and read nothing of the skipped cells (tests/test_release.py),
+    submission and read nothing of the skipped cells (tests/grader/test_release.py),
     so they add nothing here.
     """
     binds = {grade_id: global_binds(source) for grade_id, source, kind in cells

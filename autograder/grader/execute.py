@@ -347,7 +347,7 @@ class IsolatedExecute(Execute):
         if nbgrader.get("locked") and nbgrader.get("grade_id") in self._skipped_now:
             # The instructor's own demonstration or visible check (OverwriteCells
             # has put the source's code back): it grades nothing, no later
-            # provided cell reads what it defines (tests/test_release.py), and
+            # provided cell reads what it defines (tests/grader/test_release.py), and
             # none of the student's cells does (preprocess).
             self._record["cells_skipped"] += 1
             what = ("this cell is the exercise's visible check: it grades nothing, the "

@@ -84,7 +84,7 @@ class GradingOptions:
         plain: every speed-up off, each for its plain twin (`PLAIN`): fresh
             kernels, the visible checks run, the hidden tests' calls as
             execute requests, Keras's own first build. The scores are the
-            same (tests/test_plain.py); for a library upgrade that breaks a
+            same (tests/grader/test_plain.py); for a library upgrade that breaks a
             fast path.
         db_url: the class's gradebook, an SQLAlchemy URL (None: SQLite in
             the course folder).

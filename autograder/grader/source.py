@@ -13,7 +13,7 @@ the student's functions) may add `grading="skip"`: the grader does not run
 it (autograder.grader.execute; `grade --run-demos` runs it). Nor does it run
 the exercises' visible checks (`check_<exercise>`), which grade nothing
 either: the hidden tests grade. No later provided cell may read what a
-skipped cell defines (tests/test_release.py checks this for every lab); a
+skipped cell defines (tests/grader/test_release.py checks this for every lab); a
 submission whose own cells read it gets the skipped cells it needs run
 (autograder.grader.cellnames). Students still run them all.
 
@@ -205,7 +205,7 @@ def skipped_when_grading(lab: Lab) -> list[str]:
     the notebook's order: the demonstrations marked `grading="skip"` (the
     "Ready to submit?" cell among them) and every exercise's visible check
     (`check_<exercise>`). Both grade nothing, and no provided cell reads
-    what they define (tests/test_release.py); a submission whose own cells
+    what they define (tests/grader/test_release.py); a submission whose own cells
     read it gets the cells it needs run (autograder.grader.cellnames)."""
     checks = {check_id(exercise) for exercise in lab.exercises}
     return [cell.metadata["nbgrader"]["grade_id"] for cell in build_source_notebook(lab).cells

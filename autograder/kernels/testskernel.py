@@ -35,7 +35,7 @@ from typing import Callable
 from jupyter_client import KernelManager
 
 from autograder import cputime, limits
-# The test kernel's memory cap, named here too (tests/test_execute.py, docs/security.md);
+# The test kernel's memory cap, named here too (tests/kernels/test_execute.py, docs/security.md);
 # why 3 GiB: autograder.limits.
 from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
 

@@ -56,7 +56,7 @@ merge Job and wait. The wait is a shell loop over ``kubectl get job`` that
 ends when the Job is Complete (status 0) or Failed (status 1, with a
 message), where ``kubectl wait --for=condition=complete`` would wait out
 its whole timeout on a failed Job. The manifests are plain dicts, written
-as YAML; tests/test_kubernetes.py parses them with the Kubernetes client's
+as YAML; tests/scaleout/test_kubernetes.py parses them with the Kubernetes client's
 models (V1Job, V1NetworkPolicy) and checks them against Pod Security
 "baseline". Nothing here talks to a cluster.
 """

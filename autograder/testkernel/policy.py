@@ -14,7 +14,7 @@ CPU and GPU.
 The students' visible checks (labkit.checks, the student package) compare
 with the same tolerances. labkit is installed alone in Colab and cannot
 import this module, so it states RTOL and ATOL again, and
-tests/test_student_package.py fails when the two differ. (A generated copy
+tests/student/test_student_package.py fails when the two differ. (A generated copy
 would still need that test to show it was regenerated; for two numbers the
 test is the whole guarantee.) Change them here and in labkit together.
 

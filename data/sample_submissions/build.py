@@ -4,7 +4,7 @@ Each lab's samples live in its folder, solutions/<lab>/samples.py: realistic
 answer cells (right ones written differently from the solution, the mistakes
 students really make), the untouched notebook and, for some labs, a copy
 saved by Colab and a download cut short. tests/samples.py builds them and
-says what each must score; tests/test_grading.py checks it through the real
+says what each must score; tests/grader/test_grading.py checks it through the real
 CLI, and `make demo` grades them. Run
 
     python data/sample_submissions/build.py [lab ...]

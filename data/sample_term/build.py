@@ -1,7 +1,7 @@
 """Build the sample term of data/sample_term/: a class of lab 1 as Canvas gives it.
 
 What an instructor has at the end of lab 1's week, for the README's walk
-through a term (`make demo` grades it too) and tests/test_term.py:
+through a term (`make demo` grades it too) and tests/term/test_term.py:
 
 - ``lab1_canvas.zip``: Canvas's "Download Submissions" of lab 1, made of
   data/sample_submissions/lab1's notebooks under Canvas's file names, every

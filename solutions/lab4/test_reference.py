@@ -271,7 +271,7 @@ def _stand_in(name):
 
 
 def test_layers_get_the_stand_in_feed_forward():
-    # (tests/test_standins.py checks every lab's standins.toml against its exercises)
+    # (tests/labs/test_standins.py checks every lab's standins.toml against its exercises)
     calls = standins.calls(LABS["lab4"].folder)
     assert calls["masked_softmax"] == []
     assert "FeedForward" in calls["EncoderLayer"]

@@ -12,7 +12,7 @@ sufficient. They compare numbers with the grader's tolerances (`RTOL`,
 
 (For the kit's maintainers: labkit is installed on its own in the students'
 notebooks and imports nothing of the grader, so it restates the grader's
-numerical policy here; the kit's tests/test_student_package.py fails if the
+numerical policy here; the kit's tests/student/test_student_package.py fails if the
 two differ.)
 """
 

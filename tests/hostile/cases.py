@@ -3,7 +3,7 @@
 Each case is a submission of lab1 built from the student notebook with
 correct answers (10 points), damaged or armed in one way, and what the
 grader must make of it: an exact score, or a score bound, and a status.
-tests/test_hostile.py grades them all in one run of the real CLI.
+tests/labs/test_hostile.py grades them all in one run of the real CLI.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each notebook prints what it managed (a marker line in its own output, kept
 in the graded notebook) and the case's check reads it back: the score alone
 cannot tell a notebook that was stopped from one that got its way.
-(Folders left behind by a killed run are tests/test_tempdirs.py's.)
+(Folders left behind by a killed run are tests/kernels/test_tempdirs.py's.)
 """
 
 from __future__ import annotations

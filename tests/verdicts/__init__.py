@@ -18,7 +18,7 @@ Each lab has a module here, `tests/verdicts/<lab>.py`, with
 index (variant k of every exercise that has one, the solution elsewhere: all
 full marks), and one notebook per mistake, or per pair of mistakes in two independent
 exercises (the solution everywhere but the mistaken exercises: points lost
-there and nowhere else). tests/test_verdicts.py grades them through `python -m
+there and nowhere else). tests/labs/test_verdicts.py grades them through `python -m
 autograder grade` and checks each exercise.
 
 Two exercises are independent when neither may call the other, directly or
@@ -205,7 +205,7 @@ def sampled_groups(lab_id: str) -> set[int]:
     notebooks in ``make test``: for each exercise, a notebook holding one of its mistakes; pairs
     first, then a secondary-property mistake (``fails``) where the lab has one,
     so that both kinds are graded by the kernels. Every entry is also run in
-    process (tests/test_verdicts_inprocess.py), and ``make test-verdicts``
+    process (tests/labs/test_verdicts_inprocess.py), and ``make test-verdicts``
     grades every notebook."""
     groups = mistake_groups(lab_id)
     order = sorted(range(len(groups)), key=lambda i: (-len(groups[i]),

@@ -11,7 +11,7 @@ binds them. What it yields is what the grader's cells would score.
 
 It is the same hidden code the grader runs, in place (autograder.testkernel.
 testing: "the same hidden tests also run in place"), so a disagreement with
-the full-kernel suite (tests/test_verdicts.py) is a property of the kernels'
+the full-kernel suite (tests/labs/test_verdicts.py) is a property of the kernels'
 boundary, not of the tests: the kernel tier keeps a sample of every lab in
 ``make test`` and all of it in ``make test-verdicts``.
 """

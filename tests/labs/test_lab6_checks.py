@@ -6,7 +6,7 @@ with correct stand-ins for the others (solutions/lab6/standins.toml); the
 visible checks do the same in their own way (`labkit.checks.relying_on`): a
 failure of the part that runs another exercise, while that exercise fails its
 own check, is shown but not raised, and `labkit.ready` says which exercise to
-fix first. The verdict suite (tests/test_verdicts.py) grades every mistake
+fix first. The verdict suite (tests/labs/test_verdicts.py) grades every mistake
 through the CLI; here the lab's cells run in this process (no grader, no
 demonstrations), which is enough to see which check cells raise (seconds).
 

@@ -1,7 +1,7 @@
 """`python -m autograder publish`: the student repository, and nothing else.
 
 The student's whole path from that repository (install in a Colab-like
-kernel, checks, a full-marks grade) is tests/test_student_path.py.
+kernel, checks, a full-marks grade) is tests/student/test_student_path.py.
 """
 
 from __future__ import annotations

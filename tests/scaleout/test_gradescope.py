@@ -33,7 +33,7 @@ from autograder.labs import KIT_ROOT, get_lab
 from autograder.scaleout import gradescope
 from autograder.scaleout.gradescope import Visibility, build_bundle
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "data" / "sample_submissions" / "lab1"
 
 _VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}

@@ -73,14 +73,14 @@ def test_assert_within_ulps_says_by_how_many_ulps_and_fails_nan():
 def _numerical_test_files() -> list[str]:
     """The test files with a test marked numerics (found by the mark's text, so
     the subprocess collects these files only, not the whole suite)."""
-    files = [*sorted(ROOT.glob("tests/test_*.py")), *sorted(ROOT.glob("solutions/*/test_*.py"))]
+    files = [*sorted(ROOT.glob("tests/**/test_*.py")), *sorted(ROOT.glob("solutions/*/test_*.py"))]
     return [str(path.relative_to(ROOT)) for path in files
             if path.name != "test_numerics.py" and MARK in path.read_text(encoding="utf-8")]
 
 
 def test_the_numerical_tests_have_files_to_run():
     files = _numerical_test_files()
-    assert "tests/test_student_package.py" in files, files
+    assert "tests/student/test_student_package.py" in files, files
 
 
 @pytest.mark.skipif(os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow",

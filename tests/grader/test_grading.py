@@ -239,7 +239,7 @@ def test_properties_add_up_to_the_exercises_and_each_has_its_line(lab, graded):
     """properties.csv: one row per tests cell of each graded notebook's
     exercises, with the sentence students read, adding up to exercises.csv
     (score and points) for every student; the feedback page has one line per
-    property, and no escape code (cuts: tests/test_messages.py)."""
+    property, and no escape code (cuts: tests/grader/test_messages.py)."""
     out = graded["out"]
     rows = list(csv.DictReader(open(out / "properties.csv", encoding="utf-8")))
     cells = samples_of.cell_points(lab)

@@ -1,6 +1,6 @@
 """What is graded is taught: static checks of every lab's source.
 
-The verdict suite (tests/test_verdicts.py) shows on graded notebooks that
+The verdict suite (tests/labs/test_verdicts.py) shows on graded notebooks that
 correct answers pass every visible check and that mistakes fail theirs. These
 tests read the sources and keep the promises that can be read there:
 

@@ -5,7 +5,7 @@ the way to Python, the refusal to grade without isolation, and a class of
 lab 1 graded through the CLI as root with bubblewrap hidden from PATH, and
 with a bubblewrap that fails as it does in a container: the correct
 notebook gets full marks, the probes reach nothing (tests/isolation.py).
-The same class under a reproduced container: tests/test_container.py.
+The same class under a reproduced container: tests/kernels/test_container.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The verdict suite's fast tier: every variant and every mistake of every lab,
 their hidden tests run in this machine's processes, no nbgrader, no kernels
 (tests/verdicts/inprocess.py says how). It checks the promises the kernel
-tier (tests/test_verdicts.py) checks on graded notebooks:
+tier (tests/labs/test_verdicts.py) checks on graded notebooks:
 
 - a correct variant gets full marks in every tests cell of its exercise and
   passes its visible check;

@@ -6,7 +6,7 @@ tests cells' points. Two more promises to students, that a correct variant
 passes every visible check and that a mistake fails the visible check of its
 own exercise too (unless the lab lists it in ``HIDDEN_ONLY`` with the
 reason), are checked in process for every entry
-(tests/test_verdicts_inprocess.py): the grader does not run the visible
+(tests/labs/test_verdicts_inprocess.py): the grader does not run the visible
 checks (they grade nothing), so the graded notebooks hold no verdict of them.
 
 Every lab's variants and mistakes are graded in one batch through the real
@@ -16,9 +16,9 @@ at the end of the run.
 
 This is the kernel tier. ``make test`` grades a sample: the first variant
 notebook (a correct answer of every exercise, besides the samples' own that
-tests/test_grading.py grades) and the mistake notebooks (`verdicts.sampled_groups`: every exercise's
+tests/grader/test_grading.py grades) and the mistake notebooks (`verdicts.sampled_groups`: every exercise's
 mistakes in at least one, pairs and secondary-property mistakes among them);
-every entry also runs in process there (tests/test_verdicts_inprocess.py, the
+every entry also runs in process there (tests/labs/test_verdicts_inprocess.py, the
 fast tier). ``make test-verdicts`` (VERDICT_SAMPLE=all) grades every notebook.
 """
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TERM = ROOT / "data" / "sample_term"
 UTC = datetime.timezone.utc
 NY = zoneinfo.ZoneInfo("America/New_York")

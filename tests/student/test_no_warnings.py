@@ -17,7 +17,7 @@ called are written to STDERR", "I0000 ... oneDNN custom operations are on
 ...") to file descriptor 2 whatever `TF_CPP_MIN_LOG_LEVEL` says (2 and 3
 tried), so every lab's setup cell calls `labkit.start_keras()` before `import
 keras`: it starts Keras with descriptor 2 captured and passes every other line
-on (student/labkit/startup.py; tests/test_student_package.py shows it silences
+on (student/labkit/startup.py; tests/student/test_student_package.py shows it silences
 them where a plain import prints them).
 
 The notebooks: each lab's solution and each of the verdict suite's correct
@@ -26,7 +26,7 @@ variant notebooks (`variantK`, as the verdict suite writes them). Cost: about
 27 s, lab1 24 s, lab2 34 s, lab5 98 s, lab6 140 s, on a loaded machine), too
 much for `make test`: marker `notebooks`, its own target `make test-warnings`
 (docs/performance.md gives its time); the filter's own test is in `make
-test`. One lab alone: `pytest -m notebooks tests/test_no_warnings.py -k lab3`.
+test`. One lab alone: `pytest -m notebooks tests/student/test_no_warnings.py -k lab3`.
 """
 
 from __future__ import annotations

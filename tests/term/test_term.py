@@ -28,7 +28,7 @@ from autograder.term import late
 from autograder.term.apply import Term
 from autograder.term.overrides import read_overrides
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "data" / "sample_submissions" / "lab1"
 LONDON = ZoneInfo("Europe/London")
 POINTS = {"dot_scores": 1.0, "softmax": 2.0}

@@ -34,7 +34,7 @@ from autograder.grader.submissions.lms import canvas_number, moodle_number
 from autograder.labs import LABS
 from autograder.term.roster import read_roster
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TERM = ROOT / "data" / "sample_term"
 SAMPLES = ROOT / "data" / "sample_submissions" / "lab1"
 NY = zoneinfo.ZoneInfo("America/New_York")

@@ -1,9 +1,9 @@
 """autograder.term.whole and whole_files: the whole term in one gradebook.
 
 Two labs' OUT folders are made without grading (class.json written with
-made-up rows, as tests/test_term_export.py does); the expected totals are
+made-up rows, as tests/term/test_term_export.py does); the expected totals are
 worked out by hand from the weights. The Canvas import is read with the
-importer re-implemented in tests/test_term_export.py (``canvas_import``);
+importer re-implemented in tests/term/test_term_export.py (``canvas_import``);
 Moodle's gradebook import (grade/import/csv) is re-implemented below from
 its source.
 """
@@ -21,7 +21,7 @@ from autograder.term.model import ClassRow, Student, write_class
 from autograder.term.whole import (ABSENT, EXCUSED, NO_ROW, TermSettings, build_gradebook,
                                    parse_lab_arguments)
 from autograder.term.whole_files import read_term_csv, write_term
-from tests.test_term_export import canvas_import
+from tests.term.test_term_export import canvas_import
 
 COLUMNS = ["Lab 1 (4321)", "Lab 4 (4324)"]
 

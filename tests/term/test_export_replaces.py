@@ -24,10 +24,10 @@ from autograder.cli import main
 from autograder.term import export as export_module
 from autograder.term.export import export
 from autograder.term.model import Identity, Student, write_class
-from tests.test_term_export import (_out, _read, _row, canvas_import, canvas_rows,
+from tests.term.test_term_export import (_out, _read, _row, canvas_import, canvas_rows,
                                     moodle_rows, moodle_worksheet_upload)
 
-TERM = Path(__file__).resolve().parents[1] / "data" / "sample_term"
+TERM = Path(__file__).resolve().parents[2] / "data" / "sample_term"
 _spec = importlib.util.spec_from_file_location("sample_term_shapes_46", TERM / "shapes.py")
 shapes = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(shapes)

@@ -17,7 +17,7 @@
 `make test` runs it with the kit's own versions (an overlay of its
 environment: seconds to make); `make test-compat` runs it again in an
 environment built with Colab's versions (Python 3.13, TensorFlow 2.20, Keras
-3.13.2, NumPy 2.1.3: tests/test_compat.py's row), labkit uninstalled first as
+3.13.2, NumPy 2.1.3: tests/student/test_compat.py's row), labkit uninstalled first as
 a fresh Colab runtime has none.
 """
 
@@ -70,7 +70,7 @@ def colab_runtime(kind: str, tmp_path: Path):
     if kind == "kit":
         env = overlay_env(tmp_path / "colab", colab=True)
     else:
-        from tests.test_compat import ROWS
+        from tests.student.test_compat import ROWS
 
         row = next(row for row in ROWS if row.key == kind)
         env = built_env(row.key, row.python, list(row.requirements), colab=True)

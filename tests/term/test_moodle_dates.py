@@ -9,7 +9,7 @@ time zone of the DOWNLOADING user's Moodle profile; the Status says
 "<format_time> late" when Moodle judged the submission late against the
 student's own due date. Each test lists the download as `grade` does, checks
 the instructor's files against it (Term.check) and applies the term to
-made-up results (Term.apply), as tests/test_term_lms.py does.
+made-up results (Term.apply), as tests/term/test_term_lms.py does.
 
 The course: lab 1 due Monday 5 October 2026, 23:59 in New York; 15 minutes'
 grace; 10% of the points per day late, at most 50%.
@@ -31,7 +31,7 @@ from autograder.grader.submissions import collect
 from autograder.term import late
 from autograder.term.apply import Term
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TERM = ROOT / "data" / "sample_term"
 NOTEBOOK = (ROOT / "data" / "sample_submissions" / "lab1" / "alice.ipynb").read_bytes()
 POINTS = {"dot_scores": 4.0, "softmax": 6.0}

@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.verdicts import fill
 
-LAB0 = Path(__file__).resolve().parent / "lab0"
+LAB0 = Path(__file__).resolve().parents[1] / "lab0"
 pytestmark = pytest.mark.slow
 
 

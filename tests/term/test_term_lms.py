@@ -30,7 +30,7 @@ from autograder.grader.submissions import collect
 from autograder.term.apply import Term
 from autograder.term.roster import read_roster
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TERM = ROOT / "data" / "sample_term"
 SAMPLES = ROOT / "data" / "sample_submissions" / "lab1"
 POINTS = {"dot_scores": 4.0, "softmax": 6.0}

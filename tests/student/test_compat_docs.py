@@ -61,7 +61,7 @@ def test_replace_block_keeps_the_markers_and_the_text_around():
 
 
 def test_the_readme_shows_a_table_of_every_row(root):
-    from tests.test_compat import ROWS
+    from tests.student.test_compat import ROWS
 
     text = (root / "README.md").read_text()
     block = text[text.index(README_BEGIN) + len(README_BEGIN): text.index(README_END)]

@@ -16,7 +16,7 @@ import pytest
 from autograder.cli import main
 from autograder.scaleout import slurm
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "data" / "sample_submissions" / "lab1"
 
 

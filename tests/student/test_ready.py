@@ -266,7 +266,7 @@ def _solution(lab: Lab, answers: dict[str, str] | None = None):
 
 
 # Every lab's solution through its ready cell ("✓ name: passed" for each
-# exercise, "N of N", how to submit): tests/test_student_path.py, in the
+# exercise, "N of N", how to submit): tests/student/test_student_path.py, in the
 # Colab-like kernel where labkit is installed from the published repository.
 
 
