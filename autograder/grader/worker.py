@@ -415,8 +415,8 @@ def share_cores(jobs: int) -> None:
 
     PyTorch, TensorFlow and BLAS each start one thread per core in every
     kernel; with several kernels at once they outnumber the cores and spin
-    against each other (lab5 under torch, 4 submissions with --jobs 2 on 2
-    cores: 358 s with the default threads, 67 s with one each). Settings the
+    against each other (five times slower, measured under PyTorch:
+    docs/performance.md, "Why the code is shaped this way"). Settings the
     instructor made in the environment are kept.
     """
     if jobs <= 1:

@@ -60,7 +60,7 @@ class ReadyKernelClient(AsyncKernelClient):
 
     jupyter_client's wait_for_ready, after the kernel_info reply, reads IOPub
     until nothing has come for 0.2 s: every kernel start paid those 0.2 s
-    (about 7% of a lab5 submission's time in its worker). This one reads
+    (a share of a submission's time: docs/performance.md). This one reads
     IOPub until the kernel's "idle" status for the answered request, which
     also proves that IOPub is connected. As there, a kernel that sends nothing
     on IOPub after its reply is asked again (a subscription not yet in place

@@ -42,9 +42,9 @@ from autograder.limits import TESTS_KERNEL_MEMORY_BYTES
 #: Run once in a new test kernel. A failed hidden test's traceback is kept in
 #: the autograded notebook for the instructor (the student reads only its
 #: message): as Python prints it (IPython's "Plain" mode), not with IPython's
-#: default context, whose source highlighting took 25 to 100 ms a failed
-#: tests cell (lab 5's sample class: about 0.24 s a submission in the test
-#: kernel).
+#: default context, whose source highlighting of every frame cost a failed
+#: tests cell more than the test itself (docs/performance.md, "Why the code
+#: is shaped this way").
 TESTS_KERNEL_STARTUP = f"""
 get_ipython().InteractiveTB.set_mode(mode="Plain")
 import os, resource, sys, warnings
@@ -65,7 +65,8 @@ import autograder.kernels.probe, autograder.testkernel.testing
 #: outlives the reset (the modules imported, the references computed once)
 #: is frozen out of the garbage collector: IPython's reset runs a full
 #: collection, which with TensorFlow imported by a reference (labs 2, 4-6)
-#: walked some 400,000 objects again for every submission. That collection
+#: walked every object of the libraries again for every submission
+#: (docs/performance.md). That collection
 #: runs before the reset empties the namespace, so the previous
 #: submission's cycles are collected here first (nothing of it is frozen).
 TESTS_SESSION_START = """
@@ -105,7 +106,7 @@ TESTS_CELL_END = "__autograder_kernel__.end_cell()"
 #: The same after a tests cell that passed and whose next cell to run is
 #: another tests cell (an exercise's properties, one cell each): the
 #: student's kernel goes on serving, since none of its cells runs in between
-#: (a stop and a start cost two round trips to it, 10 to 30 ms a cell).
+#: (a stop and a start cost two round trips to it a cell: docs/performance.md).
 TESTS_CELL_NEXT = "__autograder_kernel__.profile()"
 
 
@@ -145,8 +146,8 @@ class TestsKernel:
     student's kernel only through autograder.kernels.probe and read back only JSON
     and NumPy arrays (allow_pickle=False). So one submission cannot change
     it for the next, and starting it once per grading process instead of
-    once per submission saves a Python start and its imports (about 0.6 s a
-    submission). Its namespace is reset between submissions; a kernel that
+    once per submission saves a Python start and its imports a submission
+    (docs/performance.md). Its namespace is reset between submissions; a kernel that
     timed out or died is replaced.
     """
 
@@ -341,8 +342,8 @@ class TestsSession:
 
     def _drain_iopub(self) -> None:
         """Drop what the test kernel has published so far (nothing reads it;
-        what comes later goes with the next drain). Without waiting: a
-        0.01 s wait per request cost a lab5 submission 0.2 s."""
+        what comes later goes with the next drain). Without waiting: even a
+        short wait per request added up over a submission (docs/performance.md)."""
         while True:
             try:
                 self.kernel.kc.get_iopub_msg(timeout=0)

@@ -1,8 +1,9 @@
 """Student kernels forked, already warm, into each submission's own sandbox.
 
-A fresh student kernel spends about 3 s of CPU importing TensorFlow, Keras,
+A fresh student kernel spends seconds of CPU importing TensorFlow, Keras,
 NumPy, Matplotlib, IPython and ipykernel before it runs a line of the
-notebook: on two cores that is most of what a small lab costs to grade. The
+notebook: on two cores that is most of what a small lab costs to grade
+(docs/performance.md). The
 *fork server* of a grading process (run as ``python -m autograder.kernels.forkserver.server``)
 imports them once. For each submission:
 
@@ -267,7 +268,7 @@ def _close_inherited(keep: set[int]) -> None:
 #: server instead (autograder.kernels.forkserver.client.preload_for; ipykernel 7,
 #: IPython 9: 138 modules, debugpy's ~110 of them; the kernel imports them
 #: before any cell runs, so it starts the same). A forked kernel's start
-#: took 0.16 s of CPU with them left to it, 0.09 s without. A module this
+#: takes about half the CPU without them (docs/performance.md). A module this
 #: ipykernel lacks is skipped.
 KERNEL_START_PRELOAD = ("ipykernel.debugger", "IPython.core.debugger",
                         "IPython.core.completerlib", "IPython.core.oinspect",
@@ -460,7 +461,8 @@ def serve(preload: list[str]) -> None:
                                     if variable not in before})
     # What the libraries allocated on import lives as long as the kernel:
     # the kernels' garbage collector need not walk it again and again (with
-    # TensorFlow imported, a full collection walks 400,000 objects, 0.17 s).
+    # TensorFlow imported, a full collection walks hundreds of thousands of
+    # objects: docs/performance.md).
     gc.collect()
     gc.freeze()
     out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
