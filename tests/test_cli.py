@@ -187,7 +187,10 @@ def test_the_demo_grades_every_lab_with_every_option_of_grade(monkeypatch, tmp_p
         assert args["regrade"] and args["seed"] == "demo" and args["kernels"] == "fork"
 
 
+# --kernels fresh is one of --plain's twins: with them in make test-plain
+# (tests/grader/test_plain.py grades lab 1 both ways in make test).
 @pytest.mark.slow
+@pytest.mark.plain
 def test_kernels_fresh_and_fork_give_the_same_grades(tmp_path):
     import json
 
