@@ -167,9 +167,10 @@ test-plain: env
 
 # Every provided cell of every lab prints no warning (tests/student/test_no_warnings.py): the
 # solution and each correct variant of the verdict suite run top to bottom as a
-# student runs them (38 notebooks, 20 to 140 s each: docs/performance.md).
+# student runs them (38 notebooks, 20 to 140 s each: docs/performance.md); and
+# `labkit check` on the labs make test leaves out (tests/student/test_ready.py).
 test-warnings: env
-	$(PY) -m pytest $(PARALLEL) -m notebooks tests/student/test_no_warnings.py
+	$(PY) -m pytest $(PARALLEL) -m notebooks tests/student/test_no_warnings.py tests/student/test_ready.py
 
 # Other Keras backends, CPU builds (tests/labs/test_backends.py grades every lab's
 # solution under each one installed; make test-torch runs the verdict suite).

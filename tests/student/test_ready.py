@@ -34,6 +34,17 @@ from tests.conftest import ROOT, run_cli
 
 LAB_PARAMS = [pytest.param(lab, id=lab.id) for lab in available_labs()]
 
+#: The labs whose notebooks `make test` runs top to bottom through `labkit check`
+#: (the untouched notebook, a known mistake): the others' run with every lab's
+#: notebooks in `make test-warnings` (marker notebooks), where the suite's time allows.
+IN_MAKE_TEST = ("lab1", "lab4")
+
+
+def _notebook_params(lab_ids) -> list:
+    return [pytest.param(LABS[lab_id], id=lab_id,
+                         marks=() if lab_id in IN_MAKE_TEST else pytest.mark.notebooks)
+            for lab_id in lab_ids]
+
 
 # -- the release ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("lab", LAB_PARAMS)
@@ -271,7 +282,8 @@ def _solution(lab: Lab, answers: dict[str, str] | None = None):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lab", LAB_PARAMS)
+@pytest.mark.parametrize("lab", _notebook_params(available_lab.id for available_lab in
+                                                 available_labs()))
 def test_the_untouched_notebook_has_nothing_answered(lab):
     text = _run(nbformat.read(lab.student_path, as_version=4))
     assert _lines(text) == {name: f"… {name}: not answered yet" for name in lab.exercises}, text
@@ -293,8 +305,8 @@ def _a_known_mistake(lab: Lab):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lab", [pytest.param(LABS[lab], id=lab) for lab in LABS
-                                 if (LABS[lab].folder / "verdicts.py").exists()])
+@pytest.mark.parametrize("lab", _notebook_params(lab for lab in LABS
+                                                 if (LABS[lab].folder / "verdicts.py").exists()))
 def test_a_known_mistake_fails_its_exercise_only_with_its_checks_hint(lab):
     mistake = _a_known_mistake(lab)
     notebook = _solution(lab, {mistake.exercise: mistake.source})
