@@ -18,7 +18,10 @@
 #   make test-faults  the grader struck from outside: the CLI interrupted, killed, out
 #               of disk; a kernel stopped or killed during a hidden test (own suite)
 #   make test-warnings  every lab's solution and correct variants run top to bottom: no
-#               provided cell prints a warning (own suite, about half an hour)
+#               provided cell prints a warning; `labkit check` on the labs make test
+#               leaves out (own suite, about 10 minutes on 2 cores)
+#   make test-plain  `grade --plain` against the fast grading on every lab's samples, and
+#               --kernels fresh against fork (own suite, about 10 minutes)
 #   make test-load  grades independent of the machine's load (benchmarks/load.py): correct
 #               notebooks graded beside 48 busy loops, and beside a notebook that starts
 #               300 busy processes while another class is graded; full marks, none flagged
