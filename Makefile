@@ -207,10 +207,8 @@ lint: $(STAMP)
 # The suites run in two pytest-xdist workers, a test file to a worker (its
 # module fixtures, a lab's CLI batch, computed once): one worker alone left a
 # core idle half the time (kernels waiting on each other, CLI start-ups).
-# The longest files go first (tests/conftest.py, LONGEST_FIRST), so the two
-# workers end together; --no-loadscope-reorder keeps that order.
 # PARALLEL= runs them in one process, PARALLEL="-n 4 --dist loadfile" in four.
-PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
+PARALLEL ?= -n 2 --dist loadfile
 
 test: env lint postgres chromium
 	$(PY) -m pytest $(PARALLEL) -m "not backends and not compat and not slurm and not container and not faults and not notebooks and not browser and not plain"

@@ -254,6 +254,11 @@ def format_score(value) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def megabytes(size: float) -> str:
+    """``size`` bytes as "1.5 MB" (MiB, one decimal), as the notes and feedback say sizes."""
+    return f"{size / 2**20:.1f} MB"
+
+
 def duration(seconds: float) -> str:
     """``seconds`` as "2 days 3 h", "5 h 10 min", "12 min"."""
     minutes = int(seconds // 60)

@@ -43,28 +43,6 @@ INPROCESS_TABLE: list[tuple[str, str, int, int, int, int, int]] = []
 _TABLES = {"inprocess": INPROCESS_TABLE, "verdicts": VERDICT_TABLE, "hostile": HOSTILE_TABLE}
 
 
-#: make test's longest files, longest first (each file's seconds in `make
-#: test`'s --durations, 2026-11-29: the hostile suite about 350, the CLI
-#: tests 300, the in-process verdict tier 240, every lab's samples 230, the
-#: ready cell 170, the kernel verdict tier 150, the user layer 75). A file is
-#: one unit of pytest-xdist's loadfile, handed to the next free worker in
-#: this order (the Makefile's PARALLEL turns off xdist's own order, by the
-#: number of tests, which gave a worker a long file last to run alone); the
-#: other files follow, in their collection order.
-LONGEST_FIRST = (
-    "tests/labs/test_hostile.py", "tests/test_cli.py", "tests/labs/test_verdicts_inprocess.py",
-    "tests/grader/test_grading.py", "tests/student/test_ready.py", "tests/labs/test_verdicts.py",
-    "tests/kernels/test_userlayer.py", "tests/term/test_term.py", "tests/scaleout/test_gradescope.py",
-    "tests/student/test_studentenv.py", "tests/grader/test_plain.py", "tests/grader/test_browser.py",
-    "tests/grader/test_postgres.py", "tests/grader/test_submission_seed.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
-
-
 def pytest_sessionfinish(session):
     """In an xdist worker: hand this worker's table rows to the controller."""
     output = getattr(session.config, "workeroutput", None)

@@ -694,12 +694,3 @@ def test_the_keras_rule_finds_its_patches_not_the_settings_of_its_objects():
     assert sorted(line for line, _ in _patches(source, KERAS_PACKAGES, KERAS_SETTINGS)) == [
         5, 6, 9, 13]
     assert 8 in [line for line, _ in _patches(source, KERAS_PACKAGES)]
-
-
-def test_the_files_scheduled_first_exist(root):
-    # tests/conftest.py's LONGEST_FIRST: a file renamed or moved would silently
-    # lose its place and let make test end with one worker alone.
-    from tests.conftest import LONGEST_FIRST
-
-    missing = [name for name in LONGEST_FIRST if not (root / name).is_file()]
-    assert not missing, f"tests/conftest.py's LONGEST_FIRST names files that do not exist: {missing}"

@@ -44,8 +44,9 @@ from autograder.grader.cellnames import cells_needed
 from autograder.labs import checked_exercise
 from autograder.kernels.probe import hide_data
 from autograder.kernels.jupyter import (BoundedKernelClient, SandboxKernelManager,
-                                       drop_pending_output, in_mb, student_output_channel)
+                                       drop_pending_output, student_output_channel)
 from autograder.kernels.testskernel import TestsSession
+from autograder.text import megabytes
 
 
 def _error_output(ename: str, evalue: str, traceback: list[str] | None = None) -> NotebookNode:
@@ -410,13 +411,13 @@ class IsolatedExecute(Execute):
             return dropped, reset
         said = []
         if dropped:
-            said.append(f"{in_mb(dropped)} more dropped")
+            said.append(f"{megabytes(dropped)} more dropped")
         if reset:
             said.append(f"{'a message' if reset == 1 else f'{reset} messages'} over "
-                        f"{in_mb(limits.MAX_OUTPUT_MESSAGE_BYTES)} dropped")
-        cap = (f"{in_mb(limits.MAX_NOTEBOOK_OUTPUT_BYTES)} a notebook"
+                        f"{megabytes(limits.MAX_OUTPUT_MESSAGE_BYTES)} dropped")
+        cap = (f"{megabytes(limits.MAX_NOTEBOOK_OUTPUT_BYTES)} a notebook"
                if channel.cell_full == "notebook"
-               else f"{in_mb(limits.MAX_CELL_OUTPUT_BYTES)} a cell")
+               else f"{megabytes(limits.MAX_CELL_OUTPUT_BYTES)} a cell")
         cell.outputs.append(NotebookNode(
             output_type="stream", name="stderr",
             text=f"[output truncated by the grader (it keeps {cap}): "

@@ -32,7 +32,7 @@ from autograder.grader.results import (GRADED, NEEDS_REGRADING, ExerciseResult, 
                                       SubmissionResult)
 from autograder.limits import KERNEL_TASKS, MAX_STATUS_CHARS
 from autograder.labs import Lab, get_lab
-from autograder.text import StudentMessage, clean_text, said_once, student_message
+from autograder.text import StudentMessage, clean_text, megabytes, said_once, student_message
 
 #: The parts of a tests cell's profile kept in a submission's timings, by the
 #: prefix of their key ("calls:<grade id>"...): the requests it sent to the
@@ -333,7 +333,7 @@ class Worker:
         dropped = record.get("output_dropped") or {}
         if dropped.get("cells"):
             notes.append(f"{OUTPUT_TRUNCATED} in {dropped['cells']} cell(s): "
-                         f"{dropped.get('bytes', 0) / 2**20:.1f} MB dropped"
+                         f"{megabytes(dropped.get('bytes', 0))} dropped"
                          + (f", {dropped['resets']} message(s) over the size cap"
                             if dropped.get("resets") else ""))
         total = sum(e.score for e in exercises)

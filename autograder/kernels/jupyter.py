@@ -381,10 +381,6 @@ READ_AHEAD = 1000
 RECONNECT_WAIT_S = 1.0
 
 
-def in_mb(size: int) -> str:
-    return f"{size / 2**20:.1f} MB"
-
-
 def output_socket(context):
     """A socket for a student kernel's IOPub, not yet connected: what
     jupyter_client's connect_iopub makes (the context's defaults, a linger

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.kernels.cgroups import detection, groups
+from autograder.kernels.cgroups import detection, files, groups
 from autograder.limits import KERNEL_TASKS
 
 BOUND = detection.detect()
@@ -116,7 +116,7 @@ def test_a_mount_of_part_of_a_hierarchy(tmp_path: Path) -> None:
 
 def test_v2_files_on_a_fake_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a v2 kernel group writes and reads, on plain files."""
-    monkeypatch.setattr(groups, "_write", lambda path, text: Path(path).write_text(text))
+    monkeypatch.setattr(files, "write", lambda path, text: Path(path).write_text(text))
     bound = detection.Bound("v2", (groups.Hierarchy(tmp_path, groups.V2_CONTROLLERS),))
     run = groups.RunGroup(bound)
     assert run.name.startswith("labkit-")
@@ -356,7 +356,7 @@ def _fake_v2(tmp_path: Path, procs: str) -> tuple[str, str, Path]:
 def test_v2_detection_on_a_fake_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The run's group goes under the nearest group that gives cpu and pids;
     a grader alone in its group adopts it; one that is not leaves it be."""
-    monkeypatch.setattr(detection, "_write", lambda path, text: Path(path).write_text(text))
+    monkeypatch.setattr(files, "write", lambda path, text: Path(path).write_text(text))
     probed: list[detection.Bound] = []
     monkeypatch.setattr(detection, "_probe", lambda bound: probed.append(bound))
     mountinfo, cgroup, own = _fake_v2(tmp_path / "shared", f"{os.getpid()}\n1\n")

@@ -12,9 +12,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.kernels.cgroups import files
 from autograder.kernels.cgroups.groups import (CPU_SHARES, CPU_WEIGHT, PREFIX, V1_CONTROLLERS,
-                                               V2_CONTROLLERS, Hierarchy, RunGroup, _read_words,
-                                               _rmdir, _write)
+                                               V2_CONTROLLERS, Hierarchy, RunGroup)
 from autograder.limits import KERNEL_FALLBACK_NICE, KERNEL_TASKS
 
 
@@ -154,7 +154,7 @@ def _detect_v2(mounts: list[_Mount], groups: dict[str, str], reasons: list[str],
         if own is None:
             reasons.append(f"{where}: this process's group ({groups.get('')}) is not under it")
             continue
-        available = set(_read_words(own / "cgroup.controllers"))
+        available = set(files.read_words(own / "cgroup.controllers"))
         missing = [name for name in V2_CONTROLLERS if name not in available]
         if missing:
             reasons.append(f"{where}: no {', '.join(missing)} controller in {own} (held by "
@@ -197,7 +197,7 @@ def _detect_v2(mounts: list[_Mount], groups: dict[str, str], reasons: list[str],
 
 def _gives(group: Path) -> bool:
     """Whether a v2 group gives its children the cpu and pids controllers."""
-    enabled = set(_read_words(group / "cgroup.subtree_control"))
+    enabled = set(files.read_words(group / "cgroup.subtree_control"))
     return all(name in enabled for name in V2_CONTROLLERS)
 
 
@@ -208,7 +208,7 @@ def _adopt(own: Path) -> tuple[Path | None, str]:
     pids: then the group holds no process, as the no-internal-process rule
     asks. Returns the leaf, or None and why not. Nothing is done where the
     group holds another process: it is not this grader's to rearrange."""
-    others = [pid for pid in _read_words(own / "cgroup.procs") if int(pid) != os.getpid()]
+    others = [pid for pid in files.read_words(own / "cgroup.procs") if int(pid) != os.getpid()]
     if others:
         return None, f"it holds {len(others)} other process(es)"
     if not (own / "cgroup.type").exists():
@@ -219,8 +219,8 @@ def _adopt(own: Path) -> tuple[Path | None, str]:
     except OSError as error:
         return None, _why(error)
     try:
-        _write(leaf / "cgroup.procs", "0")
-        _write(own / "cgroup.subtree_control", " ".join(f"+{name}" for name in V2_CONTROLLERS))
+        files.write(leaf / "cgroup.procs", "0")
+        files.write(own / "cgroup.subtree_control", " ".join(f"+{name}" for name in V2_CONTROLLERS))
     except OSError as error:
         _unadopt(own, leaf)
         return None, _why(error)
@@ -234,10 +234,10 @@ def _unadopt(own: Path, leaf: Path) -> None:
                         " ".join(f"-{name}" for name in V2_CONTROLLERS)),
                        (own / "cgroup.procs", "0")):
         try:
-            _write(path, text)
+            files.write(path, text)
         except OSError:
             pass
-    _rmdir(leaf, 1.0)
+    files.remove_folder(leaf, 1.0)
 
 
 def _detect_v1(mounts: list[_Mount], groups: dict[str, str], reasons: list[str]) -> Bound | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder.kernels.cgroups import files
 from autograder.cputime import cgroup_cpu_seconds
 from autograder.limits import CGROUP_KILL_WAIT_S, KERNEL_MIN_CPU_CORES, KERNEL_TASKS
 
@@ -94,11 +95,11 @@ class RunGroup:
                 hierarchy.path.mkdir(mode=0o755)
                 created.append(hierarchy.path)
                 if bound.kind == "v2" and hierarchy.controllers:
-                    _write(hierarchy.path / "cgroup.subtree_control",
+                    files.write(hierarchy.path / "cgroup.subtree_control",
                            " ".join(f"+{name}" for name in hierarchy.controllers))
         except BaseException:
             for path in reversed(created):
-                _rmdir(path, CGROUP_KILL_WAIT_S)
+                files.remove_folder(path, CGROUP_KILL_WAIT_S)
             raise
 
     def __enter__(self) -> RunGroup:
@@ -137,9 +138,9 @@ class RunGroup:
                 if "cpu" not in hierarchy.controllers:
                     continue
                 if self.bound.kind == "v2":
-                    _write(hierarchy.path / "cpu.weight", str(min(10_000, CPU_WEIGHT * count)))
+                    files.write(hierarchy.path / "cpu.weight", str(min(10_000, CPU_WEIGHT * count)))
                 else:
-                    _write(hierarchy.path / "cpu.shares", str(min(262_144, CPU_SHARES * count)))
+                    files.write(hierarchy.path / "cpu.shares", str(min(262_144, CPU_SHARES * count)))
             except OSError:
                 pass        # the kernels' equal shares among themselves hold anyway
 
@@ -157,7 +158,7 @@ class RunGroup:
             if not hierarchy.path.exists():
                 continue
             for folder, _, _ in os.walk(hierarchy.path, topdown=False):
-                if not _rmdir(Path(folder), max(0.0, deadline - time.monotonic())):
+                if not files.remove_folder(Path(folder), max(0.0, deadline - time.monotonic())):
                     left.append(folder)
         return left
 
@@ -179,9 +180,9 @@ def remove_dead_runs(bound: Bound) -> list[str]:
             if not match or Path(f"/proc/{match.group(1)}").exists():
                 continue
             folders = [Path(folder) for folder, _, _ in os.walk(entry, topdown=False)]
-            if any(_read_words(folder / "cgroup.procs") for folder in folders):
+            if any(files.read_words(folder / "cgroup.procs") for folder in folders):
                 continue
-            if all(_rmdir(folder, 0.5) for folder in folders):
+            if all(files.remove_folder(folder, 0.5) for folder in folders):
                 removed.append(str(entry))
     return removed
 
@@ -209,7 +210,7 @@ class KernelGroup:
                 self._configure(hierarchy)
         except BaseException:
             for path in reversed(made):
-                _rmdir(path, CGROUP_KILL_WAIT_S)
+                files.remove_folder(path, CGROUP_KILL_WAIT_S)
             raise
 
     def _configure(self, hierarchy: Hierarchy) -> None:
@@ -219,26 +220,26 @@ class KernelGroup:
         if self.kind == "v2":
             if "cpu" in controllers:
                 if quota is not None:
-                    _write(path / "cpu.max", f"{quota} {PERIOD_US}")
-                _write(path / "cpu.weight", str(CPU_WEIGHT))
+                    files.write(path / "cpu.max", f"{quota} {PERIOD_US}")
+                files.write(path / "cpu.weight", str(CPU_WEIGHT))
             if "pids" in controllers:
-                _write(path / "pids.max", str(self.pids_max))
+                files.write(path / "pids.max", str(self.pids_max))
             return
         if "cpu" in controllers:
-            _write(path / "cpu.cfs_period_us", str(PERIOD_US))
+            files.write(path / "cpu.cfs_period_us", str(PERIOD_US))
             if quota is not None:
                 try:
-                    _write(path / "cpu.cfs_quota_us", str(quota))
+                    files.write(path / "cpu.cfs_quota_us", str(quota))
                 except OSError as error:
                     # v1 refuses a quota above an ancestor's (sched-bwc.rst):
                     # the ancestor's then, which bounds the kernel anyway.
                     ceiling = _v1_ancestor_quota(path)
                     if error.errno != errno.EINVAL or ceiling is None:
                         raise
-                    _write(path / "cpu.cfs_quota_us", str(min(quota, ceiling)))
-            _write(path / "cpu.shares", str(CPU_SHARES))
+                    files.write(path / "cpu.cfs_quota_us", str(min(quota, ceiling)))
+            files.write(path / "cpu.shares", str(CPU_SHARES))
         if "pids" in controllers:
-            _write(path / "pids.max", str(self.pids_max))
+            files.write(path / "pids.max", str(self.pids_max))
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -331,7 +332,7 @@ class KernelGroup:
             kill_file = self.paths[0] / "cgroup.kill"
             if kill_file.exists():
                 try:
-                    _write(kill_file, "1")
+                    files.write(kill_file, "1")
                 except OSError:
                     pass
         pause = 0.002
@@ -355,7 +356,7 @@ class KernelGroup:
         except Exception:  # noqa: BLE001, S110 - what is left is reported below
             pass
         left = [str(path) for path in self.paths
-                if path.exists() and not _rmdir(path, max(0.0, deadline - time.monotonic()))]
+                if path.exists() and not files.remove_folder(path, max(0.0, deadline - time.monotonic()))]
         if not left and self._on_remove is not None:
             self._on_remove(self)
         return left
@@ -409,24 +410,6 @@ def _kill_listed(pids: list[int], listed_now: Callable[[], set[int]]) -> None:
             os.close(handle)
 
 
-def _rmdir(path: Path, timeout: float) -> bool:
-    """Remove an empty group, retrying while it is busy (its last processes
-    still exiting); True where it is gone."""
-    deadline = time.monotonic() + timeout
-    pause = 0.002
-    while True:
-        try:
-            path.rmdir()
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError as error:
-            if error.errno != errno.EBUSY or time.monotonic() >= deadline:
-                return False
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
-
-
 def _v1_ancestor_quota(path: Path) -> int | None:
     """The smallest CPU quota of path's ancestors (v1), at this group's
     period, in microseconds; None where none has one."""
@@ -441,21 +424,3 @@ def _v1_ancestor_quota(path: Path) -> int | None:
             scaled = quota * PERIOD_US // period
             smallest = scaled if smallest is None else min(smallest, scaled)
     return smallest
-
-
-def _write(path: Path, text: str) -> None:
-    """One write(2) of ``text``: a cgroup file takes a value a write."""
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, text.encode())
-    except OSError as error:
-        raise OSError(error.errno, f"writing {text!r}: {error.strerror}", str(path)) from None
-    finally:
-        os.close(fd)
-
-
-def _read_words(path: Path) -> list[str]:
-    try:
-        return path.read_text().split()
-    except OSError:
-        return []
